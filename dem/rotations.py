@@ -1,0 +1,264 @@
+"""Rotation algebra: rescaled Rodrigues parameters (RRP), quaternions, matrices.
+
+Conventions (SPEC §1, seed 001 eqs. 3–5):
+
+* ``R`` maps body-frame vectors to the inertial frame.
+* RRP vector ``α = 2 tan(|θ|/2) θ/|θ|`` for the rotation vector ``θ``; ``α = 2 q_v / q_0`` for
+  the unit quaternion ``q = (q_0, q_v)`` (scalar first).
+* ``R(α) = I + 4/(4+|α|²) [S(α) + S(α)²/2]`` (the Cayley map, no trigonometry).
+* ``α1 ⊕ α2 = 4/(4 − α1·α2) [α1 + α2 − α1×α2/2]`` with ``R(α1 ⊕ α2) = R(α2) R(α1)``:
+  ``α1`` first, then ``α2``.
+
+Orientations are *stored* as unit quaternions, which have no singularity at ``|θ| = π``; an RRP
+increment ``Δα`` is applied as ``q⁺ ∝ (1, Δα/2) ⊗ q`` (the homogeneous form of ``α ⊕ Δα``).
+
+The ``_*`` functions are numba kernels on one body (3-vectors, 4-quaternions, 3×3 matrices) that
+the integrators and interactions call. The public functions take arrays of shape ``(..., 3)``,
+``(..., 4)`` or ``(..., 3, 3)`` and loop over the leading axes in compiled code.
+"""
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------------------------------------
+# single-body kernels: arguments are 3-/4-sequences (arrays or tuples); vectors and quaternions
+# are returned as tuples so that the hot loops allocate nothing.
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True)
+def _cross(a, b):
+    """``a × b`` for 3-vectors."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True)
+def _rrp_matrix(alpha):
+    """``R(α)`` of SPEC §1 (seed 001 eq. 4), a 3×3 rotation matrix."""
+    a0, a1, a2 = alpha[0], alpha[1], alpha[2]
+    c = 4.0 / (4.0 + a0 * a0 + a1 * a1 + a2 * a2)
+    s = np.array(((0.0, -a2, a1), (a2, 0.0, -a0), (-a1, a0, 0.0)))
+    return np.eye(3) + c * (s + 0.5 * (s @ s))
+
+
+@njit(cache=True)
+def _rrp_compose(alpha1, alpha2):
+    """``α1 ⊕ α2`` (seed 001 eq. 5): rotation ``α1`` first, then ``α2``."""
+    scale = 4.0 / (4.0 - _dot(alpha1, alpha2))
+    c = _cross(alpha1, alpha2)
+    return (
+        scale * (alpha1[0] + alpha2[0] - 0.5 * c[0]),
+        scale * (alpha1[1] + alpha2[1] - 0.5 * c[1]),
+        scale * (alpha1[2] + alpha2[2] - 0.5 * c[2]),
+    )
+
+
+@njit(cache=True)
+def _quat_multiply(p, q):
+    """Hamilton product ``p ⊗ q``; ``R(p ⊗ q) = R(p) R(q)``."""
+    return (
+        p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3],
+        p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2],
+        p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1],
+        p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0],
+    )
+
+
+@njit(cache=True)
+def _quat_conjugate(q):
+    """Inverse of a unit quaternion."""
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+@njit(cache=True)
+def _quat_normalize(q):
+    norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
+
+
+@njit(cache=True)
+def _quat_rotate(q, v):
+    """``R(q) v`` for a unit quaternion ``q`` and a 3-vector ``v``."""
+    u = (q[1], q[2], q[3])
+    t = _cross(u, v)
+    t = (2.0 * t[0], 2.0 * t[1], 2.0 * t[2])
+    c = _cross(u, t)
+    return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
+
+
+@njit(cache=True)
+def _quat_rotate_inverse(q, v):
+    """``R(q)ᵀ v``."""
+    return _quat_rotate(_quat_conjugate(q), v)
+
+
+@njit(cache=True)
+def _quat_matrix(q):
+    """Rotation matrix of a unit quaternion (scalar first)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    return np.array(
+        (
+            (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)),
+            (2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)),
+            (2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)),
+        )
+    )
+
+
+@njit(cache=True)
+def _matrix_quat(m):
+    """Unit quaternion (``q_0 ≥ 0``) of a rotation matrix, Shepperd's branch choice."""
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace >= max(m[0, 0], m[1, 1], m[2, 2]):
+        s = 2.0 * np.sqrt(1.0 + trace)
+        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
+    elif m[0, 0] >= m[1, 1] and m[0, 0] >= m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
+    elif m[1, 1] >= m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
+    if q[0] < 0.0:
+        q = (-q[0], -q[1], -q[2], -q[3])
+    return _quat_normalize(q)
+
+
+@njit(cache=True)
+def _quat_from_rrp(alpha):
+    """Unit quaternion ``∝ (1, α/2)``."""
+    return _quat_normalize((1.0, 0.5 * alpha[0], 0.5 * alpha[1], 0.5 * alpha[2]))
+
+
+@njit(cache=True)
+def _rrp_from_quat(q):
+    """``α = 2 q_v / q_0`` (undefined at ``|θ| = π``, where ``q_0 = 0``)."""
+    return (2.0 * q[1] / q[0], 2.0 * q[2] / q[0], 2.0 * q[3] / q[0])
+
+
+@njit(cache=True)
+def _quat_from_rotvec(theta):
+    """Unit quaternion of the rotation vector ``θ``."""
+    angle = np.sqrt(_dot(theta, theta))
+    # sin(angle/2)/angle without cancellation at small angles
+    scale = 0.5 - angle * angle / 48.0 if angle < 1e-4 else np.sin(0.5 * angle) / angle
+    return (np.cos(0.5 * angle), scale * theta[0], scale * theta[1], scale * theta[2])
+
+
+@njit(cache=True)
+def _rotvec_from_quat(q):
+    """Rotation vector ``θ`` of a unit quaternion, ``|θ| ≤ π`` (the shorter of ``±q``)."""
+    w = q[0]
+    sign = 1.0
+    if w < 0.0:
+        w = -w
+        sign = -1.0
+    s = np.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if s < 1e-8:
+        # 2 atan2(s, w)/s = (2/w)(1 − s²/(3w²) + …)
+        scale = sign * (2.0 / w) * (1.0 - s * s / (3.0 * w * w))
+    else:
+        scale = sign * 2.0 * np.arctan2(s, w) / s
+    return (scale * q[1], scale * q[2], scale * q[3])
+
+
+@njit(cache=True)
+def _rrp_from_rotvec(theta):
+    """``α = 2 tan(|θ|/2) θ/|θ|`` (seed 001 eq. 3)."""
+    angle = np.sqrt(_dot(theta, theta))
+    scale = 1.0 + angle * angle / 12.0 if angle < 1e-8 else 2.0 * np.tan(0.5 * angle) / angle
+    return (scale * theta[0], scale * theta[1], scale * theta[2])
+
+
+@njit(cache=True)
+def _rotvec_from_rrp(alpha):
+    """``θ = 2 atan(|α|/2) α/|α|``."""
+    norm = np.sqrt(_dot(alpha, alpha))
+    scale = 1.0 - norm * norm / 12.0 if norm < 1e-8 else 2.0 * np.arctan(0.5 * norm) / norm
+    return (scale * alpha[0], scale * alpha[1], scale * alpha[2])
+
+
+@njit(cache=True)
+def _quat_apply_increment(q, dalpha):
+    """``q⁺ ∝ (1, Δα/2) ⊗ q``: the spatial increment ``R⁺ = R(Δα) R`` (SPEC §1)."""
+    return _quat_normalize(_quat_multiply((1.0, 0.5 * dalpha[0], 0.5 * dalpha[1], 0.5 * dalpha[2]), q))
+
+
+@njit(cache=True)
+def _relative_rotvec(q_i, q_j):
+    """Rotation vector of ``R_j R_iᵀ``, ``|θ| ≤ π``."""
+    return _rotvec_from_quat(_quat_multiply(q_j, _quat_conjugate(q_i)))
+
+
+# ---------------------------------------------------------------------------------------------
+# batch kernels (n bodies) and the public, numpy-facing functions
+# ---------------------------------------------------------------------------------------------
+
+
+def _batched(kernel, in_shape, out_shape):
+    """Lift a single-body kernel to arrays with arbitrary leading axes (compiled loop)."""
+
+    @njit(cache=False)
+    def loop(flat):
+        out = np.empty((flat.shape[0],) + out_shape)
+        for k in range(flat.shape[0]):
+            out[k] = np.asarray(kernel(flat[k]))
+        return out
+
+    def apply(values):
+        values = np.asarray(values, dtype=np.float64)
+        lead = values.shape[: values.ndim - len(in_shape)]
+        if values.shape[values.ndim - len(in_shape):] != in_shape:
+            raise ValueError(f"expected trailing shape {in_shape}, got {values.shape}")
+        flat = np.ascontiguousarray(values.reshape((-1,) + in_shape))
+        return loop(flat).reshape(lead + out_shape)
+
+    apply.__doc__ = kernel.__doc__
+    return apply
+
+
+def _batched2(kernel, in_shape, out_shape):
+    """Lift a two-argument single-body kernel (both arguments of ``in_shape``)."""
+
+    @njit(cache=False)
+    def loop(flat1, flat2):
+        out = np.empty((flat1.shape[0],) + out_shape)
+        for k in range(flat1.shape[0]):
+            out[k] = np.asarray(kernel(flat1[k], flat2[k]))
+        return out
+
+    def apply(first, second):
+        first, second = np.broadcast_arrays(np.asarray(first, np.float64), np.asarray(second, np.float64))
+        lead = first.shape[: first.ndim - len(in_shape)]
+        flat1 = np.ascontiguousarray(first.reshape((-1,) + in_shape))
+        flat2 = np.ascontiguousarray(second.reshape((-1,) + in_shape))
+        return loop(flat1, flat2).reshape(lead + out_shape)
+
+    apply.__doc__ = kernel.__doc__
+    return apply
+
+
+rrp_matrix = _batched(_rrp_matrix, (3,), (3, 3))
+rrp_compose = _batched2(_rrp_compose, (3,), (3,))
+quat_multiply = _batched2(_quat_multiply, (4,), (4,))
+quat_matrix = _batched(_quat_matrix, (4,), (3, 3))
+matrix_quat = _batched(_matrix_quat, (3, 3), (4,))
+quat_from_rrp = _batched(_quat_from_rrp, (3,), (4,))
+rrp_from_quat = _batched(_rrp_from_quat, (4,), (3,))
+quat_from_rotvec = _batched(_quat_from_rotvec, (3,), (4,))
+rotvec_from_quat = _batched(_rotvec_from_quat, (4,), (3,))
+rrp_from_rotvec = _batched(_rrp_from_rotvec, (3,), (3,))
+rotvec_from_rrp = _batched(_rotvec_from_rrp, (3,), (3,))
+relative_rotvec = _batched2(_relative_rotvec, (4,), (3,))
+
+
+def rrp_inverse(alpha):
+    """Inverse rotation in RRP: ``−α`` (``α ⊕ (−α) = 0``)."""
+    return -np.asarray(alpha, dtype=np.float64)

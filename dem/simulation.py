@@ -1,0 +1,101 @@
+"""`Simulation`: owns the model, the state, the integrator and the observers, and runs the loop.
+
+Loop order (`Simulation.run`): find the next step at which some observer is due; advance to it
+with compiled steps (`dem.integrators._advance_kernel`, no Python per step); then every due
+observer reports, in the order given. Step 0 is reported before the first step.
+"""
+
+import numpy as np
+
+from .integrators import INTEGRATORS, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel
+from .interactions import _force_field_kernel
+from .neighbors import NeighborList
+
+
+class SimulationError(RuntimeError):
+    """A run that cannot go on (instability, invalid step); the message suggests a remedy."""
+
+
+class Simulation:
+    """Advance ``state`` under ``model`` with ``integrator`` (a name of `INTEGRATORS`).
+
+    ``observers`` have ``every`` (steps; 0 = never except at the start and the end), ``report(sim)``
+    and ``close(sim)``.
+    """
+
+    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=()):
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+        scheme, spherical_only, _ = INTEGRATORS[integrator]
+        if spherical_only and not model.spherical:
+            raise ValueError(f"integrator {integrator!r} needs spherical inertia (J1 = J2 = J3) for every body")
+        if not dt > 0.0:
+            raise ValueError(f"dt must be positive, got {dt}")
+        self.model = model
+        self.state = state
+        self.integrator = integrator
+        self.dt = float(dt)
+        self.observers = list(observers)
+        self._scheme = scheme
+        self._model_arrays = model.arrays()
+        self.neighbors = NeighborList(model.n_bodies)
+        self._evaluate_forces()
+
+    def _evaluate_forces(self):
+        nl = self.neighbors
+        nl.pair_i, nl.pair_j = _force_field_kernel(
+            self.state.arrays(), self._model_arrays, nl.pair_i, nl.pair_j, nl.reference_position, nl.counters
+        )
+
+    def advance(self, n_steps):
+        """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
+        if n_steps <= 0:
+            return
+        nl = self.neighbors
+        status, body, done, nl.pair_i, nl.pair_j = _advance_kernel(
+            n_steps, self._scheme, self.dt, self.state.arrays(), self._model_arrays,
+            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters,
+        )
+        self.state.step += done
+        self.state.time = self.state.step * self.dt
+        if status == RRP_LIMIT:
+            raise SimulationError(
+                f"step {self.state.step + 1}: body {body} would turn by π/2 or more in one step "
+                f"(h²|Ω + hτ/2J|² ≥ 1, the limit of the 'rrp' map, seed 001 eq. 16); "
+                f"reduce simulation.dt (now {self.dt:g})"
+            )
+        if status == NOT_FINITE:
+            raise SimulationError(
+                f"step {self.state.step}: body {body} has a non-finite position or velocity "
+                f"(the run went unstable); reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
+            )
+        assert status == OK
+
+    def run(self, n_steps, progress=None):
+        """Advance ``n_steps`` steps, letting observers report when due; ``progress`` is an
+        optional callable ``progress(steps_done)`` called after each event."""
+        start = self.state.step
+        end = start + n_steps
+        try:
+            if start == 0:
+                self._report(due_only=False)
+            while self.state.step < end:
+                target = min([end] + [self._next_due(o) for o in self.observers])
+                self.advance(target - self.state.step)
+                self._report(due_only=self.state.step < end)
+                if progress is not None:
+                    progress(self.state.step - start)
+        finally:
+            for observer in self.observers:
+                observer.close(self)
+
+    def _next_due(self, observer):
+        every = observer.every
+        if every <= 0:
+            return np.iinfo(np.int64).max
+        return (self.state.step // every + 1) * every
+
+    def _report(self, due_only):
+        for observer in self.observers:
+            if not due_only or (observer.every > 0 and self.state.step % observer.every == 0):
+                observer.report(self)

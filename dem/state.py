@@ -1,0 +1,165 @@
+"""The system on SE(3)ⁿ as structure-of-arrays: constant `Model`, time-varying `State`.
+
+Every array is contiguous float64 (int64 for indices, bool for flags) with the body index first.
+Kernels never see these dataclasses: launchers unpack them into plain arrays (`Model.arrays()`,
+`State.arrays()`), which numba takes as named tuples.
+
+Units are those of the scene (consistent units; the reference scenes are non-dimensional).
+"""
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Columns of the energy budget, in the order of SPEC §4. Potential terms are filled by the
+#: interactions at every force evaluation; kinetic terms by `dem.diagnostics`.
+ENERGY_COMPONENTS = (
+    "kinetic_translational",
+    "kinetic_rotational",
+    "axial",
+    "shear",
+    "bending",
+    "hertz_pp",
+    "hertz_pw",
+    "gravity",
+    "lj",
+    "external",
+    "broken",
+    "dissipated",
+)
+KINETIC_TRANSLATIONAL, KINETIC_ROTATIONAL, AXIAL, SHEAR, BENDING, HERTZ_PP, HERTZ_PW, GRAVITY, LJ, EXTERNAL, BROKEN, DISSIPATED = range(
+    len(ENERGY_COMPONENTS)
+)
+
+StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment energy")
+ModelArrays = namedtuple(
+    "ModelArrays",
+    "inverse_mass mass inertia diameter com_offset gravity "
+    "bond_i bond_j bond_k_axial bond_k_shear bond_k_bending bond_rest_length "
+    "bond_rest_dir_i bond_rest_dir_j bond_rest_relative bond_broken "
+    "wall_point wall_normal k_pp k_pw skin",
+)
+
+
+def _vectors(values, n, name):
+    out = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=np.float64), (n, 3)))
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} must be finite")
+    return out.copy()
+
+
+@dataclass
+class Bonds:
+    """Binder bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3).
+
+    ``rest_dir_i = R_i0ᵀ n0`` and ``rest_dir_j = R_j0ᵀ n0`` are the rest bond direction
+    ``n0 = (x_i0 − x_j0)/r0`` in each end's body frame; ``rest_relative`` is the quaternion of
+    ``R_j0ᵀ R_i0``, so that the bending rotation is ``log(R_j R_j0ᵀ R_i0 R_iᵀ)``.
+    Stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.).
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    k_axial: np.ndarray
+    k_shear: np.ndarray
+    k_bending: np.ndarray
+    rest_length: np.ndarray
+    rest_dir_i: np.ndarray
+    rest_dir_j: np.ndarray
+    rest_relative: np.ndarray
+    broken: np.ndarray
+
+    @classmethod
+    def empty(cls):
+        return cls(
+            np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
+            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.bool_),
+        )
+
+    def __len__(self):
+        return len(self.i)
+
+
+@dataclass
+class Model:
+    """Constant data: bodies' mass properties, bonds, walls, contact and field parameters.
+
+    Shapes: ``mass (n,)``, ``inertia (n, 3)`` principal moments in the body frame (about the pivot
+    for pinned bodies), ``diameter (n,)`` contact diameter (0: no contact), ``com_offset (n, 3)``
+    centre of mass in the body frame relative to the body's reference point (zero for free bodies;
+    ``ρ`` for a body on a pivot), ``pinned (n,)`` bodies that only rotate about ``position``.
+    """
+
+    mass: np.ndarray
+    inertia: np.ndarray
+    diameter: np.ndarray
+    com_offset: np.ndarray
+    pinned: np.ndarray
+    group: np.ndarray
+    bonds: Bonds = field(default_factory=Bonds.empty)
+    wall_point: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    wall_normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    wall_size: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    k_pp: float = 0.0
+    k_pw: float = 0.0
+    gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    skin: float = 0.0
+    #: extra log columns: name -> function(model, state) -> float
+    invariants: dict = field(default_factory=dict)
+
+    @property
+    def n_bodies(self):
+        return len(self.mass)
+
+    @property
+    def spherical(self):
+        """True when every body has ``J1 = J2 = J3`` (the RRP maps of seed 001 apply)."""
+        return bool(np.all(self.inertia == self.inertia[:, :1]))
+
+    def arrays(self):
+        inverse_mass = np.where(self.pinned, 0.0, 1.0 / self.mass)
+        b = self.bonds
+        return ModelArrays(
+            inverse_mass, self.mass, self.inertia, self.diameter, self.com_offset, self.gravity,
+            b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length,
+            b.rest_dir_i, b.rest_dir_j, b.rest_relative, b.broken,
+            self.wall_point, self.wall_normal, float(self.k_pp), float(self.k_pw), float(self.skin),
+        )
+
+
+@dataclass
+class State:
+    """Time-varying data: ``position (n,3)``, ``velocity (n,3)``, ``orientation (n,4)`` unit
+    quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
+    spatial ``Ω``, and the ``force``/``moment`` (spatial) and potential ``energy`` (per component
+    of `ENERGY_COMPONENTS`) evaluated at this configuration."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    orientation: np.ndarray
+    angular_velocity: np.ndarray
+    force: np.ndarray
+    moment: np.ndarray
+    energy: np.ndarray
+    step: int = 0
+    time: float = 0.0
+
+    @classmethod
+    def new(cls, position, velocity, orientation, angular_velocity):
+        n = len(position)
+        return cls(
+            _vectors(position, n, "position"),
+            _vectors(velocity, n, "velocity"),
+            np.ascontiguousarray(orientation, dtype=np.float64).copy(),
+            _vectors(angular_velocity, n, "angular_velocity"),
+            np.zeros((n, 3)),
+            np.zeros((n, 3)),
+            np.zeros(len(ENERGY_COMPONENTS)),
+        )
+
+    def arrays(self):
+        return StateArrays(
+            self.position, self.velocity, self.orientation, self.angular_velocity,
+            self.force, self.moment, self.energy,
+        )

@@ -1,0 +1,5 @@
+"""Observers of a run: each has ``every`` (steps), ``report(sim)`` and ``close(sim)``."""
+
+from .csv_log import EnergyLog
+
+__all__ = ["EnergyLog"]
