@@ -10,7 +10,7 @@ from tqdm import tqdm
 from .builders import build_system
 from .scene import SceneError, load_scene
 from .simulation import Simulation, SimulationError
-from .writers import EnergyLog
+from .writers import EnergyLog, VTKWriter
 
 EXAMPLES = """examples:
   python -m dem scenes/torus_impact.toml
@@ -46,7 +46,10 @@ def prepare(scene_path, overrides=(), out=None):
 
 
 def observers_for(scene, output_dir):
-    return [EnergyLog(output_dir / "energy.csv", scene.output["log_every"])]
+    return [
+        EnergyLog(output_dir / "energy.csv", scene.output["log_every"]),
+        VTKWriter(output_dir, scene.output["vtk_every"]),
+    ]
 
 
 def run(scene_path, overrides=(), out=None, quiet=False):

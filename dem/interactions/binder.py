@@ -79,3 +79,43 @@ def _binder_kernel(position, orientation, bond_i, bond_j, k_axial, k_shear, k_be
             force[j, c] -= f
             moment[i, c] += tau_si[c] + tau_m[c]
             moment[j, c] += tau_sj[c] - tau_m[c]
+
+
+@njit(cache=True)
+def _bond_measures_kernel(position, orientation, bond_i, bond_j, k_axial, rest_length, rest_dir_i, rest_dir_j,
+                          rest_relative, axial_strain, shear, bending_angle, axial_force):
+    """Per-bond state of deformation for output (SPEC §3, §7), broken bonds included.
+
+    Writes ``axial_strain = r/r0 − 1``, ``shear = max(1 − s_i, 1 − s_j)``, ``bending_angle = |θ|``
+    (rotation angle of ``R_j R_j0ᵀ R_i0 R_iᵀ``, radians) and ``axial_force = K_a (r/r0 − 1)/r0``
+    (the binder's axial load, positive in tension) into the ``(n_bonds,)`` output arrays.
+    """
+    for b in range(bond_i.shape[0]):
+        i = bond_i[b]
+        j = bond_j[b]
+        d = (position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2])
+        r = np.sqrt(_dot(d, d))
+        n = (d[0] / r, d[1] / r, d[2] / r)
+        _, f_i = binder_axial(d, k_axial[b], rest_length[b])
+        axial_strain[b] = r / rest_length[b] - 1.0
+        axial_force[b] = -_dot(f_i, n)  # F_i pulls i towards j in tension
+        a_i = _quat_rotate(orientation[i], rest_dir_i[b])
+        a_j = _quat_rotate(orientation[j], rest_dir_j[b])
+        shear[b] = max(1.0 - _dot(a_i, n), 1.0 - _dot(a_j, n))
+        theta = _rotvec_from_quat(_quat_multiply(_quat_multiply(orientation[j], rest_relative[b]),
+                                                 _quat_conjugate(orientation[i])))
+        bending_angle[b] = np.sqrt(_dot(theta, theta))
+
+
+def bond_measures(model, state):
+    """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
+    tension) and ``broken`` of ``model.bonds`` at ``state``, as a dict of ``(n_bonds,)`` arrays."""
+    b = model.bonds
+    n = len(b)
+    out = {name: np.empty(n) for name in ("axial_strain", "shear", "bending_angle", "axial_force")}
+    if n:
+        _bond_measures_kernel(state.position, state.orientation, b.i, b.j, b.k_axial, b.rest_length,
+                              b.rest_dir_i, b.rest_dir_j, b.rest_relative, out["axial_strain"], out["shear"],
+                              out["bending_angle"], out["axial_force"])
+    out["broken"] = np.asarray(b.broken, dtype=np.bool_).copy()
+    return out

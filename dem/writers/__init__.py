@@ -1,5 +1,6 @@
 """Observers of a run: each has ``every`` (steps), ``report(sim)`` and ``close(sim)``."""
 
 from .csv_log import EnergyLog
+from .vtk import VTKWriter
 
-__all__ = ["EnergyLog"]
+__all__ = ["EnergyLog", "VTKWriter"]

@@ -1,0 +1,103 @@
+"""Scene loading: overrides, and bad scenes failing cleanly (file and key named, no traceback,
+no output folder)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dem.cli import main
+from dem.scene import SceneError, load_scene
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GOOD = """\
+[simulation]
+integrator = "rrp2"
+dt = 0.01
+t_end = 1.0
+
+[fields]
+gravity = [0.0, 0.0, -1.0]
+
+[[pendulum]]
+mass = 1.0
+inertia = 1.0
+"""
+
+
+def bad_scene(tmp_path, old, new):
+    assert old in GOOD
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(old, new))
+    return path
+
+
+BAD = [
+    ("missing file", None, None, "no such scene file", None),
+    ("TOML syntax error", "dt = 0.01", "dt = = 0.01", "TOML syntax error", None),
+    ("unknown key", "dt = 0.01", "dt = 0.01\ntimestep = 0.1", "simulation.timestep", "unknown key"),
+    ("unknown section", "[fields]", "[feilds]", "feilds", "unknown section"),
+    ("wrong type", "dt = 0.01", 'dt = "small"', "simulation.dt", "must be a number"),
+    ("wrong vector", "gravity = [0.0, 0.0, -1.0]", "gravity = [0.0, -1.0]", "fields.gravity", "3 numbers"),
+    ("non-positive dt", "dt = 0.01", "dt = 0.0", "simulation.dt", "positive"),
+    ("negative dt", "dt = 0.01", "dt = -1e-3", "simulation.dt", "positive"),
+    ("dt >= t_end", "dt = 0.01", "dt = 2.0", "simulation.dt", "smaller than simulation.t_end"),
+    ("unknown integrator", '"rrp2"', '"verlet"', "simulation.integrator", "must be one of"),
+    ("non-positive mass", "mass = 1.0", "mass = -1.0", "pendulum.0.mass", "positive"),
+    ("missing required key", "inertia = 1.0\n", "", "pendulum.0.inertia", "required"),
+    ("table instead of array", "[[pendulum]]", "[pendulum]", "pendulum", "array of tables"),
+]
+
+
+@pytest.mark.parametrize("case, old, new, key, problem", BAD, ids=[b[0] for b in BAD])
+def test_bad_scene_fails_cleanly(tmp_path, monkeypatch, capsys, case, old, new, key, problem):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "missing.toml" if old is None else bad_scene(tmp_path, old, new)
+    code = main([str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert str(path) in lines[0] and key in lines[0]
+    if problem:
+        assert problem in lines[0]
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "output").exists()
+
+
+def test_bad_scene_from_the_command_line_has_no_traceback(tmp_path):
+    path = bad_scene(tmp_path, "dt = 0.01", "dt = 0.0")
+    result = subprocess.run([sys.executable, "-m", "dem", str(path)], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"{path}: simulation.dt: must be positive" in result.stderr
+    assert not (tmp_path / "output").exists()
+
+
+def test_overrides_reach_nested_keys_and_lists():
+    scene = load_scene(ROOT / "scenes/torus_impact.toml",
+                       ["simulation.dt=5e-4", "torus.0.velocity=[1,0,0]", "walls=[]", "simulation.integrator=rrp"])
+    assert scene.simulation["dt"] == 5e-4
+    assert scene.simulation["integrator"] == "rrp"
+    assert scene.builders[0][2]["velocity"] == (1.0, 0.0, 0.0)
+    assert scene.walls == []
+
+
+@pytest.mark.parametrize("override, message", [
+    ("simulation.dt", "expected PATH=VALUE"),
+    ("torus.3.mass=1", "no element 3"),
+    ("simulation.dtt=1", "simulation.dtt: unknown key"),
+    ("torus.0.mass=[1, 2]", "torus.0.mass: must be a number"),
+])
+def test_bad_overrides(override, message):
+    with pytest.raises(SceneError, match=message):
+        load_scene(ROOT / "scenes/torus_impact.toml", [override])
+
+
+def test_defaults_are_filled_in():
+    scene = load_scene(ROOT / "scenes/pendulum.toml")
+    assert scene.output["log_every"] == 1
+    assert scene.contact["k_pp"] == 0.0
+    assert scene.n_steps == 1000
