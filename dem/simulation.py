@@ -8,7 +8,7 @@ observer reports, in the order given. Step 0 is reported before the first step.
 import numpy as np
 
 from .integrators import INTEGRATORS, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel
-from .interactions import _force_field_kernel
+from .interactions import compute_forces
 from .neighbors import NeighborList
 
 
@@ -39,13 +39,7 @@ class Simulation:
         self._scheme = scheme
         self._model_arrays = model.arrays()
         self.neighbors = NeighborList(model.n_bodies)
-        self._evaluate_forces()
-
-    def _evaluate_forces(self):
-        nl = self.neighbors
-        nl.pair_i, nl.pair_j = _force_field_kernel(
-            self.state.arrays(), self._model_arrays, nl.pair_i, nl.pair_j, nl.reference_position, nl.counters
-        )
+        compute_forces(model, state, self.neighbors, self._model_arrays)
 
     def advance(self, n_steps):
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""

@@ -51,4 +51,16 @@ def _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters):
     return pair_i, pair_j
 
 
-__all__ = ["INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "hertz"]
+
+
+def compute_forces(model, state, neighbors, model_arrays=None):
+    """Evaluate all interactions at ``state``: fills ``state.force``, ``state.moment`` and the
+    potential terms of ``state.energy``; ``neighbors`` is a `dem.neighbors.NeighborList`."""
+    model_arrays = model.arrays() if model_arrays is None else model_arrays
+    neighbors.pair_i, neighbors.pair_j = _force_field_kernel(
+        state.arrays(), model_arrays, neighbors.pair_i, neighbors.pair_j, neighbors.reference_position,
+        neighbors.counters,
+    )
+
+
+__all__ = ["INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "hertz"]

@@ -1,0 +1,166 @@
+"""One battery for every interaction (SPEC §3): forces and moments equal minus the
+central-difference gradient of the energy, internal interactions have ΣF = 0 and
+Σ(x × F + τ) = 0, and nothing acts beyond reach."""
+
+import numpy as np
+import pytest
+
+from dem import SystemBuilder
+from dem.interactions import INTERACTIONS, compute_forces
+from dem.neighbors import NeighborList
+from dem.rotations import quat_from_rotvec, quat_multiply
+from dem.state import ENERGY_COMPONENTS
+
+RNG_SEEDS = range(5)
+
+
+def random_quaternions(rng, n, angle=np.pi):
+    axes = rng.normal(size=(n, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    return quat_from_rotvec(axes * rng.uniform(0, angle, size=(n, 1)))
+
+
+def bonded_chain(rng, k_axial=0.0, k_shear=0.0, k_bending=0.0, k_pp=0.0):
+    """Four bonded spheres at rest in a random configuration, then displaced and turned."""
+    system = SystemBuilder()
+    position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
+    orientation = random_quaternions(rng, 4)
+    for x, q in zip(position, orientation):
+        system.add_body(x, mass=1.0, inertia=1.0, orientation=q, diameter=rng.uniform(1.0, 1.4))
+    for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
+        system.add_bond(i, j, k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
+    model, state = system.finish(k_pp=k_pp)
+    state.position += rng.normal(scale=0.1, size=(4, 3))
+    state.orientation[:] = quat_multiply(random_quaternions(rng, 4, angle=1.0), state.orientation)
+    return model, state
+
+
+def overlapping_cloud(rng):
+    """Polydisperse spheres packed closely enough that several pairs overlap."""
+    system = SystemBuilder()
+    for x in rng.uniform(0, 2.0, size=(12, 3)):
+        system.add_body(x, mass=1.0, inertia=1.0, diameter=rng.uniform(0.6, 1.2))
+    return system.finish(k_pp=50.0)
+
+
+def spheres_near_walls(rng):
+    system = SystemBuilder()
+    for _ in range(8):
+        system.add_body(rng.uniform(-0.3, 1.0, size=3), mass=1.0, inertia=1.0, diameter=rng.uniform(0.5, 1.0),
+                        orientation=random_quaternions(rng, 1)[0])
+    walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
+             dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0)]
+    return system.finish(walls=walls, k_pw=30.0)
+
+
+def pendulum_in_gravity(rng):
+    system = SystemBuilder()
+    for _ in range(3):
+        system.add_body(rng.normal(size=3), mass=rng.uniform(0.5, 2), inertia=1.0, com_offset=rng.normal(size=3),
+                        orientation=random_quaternions(rng, 1)[0], pinned=True)
+    system.add_body(rng.normal(size=3), mass=1.5, inertia=1.0)
+    return system.finish(gravity=(0.3, -0.2, -9.81))
+
+
+CASES = {
+    "binder_axial": lambda rng: bonded_chain(rng, k_axial=200.0),
+    "binder_shear": lambda rng: bonded_chain(rng, k_shear=200.0),
+    "binder_bending": lambda rng: bonded_chain(rng, k_bending=10.0),
+    "hertz_pp": overlapping_cloud,
+    "hertz_pw": spheres_near_walls,
+    "gravity": pendulum_in_gravity,
+}
+
+
+def evaluate(model, state):
+    compute_forces(model, state, NeighborList(model.n_bodies))
+    return state.force.copy(), state.moment.copy(), state.energy.sum()
+
+
+def energy_at(model, state, position=None, orientation=None):
+    trial = type(state).new(state.position if position is None else position, state.velocity,
+                            state.orientation if orientation is None else orientation, state.angular_velocity)
+    return evaluate(model, trial)[2]
+
+
+def test_every_interaction_is_in_the_battery():
+    assert set(CASES) == set(INTERACTIONS)
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_forces_and_moments_are_minus_the_energy_gradient(name, seed):
+    rng = np.random.default_rng(seed)
+    model, state = CASES[name](rng)
+    force, moment, energy = evaluate(model, state)
+    components, _ = INTERACTIONS[name]
+    assert energy != 0.0 and max(np.abs(force).max(), np.abs(moment).max()) > 0, "the configuration must load it"
+    assert abs(energy - sum(state.energy[c] for c in components)) < 1e-14 * abs(energy) + 1e-300
+    eps = 1e-6
+    fd_force = np.zeros_like(force)
+    fd_moment = np.zeros_like(moment)
+    for i in range(model.n_bodies):
+        for c in range(3):
+            step = np.zeros((model.n_bodies, 3))
+            step[i, c] = eps
+            fd_force[i, c] = -(energy_at(model, state, position=state.position + step)
+                               - energy_at(model, state, position=state.position - step)) / (2 * eps)
+            # R -> exp(S(w)) R with w = ±eps e_c on body i
+            turn = np.tile([1.0, 0, 0, 0], (model.n_bodies, 1))
+            plus, minus = turn.copy(), turn.copy()
+            plus[i] = quat_from_rotvec(step[i])
+            minus[i] = quat_from_rotvec(-step[i])
+            fd_moment[i, c] = -(energy_at(model, state, orientation=quat_multiply(plus, state.orientation))
+                                - energy_at(model, state, orientation=quat_multiply(minus, state.orientation))) / (2 * eps)
+    scale = max(np.abs(force).max(), np.abs(moment).max())
+    assert np.abs(force - fd_force).max() < 1e-6 * scale
+    assert np.abs(moment - fd_moment).max() < 1e-6 * scale
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+@pytest.mark.parametrize("name", [n for n, (_, internal) in INTERACTIONS.items() if internal])
+def test_internal_interactions_have_no_net_force_or_moment(name, seed):
+    model, state = CASES[name](np.random.default_rng(seed))
+    force, moment, _ = evaluate(model, state)
+    scale = np.abs(force).max() * (1 + np.abs(state.position).max()) + np.abs(moment).max()
+    assert np.abs(force.sum(axis=0)).max() < 1e-13 * scale
+    torque = np.cross(state.position, force).sum(axis=0) + moment.sum(axis=0)
+    assert np.abs(torque).max() < 1e-13 * scale
+
+
+def test_nothing_acts_beyond_reach():
+    system = SystemBuilder()
+    system.add_body((0, 0, 0), mass=1, inertia=1, diameter=1.0)
+    system.add_body((1.0 + 1e-12, 0, 0), mass=1, inertia=1, diameter=1.0)   # just apart
+    system.add_body((5.0, 0.5 + 1e-12, 0), mass=1, inertia=1, diameter=1.0)  # just off the wall
+    model, state = system.finish(k_pp=100.0, k_pw=100.0,
+                                 walls=[dict(point=(0, 0, 0), normal=(0, 1, 0), size=0.0)])
+    state.position[:2, 1] = 3.0
+    force, moment, energy = evaluate(model, state)
+    assert energy == 0.0 and not force.any() and not moment.any()
+
+
+def test_bonds_at_rest_are_unloaded():
+    rng = np.random.default_rng(1)
+    system = SystemBuilder()
+    position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
+    orientation = random_quaternions(rng, 4)
+    for x, q in zip(position, orientation):
+        system.add_body(x, mass=1.0, inertia=1.0, orientation=q)
+    for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
+        system.add_bond(i, j, k_axial=200.0, k_shear=200.0, k_bending=10.0)
+    model, state = system.finish()
+    force, moment, energy = evaluate(model, state)
+    assert energy < 1e-25 and np.abs(force).max() < 1e-12 and np.abs(moment).max() < 1e-12
+
+
+def test_hertz_energy_is_consistent_with_the_force():
+    """U = (2/5) K δ^{5/2} integrates F = (K/R_s) δ^{3/2} (not the paper's 5/2 prefactor)."""
+    from dem.interactions import hertz
+
+    reach, k = 0.7, 3.0
+    r = np.linspace(0.2, 0.7, 2001)
+    forces = np.array([hertz(1 - x / reach, k, reach)[1] for x in r])
+    work = np.sum(0.5 * (forces[1:] + forces[:-1]) * np.diff(r))
+    assert hertz(1 - 0.2 / reach, k, reach)[0] == pytest.approx(work, rel=1e-6)
+    assert ENERGY_COMPONENTS.index("hertz_pp") == 5
