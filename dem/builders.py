@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rotations import _quat_conjugate, _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse
+from .rotations import (
+    _quat_conjugate, _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec,
+    quat_matrix,
+)
 from .scene import REQUIRED, Key, at_least, non_negative, nonzero_vector, positive
 from .state import Bonds, Model, State
 
@@ -20,6 +23,11 @@ class SystemBuilder:
     def __init__(self):
         self._bodies = []
         self._bonds = []
+        self._sites = []
+        self.lj_pairs = []
+        self.lj = None
+        self.stress_bodies = []
+        self.applied = []
         self.invariants = {}
 
     @property
@@ -27,16 +35,35 @@ class SystemBuilder:
         return len(self._bodies)
 
     def add_body(self, position, *, mass, inertia, velocity=(0, 0, 0), orientation=(1, 0, 0, 0),
-                 angular_velocity=(0, 0, 0), diameter=0.0, com_offset=(0, 0, 0), pinned=False, group=0):
-        """Add one body; ``inertia`` is a scalar (sphere) or three principal moments. Returns its index."""
+                 angular_velocity=(0, 0, 0), diameter=0.0, com_offset=(0, 0, 0), pinned=False, clamped=False,
+                 group=0, sites=()):
+        """Add one body; ``inertia`` is a scalar (sphere) or three principal moments; ``sites``
+        are interaction sites in the body frame. Returns its index."""
         inertia = np.broadcast_to(np.asarray(inertia, dtype=np.float64), (3,))
         self._bodies.append(dict(
             position=np.asarray(position, float), velocity=np.zeros(3) if pinned else np.asarray(velocity, float),
             orientation=np.asarray(orientation, float) / np.linalg.norm(orientation),
-            angular_velocity=np.asarray(angular_velocity, float), mass=float(mass), inertia=inertia.copy(),
-            diameter=float(diameter), com_offset=np.asarray(com_offset, float), pinned=bool(pinned), group=int(group),
+            angular_velocity=np.zeros(3) if clamped else np.asarray(angular_velocity, float), mass=float(mass),
+            inertia=inertia.copy(), diameter=float(diameter), com_offset=np.asarray(com_offset, float),
+            pinned=bool(pinned), clamped=bool(clamped), group=int(group),
         ))
+        self._sites.append(np.asarray(sites, float).reshape(-1, 3))
         return len(self._bodies) - 1
+
+    def add_cluster(self, site_positions, site_masses, *, velocity=(0, 0, 0), angular_velocity=(0, 0, 0), **kwargs):
+        """Add a rigid body made of point-mass sites (spatial positions): mass, centre of mass
+        and inertia tensor come from the sites; the body frame is the principal frame, its axes
+        ordered and signed to stay as close to the inertial axes as possible. Returns its index."""
+        sites = np.asarray(site_positions, float)
+        masses = np.broadcast_to(np.asarray(site_masses, float), (len(sites),))
+        mass = masses.sum()
+        centre = masses @ sites / mass
+        arms = sites - centre
+        tensor = np.sum(masses[:, None, None] * (np.sum(arms * arms, axis=1)[:, None, None] * np.eye(3)
+                                                 - arms[:, :, None] * arms[:, None, :]), axis=0)
+        moments, axes = principal_axes(tensor)
+        return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
+                             angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
 
     def add_bond(self, i, j, *, k_axial, k_shear, k_bending):
         self._bonds.append((i, j, float(k_axial), float(k_shear), float(k_bending)))
@@ -48,10 +75,17 @@ class SystemBuilder:
         if skin <= 0.0:
             contact = diameter[diameter > 0]
             skin = 0.25 * contact.mean() if len(contact) else 0.0
+        epsilon, sigma = self.lj if self.lj else (0.0, 1.0)
         model = Model(
             mass=bodies["mass"], inertia=np.ascontiguousarray(bodies["inertia"]), diameter=diameter,
-            com_offset=np.ascontiguousarray(bodies["com_offset"]), pinned=bodies["pinned"], group=bodies["group"],
+            com_offset=np.ascontiguousarray(bodies["com_offset"]), pinned=bodies["pinned"],
+            clamped=bodies["clamped"], group=bodies["group"],
             bonds=self._rest_bonds(state), k_pp=k_pp, k_pw=k_pw, gravity=np.asarray(gravity, float), skin=skin,
+            site_start=np.concatenate(([0], np.cumsum([len(s) for s in self._sites]))).astype(np.int64),
+            site_offset=np.ascontiguousarray(np.concatenate(self._sites)),
+            lj_pairs=np.array(self.lj_pairs, np.int64).reshape(-1, 2), lj_epsilon=epsilon, lj_sigma=sigma,
+            applied_body=np.array([b for b, _ in self.applied], np.int64),
+            applied_force=np.array([f for _, f in self.applied], float).reshape(-1, 3),
             invariants=dict(self.invariants),
         )
         if len(walls):
@@ -76,6 +110,22 @@ class SystemBuilder:
         rest_relative = np.array([_quat_multiply(_quat_conjugate(q[b]), q[a]) for a, b in zip(i, j)])
         return Bonds(i, j, k_a, k_s, k_m, rest_length, rest_dir_i, rest_dir_j, rest_relative,
                      np.zeros(len(i), np.bool_))
+
+
+def principal_axes(tensor):
+    """``(moments, axes)`` of a symmetric inertia tensor: ``tensor = axes diag(moments) axesᵀ``
+    with ``axes`` a rotation whose columns follow the coordinate axes as closely as possible
+    (a tensor that is already diagonal keeps its frame and order)."""
+    moments, vectors = np.linalg.eigh(tensor)
+    order = []
+    for axis in range(3):
+        ranked = np.argsort(-np.abs(vectors[axis]))
+        order.append(next(k for k in ranked if k not in order))
+    moments, vectors = moments[order], vectors[:, order]
+    vectors *= np.where(np.diag(vectors) < 0, -1.0, 1.0)
+    if np.linalg.det(vectors) < 0:
+        vectors[:, 2] *= -1
+    return moments, vectors
 
 
 @dataclass(frozen=True)
@@ -139,6 +189,97 @@ def build_pendulum(system, p):
         np.dot(arm(model, state), state.angular_velocity[body]))
 
 
+def euler_zxz(angles, rates):
+    """Orientation quaternion and spatial angular velocity from z–x–z Euler angles
+    ``(φ, θ, ψ)``, ``R = R_z(φ) R_x(θ) R_z(ψ)``, and their rates (seed 004 §6)."""
+    phi, theta, psi = angles
+    dphi, dtheta, dpsi = rates
+    q = quat_multiply_all(quat_from_rotvec([0, 0, phi]), quat_from_rotvec([theta, 0, 0]), quat_from_rotvec([0, 0, psi]))
+    body = np.array([
+        dphi * np.sin(theta) * np.sin(psi) + dtheta * np.cos(psi),
+        dphi * np.sin(theta) * np.cos(psi) - dtheta * np.sin(psi),
+        dpsi + dphi * np.cos(theta),
+    ])
+    return q, quat_matrix(q) @ body
+
+
+def quat_multiply_all(*quaternions):
+    out = np.array([1.0, 0, 0, 0])
+    for q in quaternions:
+        out = np.asarray(_quat_multiply(out, q))
+    return out
+
+
+def build_rigid_body(system, p):
+    """One free rigid body with principal moments ``inertia`` (SPEC §5); with
+    ``potential = "ortolan_saccon"`` it feels seed 000's stress potential (section
+    ``[ortolan_saccon]``)."""
+    q0 = quat_from_rotvec(np.asarray(p["rotation_vector"]))
+    omega = np.asarray(p["angular_velocity"]) + quat_matrix(q0) @ np.asarray(p["body_angular_velocity"])
+    body = system.add_body(p["position"], mass=p["mass"], inertia=p["inertia"], orientation=q0,
+                           velocity=p["velocity"], angular_velocity=omega, group=system.n_bodies)
+    if p["potential"] == "ortolan_saccon":
+        system.stress_bodies.append(body)
+
+
+def check_rigid_body(p):
+    if any(p["angular_velocity"]) and any(p["body_angular_velocity"]):
+        return "body_angular_velocity", "give angular_velocity (spatial) or body_angular_velocity, not both"
+    if min(p["inertia"]) <= 0:
+        return "inertia", f"principal moments must be positive, got {list(p['inertia'])}"
+    return None
+
+
+def build_top(system, p):
+    """Heavy top on a fixed pivot (seed 004): centre of mass at distance ``length`` along body
+    axis 3, ``inertia`` about the centre of mass (moved to the pivot by the parallel-axis
+    theorem), initial state from z–x–z Euler angles and rates. Logs the spin ``J3 ω3``."""
+    inertia = np.asarray(p["inertia"]) + p["mass"] * p["length"] ** 2 * np.array([1.0, 1.0, 0.0])
+    q0, omega = euler_zxz(p["euler_angles"], p["euler_rates"])
+    body = system.add_body(p["pivot"], mass=p["mass"], inertia=inertia, orientation=q0, angular_velocity=omega,
+                           com_offset=(0.0, 0.0, p["length"]), pinned=True, group=system.n_bodies)
+    suffix = "" if body == 0 else f"_{body}"
+    system.invariants["spin" + suffix] = lambda model, state: float(
+        model.inertia[body, 2] * _quat_rotate_inverse(state.orientation[body], state.angular_velocity[body])[2])
+
+
+def check_top(p):
+    if min(p["inertia"]) <= 0:
+        return "inertia", f"principal moments must be positive, got {list(p['inertia'])}"
+    return None
+
+
+TETRAHEDRON = np.array([(-1 / 2, -1 / 3, -1 / 4), (1 / 2, -1 / 3, -1 / 4), (0, 2 / 3, -1 / 4), (0, 0, 3 / 4)])
+CHAIN_ENDS = ("clamped-clamped", "clamped-force", "clamped-displacement", "free")
+
+
+def build_tetra_chain(system, p):
+    """Rigid tetrahedra of four point-mass sites (seed 003 §3.5; SPEC §5) with centres at
+    ``(spacing·i, 0, 0)``, Lennard-Jones between the sites of consecutive bodies. ``ends``: the
+    first body is clamped (no translation, no rotation) unless ``free``; the last is clamped
+    (``clamped-clamped``), pushed by ``end_force`` (``clamped-force``), or has its centre held at
+    ``end_position`` and turns freely (``clamped-displacement``)."""
+    if system.lj not in (None, (p["epsilon"], p["sigma"])):
+        raise ValueError("all Lennard-Jones parameters of a scene must agree")
+    system.lj = (p["epsilon"], p["sigma"])
+    count = p["n_bodies"]
+    ends = p["ends"]
+    first = system.n_bodies
+    for k in range(count):
+        centre = np.array([p["spacing"] * k, 0.0, 0.0])
+        held_first = k == 0 and ends != "free"
+        last = k == count - 1
+        if last and ends == "clamped-displacement" and p["end_position"] is not None:
+            centre = np.asarray(p["end_position"])
+        system.add_cluster(centre + p["edge"] * TETRAHEDRON, p["site_mass"], group=first,
+                           pinned=held_first or (last and ends in ("clamped-clamped", "clamped-displacement")),
+                           clamped=held_first or (last and ends == "clamped-clamped"))
+        if k > 0:
+            system.lj_pairs.append((first + k - 1, first + k))
+    if ends == "clamped-force":
+        system.applied.append((first + count - 1, np.asarray(p["end_force"])))
+
+
 BUILDERS = {
     "torus": Builder(
         {
@@ -171,6 +312,52 @@ BUILDERS = {
         build_pendulum,
         doc=build_pendulum.__doc__,
     ),
+    "rigid_body": Builder(
+        {
+            "mass": Key("float", 1.0, "mass", "mass", positive),
+            "inertia": Key("vec3", REQUIRED, "principal moments of inertia J1, J2, J3 (body frame)", "mass·length²"),
+            "position": Key("vec3", (0.0, 0.0, 0.0), "centre of mass", "length"),
+            "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity", "length/time"),
+            "rotation_vector": Key("vec3", (0.0, 0.0, 0.0), "initial orientation as a rotation vector θ", ""),
+            "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial spatial angular velocity Ω", "1/time"),
+            "body_angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial body-frame angular velocity ω", "1/time"),
+            "potential": Key("str", "none", "external potential on the body", choices=("none", "ortolan_saccon")),
+        },
+        build_rigid_body,
+        check_rigid_body,
+        doc=build_rigid_body.__doc__,
+    ),
+    "top": Builder(
+        {
+            "mass": Key("float", REQUIRED, "mass m", "mass", positive),
+            "inertia": Key("vec3", REQUIRED, "principal moments about the centre of mass", "mass·length²"),
+            "length": Key("float", REQUIRED, "distance L from the pivot to the centre of mass (body axis 3)", "length",
+                          positive),
+            "pivot": Key("vec3", (0.0, 0.0, 0.0), "fixed pivot point", "length"),
+            "euler_angles": Key("vec3", (0.0, 0.0, 0.0), "initial z–x–z Euler angles (φ, θ, ψ)", "rad"),
+            "euler_rates": Key("vec3", (0.0, 0.0, 0.0), "initial rates (φ̇, θ̇, ψ̇): precession, nutation, spin",
+                               "rad/time"),
+        },
+        build_top,
+        check_top,
+        doc=build_top.__doc__,
+    ),
+    "tetra_chain": Builder(
+        {
+            "n_bodies": Key("int", 8, "number of tetrahedra", "", at_least(2)),
+            "edge": Key("float", 1.0, "site-layout scale a", "length", positive),
+            "site_mass": Key("float", 1.0, "mass of each of the four sites", "mass", positive),
+            "spacing": Key("float", 2.0, "distance between consecutive centres", "length", positive),
+            "epsilon": Key("float", 5.0, "Lennard-Jones well depth ε", "energy", positive),
+            "sigma": Key("float", 1.0, "Lennard-Jones length σ", "length", positive),
+            "ends": Key("str", "clamped-force", "end conditions", choices=CHAIN_ENDS),
+            "end_force": Key("vec3", (3.0, 0.0, 0.0), "force on the last body (clamped-force)", "force"),
+            "end_position": Key("vec3", None, "where the last centre is held (clamped-displacement; default: "
+                                "where it starts)", "length"),
+        },
+        build_tetra_chain,
+        doc=build_tetra_chain.__doc__,
+    ),
 }
 
 
@@ -180,5 +367,11 @@ def build_system(scene):
     for name, _, params in scene.builders:
         BUILDERS[name].build(system, params)
     contact = scene.contact
-    return system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
-                         gravity=scene.fields["gravity"], skin=contact["skin"])
+    model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
+                                 gravity=scene.fields["gravity"], skin=contact["skin"])
+    if system.stress_bodies:
+        stress = scene.ortolan_saccon
+        model.stress_body = np.array(system.stress_bodies, np.int64)
+        model.stress_alpha = stress["alpha"]
+        model.stress_attractor = quat_matrix(quat_from_rotvec(np.asarray(stress["attractor_rotation_vector"])))
+    return model, state

@@ -1,4 +1,4 @@
-"""Explicit variational integrators on SE(3)ⁿ for spherical inertia (SPEC §2; seed 001 §2).
+"""Explicit variational integrators on SE(3)ⁿ (SPEC §2; seed 001 §2).
 
 Each map is built from named stages, one equation each:
 
@@ -7,7 +7,13 @@ Each map is built from named stages, one equation each:
 ``rrp``    half kick, drift, ``Δα = 2h w/(1+√(1−h²|w|²))``, ``w = Ω_½``, forces,    eq. (23)
            half kick
 ``rrp1``   full kick, drift with the new velocity, ``Δα = h Ω⁺``, forces              eq. (27)
+``lgvi``   general inertia ``J = diag(J1, J2, J3)``: ``Π = Jω + (h/2)M``; Newton for   SPEC §2
+           ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ``; ``R⁺ = R R(β)``; forces;
+           ``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺`` (translation as ``rrp2``)
 =========  =========================================================================  =======
+
+``rrp2``, ``rrp`` and ``rrp1`` need spherical bodies (scalar ``J``); ``lgvi`` takes any, and
+for ``J1 = J2 = J3`` solves its equation in closed form (eq. 16), so it then equals ``rrp``.
 
 The kicks ``v ← v + (h/2) F/m``, ``Ω ← Ω + (h/2) τ/J`` before and after the force evaluation
 are the velocity-Verlet form of ``v⁺ = v + h(F + F⁺)/2m``, ``Ω⁺ = Ω + h(τ + τ⁺)/2J``; the drift
@@ -23,24 +29,36 @@ import numpy as np
 from numba import njit
 
 from .interactions import _force_field_kernel
-from .rotations import _quat_apply_increment
+from .rotations import (
+    _cross, _quat_apply_increment, _quat_from_rrp, _quat_multiply, _quat_normalize, _quat_rotate, _quat_rotate_inverse,
+)
 
-RRP2, RRP, RRP1 = 0, 1, 2
+RRP2, RRP, RRP1, LGVI = 0, 1, 2, 3
 #: scene name -> (code, needs spherical inertia, order of accuracy)
-INTEGRATORS = {"rrp2": (RRP2, True, 2), "rrp": (RRP, True, 2), "rrp1": (RRP1, True, 1)}
+INTEGRATORS = {"rrp2": (RRP2, True, 2), "rrp": (RRP, True, 2), "rrp1": (RRP1, True, 1), "lgvi": (LGVI, False, 2)}
 
-OK, RRP_LIMIT, NOT_FINITE = 0, 1, 2
+OK, RRP_LIMIT, NOT_FINITE, NEWTON_FAILED = 0, 1, 2, 3
+NEWTON_ITERATIONS = 30
 
 
 @njit(cache=True)
 def _kick(h, st, md):
-    """``v ← v + h F/m``, ``Ω ← Ω + h τ/J`` (``h`` is a full or half step)."""
+    """``v ← v + h F/m``, ``Ω ← Ω + h τ/J`` (``h`` is a full or half step; spherical ``J``)."""
     for i in range(st.position.shape[0]):
         a = h * md.inverse_mass[i]
-        b = h / md.inertia[i, 0]
+        b = h * md.inverse_inertia[i, 0]
         for c in range(3):
             st.velocity[i, c] += a * st.force[i, c]
             st.angular_velocity[i, c] += b * st.moment[i, c]
+
+
+@njit(cache=True)
+def _kick_translation(h, st, md):
+    """``v ← v + h F/m``."""
+    for i in range(st.position.shape[0]):
+        a = h * md.inverse_mass[i]
+        for c in range(3):
+            st.velocity[i, c] += a * st.force[i, c]
 
 
 @njit(cache=True)
@@ -62,21 +80,27 @@ def _rotate_linear(h, st):
 
 
 @njit(cache=True)
-def _rotate_exact(h, st):
-    """``Δα = 2h w/(1 + √(1 − h²|w|²))`` with ``w = Ω_½ = Ω + hτ/2J`` (eq. 16/23).
+def _rotate_exact_body(h, st, i):
+    """``Δα = 2h w/(1 + √(1 − h²|w|²))`` with ``w = Ω_½ = Ω + hτ/2J`` (eq. 16/23) for body
+    ``i``; returns ``i`` if ``h²|w|² ≥ 1`` (an increment of π/2 or more, where the quadratic (15)
+    has no real root), else −1."""
+    w = st.angular_velocity[i]
+    c = h * h * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    if not c < 1.0:
+        return i
+    scale = 2.0 * h / (1.0 + np.sqrt(1.0 - c))
+    q = _quat_apply_increment(st.orientation[i], (scale * w[0], scale * w[1], scale * w[2]))
+    for k in range(4):
+        st.orientation[i, k] = q[k]
+    return -1
 
-    Returns the first body with ``h²|w|² ≥ 1`` (incremental rotation of π/2 or more, where
-    the quadratic (15) has no real root), or −1.
-    """
+
+@njit(cache=True)
+def _rotate_exact(h, st):
+    """`_rotate_exact_body` for every body; returns the first failing body or −1."""
     for i in range(st.position.shape[0]):
-        w = st.angular_velocity[i]
-        c = h * h * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-        if not c < 1.0:
+        if _rotate_exact_body(h, st, i) >= 0:
             return i
-        scale = 2.0 * h / (1.0 + np.sqrt(1.0 - c))
-        q = _quat_apply_increment(st.orientation[i], (scale * w[0], scale * w[1], scale * w[2]))
-        for k in range(4):
-            st.orientation[i, k] = q[k]
     return -1
 
 
@@ -91,14 +115,129 @@ def _first_not_finite(st):
 
 
 @njit(cache=True)
-def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_position, counters):
+def _solve3(a, b):
+    """``a⁻¹ b`` for a 3×3 matrix (Cramer's rule)."""
+    c0 = (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1], a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2], a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0])
+    det = a[0, 0] * c0[0] + a[0, 1] * c0[1] + a[0, 2] * c0[2]
+    x = np.empty(3)
+    for k in range(3):
+        m = a.copy()
+        m[0, k] = b[0]
+        m[1, k] = b[1]
+        m[2, k] = b[2]
+        x[k] = (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]) - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
+                + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0])) / det
+    return x
+
+
+@njit(cache=True)
+def _lgvi_increment(h, inertia, momentum):
+    """Body-frame increment ``β`` solving ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ`` (SPEC §2) by Newton
+    from ``β = h J⁻¹Π``, or NaN when Newton does not converge (no solution: too large a step)."""
+    j = inertia
+    target = h * momentum
+    beta = target / j
+    tolerance = 1e-15 * (np.abs(target).max() + 1e-300)
+    jacobian = np.empty((3, 3))
+    for _ in range(NEWTON_ITERATIONS):
+        jb = j * beta
+        bxjb = np.asarray(_cross(beta, jb))
+        b2 = beta[0] * beta[0] + beta[1] * beta[1] + beta[2] * beta[2]
+        c = 4.0 / (4.0 + b2)
+        g = jb + 0.5 * bxjb
+        residual = c * g - target
+        if np.abs(residual).max() <= tolerance:
+            return beta
+        # d(c g)/dβ = c (J + (S(β)J − S(Jβ))/2) − (c²/2) g βᵀ
+        for k in range(3):
+            e = np.zeros(3)
+            e[k] = 1.0
+            column = j * e + 0.5 * (np.asarray(_cross(beta, j * e)) - np.asarray(_cross(e, jb)))
+            for r in range(3):
+                jacobian[r, k] = c * column[r] - 0.5 * c * c * g[r] * beta[k]
+        beta = beta - _solve3(jacobian, residual)
+    return np.full(3, np.nan)
+
+
+@njit(cache=True)
+def _isotropic(md, i):
+    return md.inertia[i, 0] == md.inertia[i, 1] and md.inertia[i, 1] == md.inertia[i, 2]
+
+
+@njit(cache=True)
+def _rotate_lgvi(h, st, md, body_momentum):
+    """``Π = Jω + (h/2)M``, solve for ``β``, ``R ← R R(β)``; keeps ``R(β)ᵀΠ`` in
+    ``body_momentum`` for the closing kick. For ``J1 = J2 = J3`` the equation has the closed
+    form (16), applied in the spatial frame exactly as ``rrp`` does. Returns the first failing
+    body or −1."""
+    for i in range(st.position.shape[0]):
+        if md.inverse_inertia[i, 0] == 0.0:
+            continue
+        if _isotropic(md, i):
+            b = 0.5 * h * md.inverse_inertia[i, 0]
+            for c in range(3):
+                st.angular_velocity[i, c] += b * st.moment[i, c]
+            if _rotate_exact_body(h, st, i) >= 0:
+                return i
+            continue
+        q = st.orientation[i]
+        omega = _quat_rotate_inverse(q, st.angular_velocity[i])
+        torque = _quat_rotate_inverse(q, st.moment[i])
+        momentum = np.empty(3)
+        for c in range(3):
+            momentum[c] = md.inertia[i, c] * omega[c] + 0.5 * h * torque[c]
+        beta = _lgvi_increment(h, md.inertia[i], momentum)
+        if not np.isfinite(beta[0]):
+            return i
+        increment = _quat_from_rrp(beta)
+        q_next = _quat_normalize(_quat_multiply(q, increment))
+        carried = _quat_rotate_inverse(increment, momentum)  # R(β)ᵀ Π
+        for c in range(4):
+            st.orientation[i, c] = q_next[c]
+        for c in range(3):
+            body_momentum[i, c] = carried[c]
+    return -1
+
+
+@njit(cache=True)
+def _kick_lgvi(h, st, md, body_momentum):
+    """``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺``, ``Ω⁺ = R⁺ω⁺`` (isotropic bodies: ``Ω ← Ω + (h/2)τ/J``)."""
+    for i in range(st.position.shape[0]):
+        if md.inverse_inertia[i, 0] == 0.0:
+            continue
+        if _isotropic(md, i):
+            b = 0.5 * h * md.inverse_inertia[i, 0]
+            for c in range(3):
+                st.angular_velocity[i, c] += b * st.moment[i, c]
+            continue
+        q = st.orientation[i]
+        torque = _quat_rotate_inverse(q, st.moment[i])
+        omega = (
+            (body_momentum[i, 0] + 0.5 * h * torque[0]) * md.inverse_inertia[i, 0],
+            (body_momentum[i, 1] + 0.5 * h * torque[1]) * md.inverse_inertia[i, 1],
+            (body_momentum[i, 2] + 0.5 * h * torque[2]) * md.inverse_inertia[i, 2],
+        )
+        spatial = _quat_rotate(q, omega)
+        for c in range(3):
+            st.angular_velocity[i, c] = spatial[c]
+
+
+@njit(cache=True)
+def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_position, counters, body_momentum):
     """Advance ``n_steps`` steps of ``scheme``. Returns ``(status, body, steps_done, pair_i,
-    pair_j)``; on a non-OK status the state is the one where the problem was found."""
+    pair_j)``; on a non-OK status the state is the one where the problem was found.
+    ``body_momentum (n, 3)`` is work space for ``lgvi``."""
     for k in range(n_steps):
         if scheme == RRP1:
             _kick(h, st, md)
             _drift(h, st)
             _rotate_linear(h, st)
+        elif scheme == LGVI:
+            _kick_translation(0.5 * h, st, md)
+            _drift(h, st)
+            body = _rotate_lgvi(h, st, md, body_momentum)
+            if body >= 0:
+                return NEWTON_FAILED, body, k, pair_i, pair_j
         else:
             _kick(0.5 * h, st, md)
             _drift(h, st)
@@ -109,7 +248,10 @@ def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_positi
             else:
                 _rotate_linear(h, st)
         pair_i, pair_j = _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters)
-        if scheme != RRP1:
+        if scheme == LGVI:
+            _kick_translation(0.5 * h, st, md)
+            _kick_lgvi(h, st, md, body_momentum)
+        elif scheme != RRP1:
             _kick(0.5 * h, st, md)
     body = _first_not_finite(st)
     if body >= 0:

@@ -72,6 +72,11 @@ SCHEMA = {
     "fields": {
         "gravity": Key("vec3", (0.0, 0.0, 0.0), "uniform gravitational acceleration g", "length/time²"),
     },
+    "ortolan_saccon": {
+        "alpha": Key("float", 0.3, "strength α of the attractor (seed 000 eq. 3)", "energy", non_negative),
+        "attractor_rotation_vector": Key("vec3", (1.7677669529663689, 0.0, 1.7677669529663689),
+                                         "attractor Q_m as a rotation vector", ""),
+    },
 }
 
 WALL_KEYS = {
@@ -92,6 +97,7 @@ class Scene:
     output: dict
     contact: dict
     fields: dict
+    ortolan_saccon: dict
     walls: list
     builders: list = field(default_factory=list)
 
@@ -242,7 +248,8 @@ def load_scene(path, overrides=()):
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")
-    return Scene(path, sections["simulation"], sections["output"], sections["contact"], sections["fields"], walls, builders)
+    return Scene(path, sections["simulation"], sections["output"], sections["contact"], sections["fields"],
+                 sections["ortolan_saccon"], walls, builders)
 
 
 def _array(data, name, fail):

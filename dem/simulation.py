@@ -7,7 +7,7 @@ observer reports, in the order given. Step 0 is reported before the first step.
 
 import numpy as np
 
-from .integrators import INTEGRATORS, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel
+from .integrators import INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel
 from .interactions import compute_forces
 from .neighbors import NeighborList
 
@@ -39,6 +39,7 @@ class Simulation:
         self._scheme = scheme
         self._model_arrays = model.arrays()
         self.neighbors = NeighborList(model.n_bodies)
+        self._body_momentum = np.zeros((model.n_bodies, 3))
         compute_forces(model, state, self.neighbors, self._model_arrays)
 
     def advance(self, n_steps):
@@ -48,7 +49,7 @@ class Simulation:
         nl = self.neighbors
         status, body, done, nl.pair_i, nl.pair_j = _advance_kernel(
             n_steps, self._scheme, self.dt, self.state.arrays(), self._model_arrays,
-            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters,
+            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters, self._body_momentum,
         )
         self.state.step += done
         self.state.time = self.state.step * self.dt
@@ -56,6 +57,12 @@ class Simulation:
             raise SimulationError(
                 f"step {self.state.step + 1}: body {body} would turn by π/2 or more in one step "
                 f"(h²|Ω + hτ/2J|² ≥ 1, the limit of the 'rrp' map, seed 001 eq. 16); "
+                f"reduce simulation.dt (now {self.dt:g})"
+            )
+        if status == NEWTON_FAILED:
+            raise SimulationError(
+                f"step {self.state.step + 1}: the 'lgvi' rotation update of body {body} has no solution "
+                f"(Newton did not converge: the body would turn too far in one step); "
                 f"reduce simulation.dt (now {self.dt:g})"
             )
         if status == NOT_FINITE:

@@ -35,10 +35,12 @@ KINETIC_TRANSLATIONAL, KINETIC_ROTATIONAL, AXIAL, SHEAR, BENDING, HERTZ_PP, HERT
 StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment energy")
 ModelArrays = namedtuple(
     "ModelArrays",
-    "inverse_mass mass inertia diameter com_offset gravity "
+    "inverse_mass mass inertia inverse_inertia diameter com_offset gravity "
     "bond_i bond_j bond_k_axial bond_k_shear bond_k_bending bond_rest_length "
     "bond_rest_dir_i bond_rest_dir_j bond_rest_relative bond_broken "
-    "wall_point wall_normal k_pp k_pw skin",
+    "wall_point wall_normal k_pp k_pw skin "
+    "site_start site_offset lj_pair_i lj_pair_j lj_epsilon lj_sigma "
+    "stress_body stress_alpha stress_attractor applied_body applied_force",
 )
 
 
@@ -88,7 +90,12 @@ class Model:
     Shapes: ``mass (n,)``, ``inertia (n, 3)`` principal moments in the body frame (about the pivot
     for pinned bodies), ``diameter (n,)`` contact diameter (0: no contact), ``com_offset (n, 3)``
     centre of mass in the body frame relative to the body's reference point (zero for free bodies;
-    ``ρ`` for a body on a pivot), ``pinned (n,)`` bodies that only rotate about ``position``.
+    ``ρ`` for a body on a pivot), ``pinned (n,)`` bodies that do not translate (they turn about
+    ``position``), ``clamped (n,)`` bodies that do not rotate.
+
+    Rigid clusters carry interaction sites: the sites of body ``i`` are
+    ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point);
+    Lennard-Jones acts between the sites of the body pairs ``lj_pairs (p, 2)``.
     """
 
     mass: np.ndarray
@@ -96,6 +103,7 @@ class Model:
     diameter: np.ndarray
     com_offset: np.ndarray
     pinned: np.ndarray
+    clamped: np.ndarray
     group: np.ndarray
     bonds: Bonds = field(default_factory=Bonds.empty)
     wall_point: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
@@ -105,6 +113,18 @@ class Model:
     k_pw: float = 0.0
     gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     skin: float = 0.0
+    site_start: np.ndarray = None
+    site_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    lj_pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    lj_epsilon: float = 0.0
+    lj_sigma: float = 1.0
+    #: Ortolan–Saccon stress potential (seed 000 eq. 3) on these bodies
+    stress_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    stress_alpha: float = 0.0
+    stress_attractor: np.ndarray = field(default_factory=lambda: np.eye(3))
+    #: constant forces ``applied_force[k]`` on bodies ``applied_body[k]``
+    applied_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    applied_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     #: extra log columns: name -> function(model, state) -> float
     invariants: dict = field(default_factory=dict)
 
@@ -117,14 +137,26 @@ class Model:
         """True when every body has ``J1 = J2 = J3`` (the RRP maps of seed 001 apply)."""
         return bool(np.all(self.inertia == self.inertia[:, :1]))
 
+    def __post_init__(self):
+        if self.site_start is None:
+            self.site_start = np.zeros(self.n_bodies + 1, np.int64)
+
+    @property
+    def n_sites(self):
+        return len(self.site_offset)
+
     def arrays(self):
         inverse_mass = np.where(self.pinned, 0.0, 1.0 / self.mass)
+        inverse_inertia = np.where(self.clamped[:, None], 0.0, 1.0 / self.inertia)
         b = self.bonds
         return ModelArrays(
-            inverse_mass, self.mass, self.inertia, self.diameter, self.com_offset, self.gravity,
+            inverse_mass, self.mass, self.inertia, inverse_inertia, self.diameter, self.com_offset, self.gravity,
             b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length,
             b.rest_dir_i, b.rest_dir_j, b.rest_relative, b.broken,
             self.wall_point, self.wall_normal, float(self.k_pp), float(self.k_pw), float(self.skin),
+            self.site_start, self.site_offset, self.lj_pairs[:, 0].copy(), self.lj_pairs[:, 1].copy(),
+            float(self.lj_epsilon), float(self.lj_sigma),
+            self.stress_body, float(self.stress_alpha), self.stress_attractor, self.applied_body, self.applied_force,
         )
 
 

@@ -8,7 +8,7 @@ import pytest
 from dem import SystemBuilder
 from dem.interactions import INTERACTIONS, compute_forces
 from dem.neighbors import NeighborList
-from dem.rotations import quat_from_rotvec, quat_multiply
+from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
 from dem.state import ENERGY_COMPONENTS
 
 RNG_SEEDS = range(5)
@@ -62,6 +62,38 @@ def pendulum_in_gravity(rng):
     return system.finish(gravity=(0.3, -0.2, -9.81))
 
 
+def tetrahedra_close_together(rng):
+    """Three rigid tetrahedral clusters, randomly turned, with Lennard-Jones between neighbours."""
+    from dem.builders import TETRAHEDRON
+
+    system = SystemBuilder()
+    for k in range(3):
+        turned = TETRAHEDRON @ quat_matrix(random_quaternions(rng, 1)[0]).T
+        system.add_cluster([1.6 * k, 0.2 * k, 0] + turned, rng.uniform(0.5, 2.0, 4))
+    system.lj_pairs += [(0, 1), (1, 2), (0, 2)]
+    system.lj = (5.0, 1.0)
+    return system.finish()
+
+
+def body_in_stress_potential(rng):
+    system = SystemBuilder()
+    for _ in range(2):
+        system.add_body(rng.normal(size=3), mass=1.0, inertia=(2.0, 2.0, 4.0), orientation=random_quaternions(rng, 1)[0])
+    model, state = system.finish()
+    model.stress_body = np.array([0, 1])
+    model.stress_alpha = 0.3
+    model.stress_attractor = quat_matrix(quat_from_rotvec(np.array([2.5, 0, 2.5]) / np.sqrt(2)))
+    return model, state
+
+
+def bodies_with_applied_forces(rng):
+    system = SystemBuilder()
+    for _ in range(3):
+        system.add_body(rng.normal(size=3), mass=1.0, inertia=1.0)
+    system.applied += [(0, rng.normal(size=3)), (2, rng.normal(size=3))]
+    return system.finish()
+
+
 CASES = {
     "binder_axial": lambda rng: bonded_chain(rng, k_axial=200.0),
     "binder_shear": lambda rng: bonded_chain(rng, k_shear=200.0),
@@ -69,6 +101,9 @@ CASES = {
     "hertz_pp": overlapping_cloud,
     "hertz_pw": spheres_near_walls,
     "gravity": pendulum_in_gravity,
+    "lennard_jones": tetrahedra_close_together,
+    "ortolan_saccon": body_in_stress_potential,
+    "applied_force": bodies_with_applied_forces,
 }
 
 

@@ -10,10 +10,12 @@ whether it is internal (zero net force and moment), for the test battery and the
 from numba import njit
 
 from ..neighbors import _update_kernel
-from ..state import AXIAL, BENDING, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, SHEAR
+from ..state import AXIAL, BENDING, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
 from .binder import _binder_kernel, binder_axial, binder_bending, binder_shear
 from .contact import _hertz_pair_kernel, _hertz_wall_kernel, hertz
+from .external import _applied_force_kernel, _ortolan_saccon_kernel, ortolan_saccon
 from .gravity import _gravity_kernel
+from .lennard_jones import _lennard_jones_kernel, lennard_jones
 
 #: name -> (energy components, internal?)
 INTERACTIONS = {
@@ -23,6 +25,9 @@ INTERACTIONS = {
     "hertz_pp": ((HERTZ_PP,), True),
     "hertz_pw": ((HERTZ_PW,), False),
     "gravity": ((GRAVITY,), False),
+    "lennard_jones": ((LJ,), True),
+    "ortolan_saccon": ((EXTERNAL,), False),
+    "applied_force": ((EXTERNAL,), False),
 }
 
 
@@ -48,6 +53,11 @@ def _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters):
         _hertz_wall_kernel(st.position, md.diameter, md.k_pw, md.wall_point, md.wall_normal, st.force, st.energy)
     _gravity_kernel(st.position, st.orientation, md.mass, md.com_offset, md.gravity, st.force, st.moment,
                     st.energy)
+    _lennard_jones_kernel(st.position, st.orientation, md.site_start, md.site_offset, md.lj_pair_i, md.lj_pair_j,
+                          md.lj_epsilon, md.lj_sigma, st.force, st.moment, st.energy)
+    _ortolan_saccon_kernel(st.orientation, md.stress_body, md.stress_alpha, md.stress_attractor, st.moment,
+                           st.energy)
+    _applied_force_kernel(st.position, md.applied_body, md.applied_force, st.force, st.energy)
     return pair_i, pair_j
 
 
@@ -63,4 +73,7 @@ def compute_forces(model, state, neighbors, model_arrays=None):
     )
 
 
-__all__ = ["INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "hertz"]
+__all__ = [
+    "INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "hertz", "lennard_jones",
+    "ortolan_saccon",
+]
