@@ -165,11 +165,12 @@ def _isotropic(md, i):
 
 
 @njit(cache=True)
-def _rotate_lgvi(h, st, md, body_momentum):
-    """``Π = Jω + (h/2)M``, solve for ``β``, ``R ← R R(β)``; keeps ``R(β)ᵀΠ`` in
-    ``body_momentum`` for the closing kick. For ``J1 = J2 = J3`` the equation has the closed
-    form (16), applied in the spatial frame exactly as ``rrp`` does. Returns the first failing
-    body or −1."""
+def _rotate_lgvi(h, st, md, angular_momentum):
+    """Half kick of the spatial angular momentum ``L_½ = L + (h/2)τ`` (so ``Π = Rᵀ L_½ = Jω +
+    (h/2)M``), solve for ``β``, ``R ← R R(β)``. ``angular_momentum`` holds each anisotropic
+    body's spatial ``L = R J ω``, the integrated quantity, so that it is conserved to summation
+    round-off. For ``J1 = J2 = J3`` the equation has the closed form (16), applied exactly as
+    ``rrp`` does. Returns the first failing body or −1."""
     for i in range(st.position.shape[0]):
         if md.inverse_inertia[i, 0] == 0.0:
             continue
@@ -180,28 +181,22 @@ def _rotate_lgvi(h, st, md, body_momentum):
             if _rotate_exact_body(h, st, i) >= 0:
                 return i
             continue
-        q = st.orientation[i]
-        omega = _quat_rotate_inverse(q, st.angular_velocity[i])
-        torque = _quat_rotate_inverse(q, st.moment[i])
-        momentum = np.empty(3)
         for c in range(3):
-            momentum[c] = md.inertia[i, c] * omega[c] + 0.5 * h * torque[c]
-        beta = _lgvi_increment(h, md.inertia[i], momentum)
+            angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
+        q = st.orientation[i]
+        beta = _lgvi_increment(h, md.inertia[i], np.asarray(_quat_rotate_inverse(q, angular_momentum[i])))
         if not np.isfinite(beta[0]):
             return i
-        increment = _quat_from_rrp(beta)
-        q_next = _quat_normalize(_quat_multiply(q, increment))
-        carried = _quat_rotate_inverse(increment, momentum)  # R(β)ᵀ Π
+        q_next = _quat_normalize(_quat_multiply(q, _quat_from_rrp(beta)))
         for c in range(4):
             st.orientation[i, c] = q_next[c]
-        for c in range(3):
-            body_momentum[i, c] = carried[c]
     return -1
 
 
 @njit(cache=True)
-def _kick_lgvi(h, st, md, body_momentum):
-    """``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺``, ``Ω⁺ = R⁺ω⁺`` (isotropic bodies: ``Ω ← Ω + (h/2)τ/J``)."""
+def _kick_lgvi(h, st, md, angular_momentum):
+    """``L⁺ = L_½ + (h/2)τ⁺`` (that is ``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺``), ``Ω⁺ = R⁺ J⁻¹ R⁺ᵀ L⁺``;
+    isotropic bodies: ``Ω ← Ω + (h/2)τ/J``."""
     for i in range(st.position.shape[0]):
         if md.inverse_inertia[i, 0] == 0.0:
             continue
@@ -210,23 +205,40 @@ def _kick_lgvi(h, st, md, body_momentum):
             for c in range(3):
                 st.angular_velocity[i, c] += b * st.moment[i, c]
             continue
-        q = st.orientation[i]
-        torque = _quat_rotate_inverse(q, st.moment[i])
-        omega = (
-            (body_momentum[i, 0] + 0.5 * h * torque[0]) * md.inverse_inertia[i, 0],
-            (body_momentum[i, 1] + 0.5 * h * torque[1]) * md.inverse_inertia[i, 1],
-            (body_momentum[i, 2] + 0.5 * h * torque[2]) * md.inverse_inertia[i, 2],
-        )
-        spatial = _quat_rotate(q, omega)
         for c in range(3):
-            st.angular_velocity[i, c] = spatial[c]
+            angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
+        _set_angular_velocity(st, md, angular_momentum, i)
 
 
 @njit(cache=True)
-def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_position, counters, body_momentum):
+def _set_angular_velocity(st, md, angular_momentum, i):
+    """``Ω = R J⁻¹ Rᵀ L`` for body ``i``."""
+    q = st.orientation[i]
+    momentum = _quat_rotate_inverse(q, angular_momentum[i])
+    omega = (momentum[0] * md.inverse_inertia[i, 0], momentum[1] * md.inverse_inertia[i, 1],
+             momentum[2] * md.inverse_inertia[i, 2])
+    spatial = _quat_rotate(q, omega)
+    for c in range(3):
+        st.angular_velocity[i, c] = spatial[c]
+
+
+@njit(cache=True)
+def _angular_momentum_kernel(st, md, angular_momentum):
+    """``L = R J Rᵀ Ω`` of every body (the starting value of `_rotate_lgvi`'s ``L``)."""
+    for i in range(st.position.shape[0]):
+        q = st.orientation[i]
+        omega = _quat_rotate_inverse(q, st.angular_velocity[i])
+        spatial = _quat_rotate(q, (md.inertia[i, 0] * omega[0], md.inertia[i, 1] * omega[1],
+                                   md.inertia[i, 2] * omega[2]))
+        for c in range(3):
+            angular_momentum[i, c] = spatial[c]
+
+
+@njit(cache=True)
+def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_position, counters, angular_momentum):
     """Advance ``n_steps`` steps of ``scheme``. Returns ``(status, body, steps_done, pair_i,
     pair_j)``; on a non-OK status the state is the one where the problem was found.
-    ``body_momentum (n, 3)`` is work space for ``lgvi``."""
+    ``angular_momentum (n, 3)``: the spatial ``L`` that ``lgvi`` integrates (see `_rotate_lgvi`)."""
     for k in range(n_steps):
         if scheme == RRP1:
             _kick(h, st, md)
@@ -235,7 +247,7 @@ def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_positi
         elif scheme == LGVI:
             _kick_translation(0.5 * h, st, md)
             _drift(h, st)
-            body = _rotate_lgvi(h, st, md, body_momentum)
+            body = _rotate_lgvi(h, st, md, angular_momentum)
             if body >= 0:
                 return NEWTON_FAILED, body, k, pair_i, pair_j
         else:
@@ -250,7 +262,7 @@ def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_positi
         pair_i, pair_j = _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters)
         if scheme == LGVI:
             _kick_translation(0.5 * h, st, md)
-            _kick_lgvi(h, st, md, body_momentum)
+            _kick_lgvi(h, st, md, angular_momentum)
         elif scheme != RRP1:
             _kick(0.5 * h, st, md)
     body = _first_not_finite(st)

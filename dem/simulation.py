@@ -7,7 +7,9 @@ observer reports, in the order given. Step 0 is reported before the first step.
 
 import numpy as np
 
-from .integrators import INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel
+from .integrators import (
+    INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel, _angular_momentum_kernel,
+)
 from .interactions import compute_forces
 from .neighbors import NeighborList
 
@@ -39,7 +41,9 @@ class Simulation:
         self._scheme = scheme
         self._model_arrays = model.arrays()
         self.neighbors = NeighborList(model.n_bodies)
-        self._body_momentum = np.zeros((model.n_bodies, 3))
+        # spatial angular momenta, integrated by lgvi for anisotropic bodies (Ω follows from them)
+        self.angular_momentum = np.zeros((model.n_bodies, 3))
+        _angular_momentum_kernel(state.arrays(), self._model_arrays, self.angular_momentum)
         compute_forces(model, state, self.neighbors, self._model_arrays)
 
     def advance(self, n_steps):
@@ -49,7 +53,7 @@ class Simulation:
         nl = self.neighbors
         status, body, done, nl.pair_i, nl.pair_j = _advance_kernel(
             n_steps, self._scheme, self.dt, self.state.arrays(), self._model_arrays,
-            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters, self._body_momentum,
+            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters, self.angular_momentum,
         )
         self.state.step += done
         self.state.time = self.state.step * self.dt
