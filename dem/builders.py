@@ -10,20 +10,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from .rotations import (
-    _quat_conjugate, _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec,
-    quat_matrix,
+    _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec, quat_matrix,
+    quat_conjugate, quat_multiply, quat_rotate,
 )
 from .scene import REQUIRED, Key, at_least, non_negative, nonzero_vector, positive
-from .state import Bonds, Model, State
+from .state import Bonds, Model, State, color_bonds
 
 
 class SystemBuilder:
-    """Accumulates bodies and bonds; `finish` makes the `Model` and `State`."""
+    """Accumulates bodies and bonds (in blocks of arrays, so that a builder can add 10⁶ bodies at
+    once with `add_bodies`); `finish` makes the `Model` and `State`."""
 
     def __init__(self):
-        self._bodies = []
-        self._bonds = []
+        self._blocks = []
+        self._bond_blocks = []
         self._sites = []
+        self._count = 0
         self.lj_pairs = []
         self.lj = None
         self.stress_bodies = []
@@ -32,23 +34,42 @@ class SystemBuilder:
 
     @property
     def n_bodies(self):
-        return len(self._bodies)
+        return self._count
 
-    def add_body(self, position, *, mass, inertia, velocity=(0, 0, 0), orientation=(1, 0, 0, 0),
-                 angular_velocity=(0, 0, 0), diameter=0.0, com_offset=(0, 0, 0), pinned=False, clamped=False,
-                 group=0, sites=()):
+    def add_bodies(self, position, *, mass, inertia, velocity=(0, 0, 0), orientation=(1, 0, 0, 0),
+                   angular_velocity=(0, 0, 0), diameter=0.0, com_offset=(0, 0, 0), pinned=False, clamped=False,
+                   group=0):
+        """Add ``n = len(position)`` bodies; every other argument is broadcast to ``n`` rows
+        (``inertia``: scalar or three principal moments per body). Returns their indices."""
+        position = np.asarray(position, float).reshape(-1, 3)
+        n = len(position)
+
+        def rows(value, shape, dtype=float):
+            return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype), (n,) + shape)).copy()
+
+        pinned = rows(pinned, (), np.bool_)
+        clamped = rows(clamped, (), np.bool_)
+        inertia = np.asarray(inertia, float)
+        inertia = rows(inertia[..., None] if inertia.ndim == 0 or inertia.shape == (n,) else inertia, (3,))
+        orientation = rows(orientation, (4,))
+        self._blocks.append(dict(
+            position=position.copy(), velocity=np.where(pinned[:, None], 0.0, rows(velocity, (3,))),
+            orientation=orientation / np.linalg.norm(orientation, axis=1, keepdims=True),
+            angular_velocity=np.where(clamped[:, None], 0.0, rows(angular_velocity, (3,))), mass=rows(mass, ()),
+            inertia=inertia, diameter=rows(diameter, ()), com_offset=rows(com_offset, (3,)), pinned=pinned,
+            clamped=clamped, group=rows(group, (), np.int64),
+        ))
+        self._sites.extend(np.zeros((0, 3)) for _ in range(n))
+        first = self._count
+        self._count += n
+        return np.arange(first, self._count)
+
+    def add_body(self, position, *, sites=(), **properties):
         """Add one body; ``inertia`` is a scalar (sphere) or three principal moments; ``sites``
         are interaction sites in the body frame. Returns its index."""
-        inertia = np.broadcast_to(np.asarray(inertia, dtype=np.float64), (3,))
-        self._bodies.append(dict(
-            position=np.asarray(position, float), velocity=np.zeros(3) if pinned else np.asarray(velocity, float),
-            orientation=np.asarray(orientation, float) / np.linalg.norm(orientation),
-            angular_velocity=np.zeros(3) if clamped else np.asarray(angular_velocity, float), mass=float(mass),
-            inertia=inertia.copy(), diameter=float(diameter), com_offset=np.asarray(com_offset, float),
-            pinned=bool(pinned), clamped=bool(clamped), group=int(group),
-        ))
-        self._sites.append(np.asarray(sites, float).reshape(-1, 3))
-        return len(self._bodies) - 1
+        index = int(self.add_bodies(np.asarray(position, float)[None], **properties)[0])
+        self._sites[index] = np.asarray(sites, float).reshape(-1, 3)
+        return index
 
     def add_cluster(self, site_positions, site_masses, *, velocity=(0, 0, 0), angular_velocity=(0, 0, 0), **kwargs):
         """Add a rigid body made of point-mass sites (spatial positions): mass, centre of mass
@@ -65,24 +86,33 @@ class SystemBuilder:
         return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
                              angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
 
+    def add_bonds(self, i, j, *, k_axial, k_shear, k_bending):
+        """Bond bodies ``i[b]`` and ``j[b]`` (stiffnesses scalars or per bond)."""
+        i = np.asarray(i, np.int64).reshape(-1)
+        j = np.asarray(j, np.int64).reshape(-1)
+        n = len(i)
+        self._bond_blocks.append((i, j) + tuple(np.broadcast_to(np.asarray(k, float), (n,)).copy()
+                                               for k in (k_axial, k_shear, k_bending)))
+
     def add_bond(self, i, j, *, k_axial, k_shear, k_bending):
-        self._bonds.append((i, j, float(k_axial), float(k_shear), float(k_bending)))
+        self.add_bonds([i], [j], k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
 
     def finish(self, walls=(), k_pp=0.0, k_pw=0.0, gravity=(0, 0, 0), skin=0.0):
-        bodies = {key: np.array([b[key] for b in self._bodies]) for key in self._bodies[0]}
+        bodies = {key: np.concatenate([block[key] for block in self._blocks]) for key in self._blocks[0]}
         state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
         diameter = bodies["diameter"]
         if skin <= 0.0:
             contact = diameter[diameter > 0]
             skin = 0.25 * contact.mean() if len(contact) else 0.0
         epsilon, sigma = self.lj if self.lj else (0.0, 1.0)
+        has_sites = any(len(s) for s in self._sites)
         model = Model(
-            mass=bodies["mass"], inertia=np.ascontiguousarray(bodies["inertia"]), diameter=diameter,
-            com_offset=np.ascontiguousarray(bodies["com_offset"]), pinned=bodies["pinned"],
-            clamped=bodies["clamped"], group=bodies["group"],
+            mass=bodies["mass"], inertia=bodies["inertia"], diameter=diameter, com_offset=bodies["com_offset"],
+            pinned=bodies["pinned"], clamped=bodies["clamped"], group=bodies["group"],
             bonds=self._rest_bonds(state), k_pp=k_pp, k_pw=k_pw, gravity=np.asarray(gravity, float), skin=skin,
-            site_start=np.concatenate(([0], np.cumsum([len(s) for s in self._sites]))).astype(np.int64),
-            site_offset=np.ascontiguousarray(np.concatenate(self._sites)),
+            site_start=np.concatenate(([0], np.cumsum([len(s) for s in self._sites]))).astype(np.int64)
+            if has_sites else None,
+            site_offset=np.ascontiguousarray(np.concatenate(self._sites)) if has_sites else np.zeros((0, 3)),
             lj_pairs=np.array(self.lj_pairs, np.int64).reshape(-1, 2), lj_epsilon=epsilon, lj_sigma=sigma,
             applied_body=np.array([b for b, _ in self.applied], np.int64),
             applied_force=np.array([f for _, f in self.applied], float).reshape(-1, 3),
@@ -96,20 +126,23 @@ class SystemBuilder:
         return model, state
 
     def _rest_bonds(self, state):
-        if not self._bonds:
+        """Bonds with their rest state at ``state``, sorted by colour (`color_bonds`)."""
+        if not self._bond_blocks:
             return Bonds.empty()
-        i, j, k_a, k_s, k_m = (np.array(column) for column in zip(*self._bonds))
-        i = i.astype(np.int64)
-        j = j.astype(np.int64)
+        i, j, k_a, k_s, k_m = (np.concatenate(column) for column in zip(*self._bond_blocks))
+        color = color_bonds(i, j, state.position.shape[0])
+        order = np.argsort(color, kind="stable")
+        i, j, k_a, k_s, k_m, color = i[order], j[order], k_a[order], k_s[order], k_m[order], color[order]
         d = state.position[i] - state.position[j]
         rest_length = np.linalg.norm(d, axis=1)
         n0 = d / rest_length[:, None]
         q = state.orientation
-        rest_dir_i = np.array([_quat_rotate_inverse(q[a], n) for a, n in zip(i, n0)])
-        rest_dir_j = np.array([_quat_rotate_inverse(q[b], n) for b, n in zip(j, n0)])
-        rest_relative = np.array([_quat_multiply(_quat_conjugate(q[b]), q[a]) for a, b in zip(i, j)])
-        return Bonds(i, j, k_a, k_s, k_m, rest_length, rest_dir_i, rest_dir_j, rest_relative,
-                     np.zeros(len(i), np.bool_))
+        return Bonds(
+            i, j, k_a, k_s, k_m, rest_length,
+            quat_rotate(q[i], n0, inverse=True), quat_rotate(q[j], n0, inverse=True),
+            quat_multiply(quat_conjugate(q[j]), q[i]), np.zeros(len(i), np.int8),
+            np.searchsorted(color, np.arange(color.max() + 2)).astype(np.int64),
+        )
 
 
 def principal_axes(tensor):

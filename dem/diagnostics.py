@@ -30,12 +30,20 @@ def _diagnostics_kernel(mass, inertia, position, velocity, orientation, angular_
     return ke_t, ke_r, momentum, angular
 
 
-def energy_budget(model, state):
-    """The full row of `ENERGY_COMPONENTS` plus ``total``, ``P`` and ``L`` as a dict."""
+def energy_budget(model, state, neighbors=None, model_arrays=None):
+    """The full row of `ENERGY_COMPONENTS` plus ``total``, ``P`` and ``L`` as a dict. Contact
+    energies need a current neighbour list: pass the simulation's (`Simulation.energy_budget`
+    does), or one is built here."""
+    from .interactions import potential_energies
+    from .neighbors import NeighborList
+
     ke_t, ke_r, momentum, angular = _diagnostics_kernel(
         model.mass, model.inertia, state.position, state.velocity, state.orientation, state.angular_velocity
     )
-    energy = state.energy.copy()
+    if neighbors is None:
+        neighbors = NeighborList(model.n_bodies)
+        neighbors.update(state.position, model.diameter, model.skin)
+    energy = potential_energies(model, state, neighbors, model_arrays)
     energy[KINETIC_TRANSLATIONAL] = ke_t
     energy[KINETIC_ROTATIONAL] = ke_r
     row = dict(zip(ENERGY_COMPONENTS, energy.tolist()))

@@ -20,15 +20,17 @@ are the velocity-Verlet form of ``v⁺ = v + h(F + F⁺)/2m``, ``Ω⁺ = Ω + h(
 ``x ← x + h v_½`` is ``x⁺ = x + h v + h²F/2m``. Orientations are unit quaternions updated as
 ``R⁺ = R(Δα) R`` (SPEC §1). Pinned bodies have zero inverse mass and only rotate.
 
-The state always carries the forces, moments and potential energies of its configuration, so
-each step costs one force evaluation and a log needs no extra one. `_advance_kernel` runs many
-steps in compiled code between two output events.
+The state always carries the forces and moments of its configuration, so each step costs one
+force evaluation. `_advance_kernel` runs many steps in compiled code between two output events.
+Every stage is a loop over bodies that touches only its own body, written over an index range:
+the kernel runs it in one call (small systems: no threading overhead) or in parallel over
+fixed-size chunks (large ones), with the same result either way.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .interactions import _force_field_kernel
+from .interactions import CHUNK, _forces_kernel
 from .rotations import (
     _cross, _quat_apply_increment, _quat_from_rrp, _quat_multiply, _quat_normalize, _quat_rotate, _quat_rotate_inverse,
 )
@@ -41,85 +43,61 @@ OK, RRP_LIMIT, NOT_FINITE, NEWTON_FAILED = 0, 1, 2, 3
 NEWTON_ITERATIONS = 30
 
 
-@njit(cache=True)
-def _kick(h, st, md):
-    """``v ← v + h F/m``, ``Ω ← Ω + h τ/J`` (``h`` is a full or half step; spherical ``J``)."""
-    for i in range(st.position.shape[0]):
-        a = h * md.inverse_mass[i]
-        b = h * md.inverse_inertia[i, 0]
-        for c in range(3):
-            st.velocity[i, c] += a * st.force[i, c]
-            st.angular_velocity[i, c] += b * st.moment[i, c]
+@njit(inline="always")
+def _kick(i, h, st, md):
+    """``v ← v + h F/m``, ``Ω ← Ω + h τ/J`` (``h`` a full or half step; spherical ``J``)."""
+    a = h * md.inverse_mass[i]
+    b = h * md.inverse_inertia[i, 0]
+    for c in range(3):
+        st.velocity[i, c] += a * st.force[i, c]
+        st.angular_velocity[i, c] += b * st.moment[i, c]
 
 
-@njit(cache=True)
-def _kick_translation(h, st, md):
+@njit(inline="always")
+def _kick_translation(i, h, st, md):
     """``v ← v + h F/m``."""
-    for i in range(st.position.shape[0]):
-        a = h * md.inverse_mass[i]
-        for c in range(3):
-            st.velocity[i, c] += a * st.force[i, c]
+    a = h * md.inverse_mass[i]
+    for c in range(3):
+        st.velocity[i, c] += a * st.force[i, c]
 
 
-@njit(cache=True)
-def _drift(h, st):
+@njit(inline="always")
+def _drift(i, h, st):
     """``x ← x + h v``."""
-    for i in range(st.position.shape[0]):
-        for c in range(3):
-            st.position[i, c] += h * st.velocity[i, c]
+    for c in range(3):
+        st.position[i, c] += h * st.velocity[i, c]
 
 
-@njit(cache=True)
-def _rotate_linear(h, st):
+@njit(inline="always")
+def _rotate_linear(i, h, st):
     """``Δα = h Ω`` (eq. 25 with ``Ω = Ω_½``; eq. 27 with ``Ω = Ω⁺``), ``R ← R(Δα) R``."""
-    for i in range(st.position.shape[0]):
-        w = st.angular_velocity[i]
-        q = _quat_apply_increment(st.orientation[i], (h * w[0], h * w[1], h * w[2]))
-        for c in range(4):
-            st.orientation[i, c] = q[c]
+    w = st.angular_velocity[i]
+    q = _quat_apply_increment(st.orientation[i], (h * w[0], h * w[1], h * w[2]))
+    for c in range(4):
+        st.orientation[i, c] = q[c]
 
 
-@njit(cache=True)
-def _rotate_exact_body(h, st, i):
-    """``Δα = 2h w/(1 + √(1 − h²|w|²))`` with ``w = Ω_½ = Ω + hτ/2J`` (eq. 16/23) for body
-    ``i``; returns ``i`` if ``h²|w|² ≥ 1`` (an increment of π/2 or more, where the quadratic (15)
-    has no real root), else −1."""
+@njit(inline="always")
+def _rotate_exact(i, h, st):
+    """``Δα = 2h w/(1 + √(1 − h²|w|²))`` with ``w = Ω_½ = Ω + hτ/2J`` (eq. 16/23). Returns
+    False if ``h²|w|² ≥ 1`` (an increment of π/2 or more: the quadratic (15) has no real root)."""
     w = st.angular_velocity[i]
     c = h * h * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
     if not c < 1.0:
-        return i
+        return False
     scale = 2.0 * h / (1.0 + np.sqrt(1.0 - c))
     q = _quat_apply_increment(st.orientation[i], (scale * w[0], scale * w[1], scale * w[2]))
     for k in range(4):
         st.orientation[i, k] = q[k]
-    return -1
-
-
-@njit(cache=True)
-def _rotate_exact(h, st):
-    """`_rotate_exact_body` for every body; returns the first failing body or −1."""
-    for i in range(st.position.shape[0]):
-        if _rotate_exact_body(h, st, i) >= 0:
-            return i
-    return -1
-
-
-@njit(cache=True)
-def _first_not_finite(st):
-    for i in range(st.position.shape[0]):
-        for c in range(3):
-            if not (np.isfinite(st.position[i, c]) and np.isfinite(st.velocity[i, c])
-                    and np.isfinite(st.angular_velocity[i, c])):
-                return i
-    return -1
+    return True
 
 
 @njit(cache=True)
 def _solve3(a, b):
     """``a⁻¹ b`` for a 3×3 matrix (Cramer's rule)."""
-    c0 = (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1], a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2], a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0])
-    det = a[0, 0] * c0[0] + a[0, 1] * c0[1] + a[0, 2] * c0[2]
     x = np.empty(3)
+    det = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]) - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
+           + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
     for k in range(3):
         m = a.copy()
         m[0, k] = b[0]
@@ -159,59 +137,55 @@ def _lgvi_increment(h, inertia, momentum):
     return np.full(3, np.nan)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _isotropic(md, i):
     return md.inertia[i, 0] == md.inertia[i, 1] and md.inertia[i, 1] == md.inertia[i, 2]
 
 
-@njit(cache=True)
-def _rotate_lgvi(h, st, md, angular_momentum):
+@njit(inline="always")
+def _rotate_lgvi(i, h, st, md, angular_momentum):
     """Half kick of the spatial angular momentum ``L_½ = L + (h/2)τ`` (so ``Π = Rᵀ L_½ = Jω +
     (h/2)M``), solve for ``β``, ``R ← R R(β)``. ``angular_momentum`` holds each anisotropic
     body's spatial ``L = R J ω``, the integrated quantity, so that it is conserved to summation
     round-off. For ``J1 = J2 = J3`` the equation has the closed form (16), applied exactly as
-    ``rrp`` does. Returns the first failing body or −1."""
-    for i in range(st.position.shape[0]):
-        if md.inverse_inertia[i, 0] == 0.0:
-            continue
-        if _isotropic(md, i):
-            b = 0.5 * h * md.inverse_inertia[i, 0]
-            for c in range(3):
-                st.angular_velocity[i, c] += b * st.moment[i, c]
-            if _rotate_exact_body(h, st, i) >= 0:
-                return i
-            continue
+    ``rrp`` does. Returns False if the update has no solution."""
+    if md.inverse_inertia[i, 0] == 0.0:
+        return True
+    if _isotropic(md, i):
+        b = 0.5 * h * md.inverse_inertia[i, 0]
         for c in range(3):
-            angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
-        q = st.orientation[i]
-        beta = _lgvi_increment(h, md.inertia[i], np.asarray(_quat_rotate_inverse(q, angular_momentum[i])))
-        if not np.isfinite(beta[0]):
-            return i
-        q_next = _quat_normalize(_quat_multiply(q, _quat_from_rrp(beta)))
-        for c in range(4):
-            st.orientation[i, c] = q_next[c]
-    return -1
+            st.angular_velocity[i, c] += b * st.moment[i, c]
+        return _rotate_exact(i, h, st)
+    for c in range(3):
+        angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
+    q = st.orientation[i]
+    beta = _lgvi_increment(h, md.inertia[i], np.asarray(_quat_rotate_inverse(q, angular_momentum[i])))
+    if not np.isfinite(beta[0]):
+        return False
+    q_next = _quat_normalize(_quat_multiply(q, _quat_from_rrp(beta)))
+    for c in range(4):
+        st.orientation[i, c] = q_next[c]
+    return True
 
 
-@njit(cache=True)
-def _kick_lgvi(h, st, md, angular_momentum):
+@njit(inline="always")
+def _kick_lgvi(i, h, st, md, angular_momentum):
     """``L⁺ = L_½ + (h/2)τ⁺`` (that is ``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺``), ``Ω⁺ = R⁺ J⁻¹ R⁺ᵀ L⁺``;
     isotropic bodies: ``Ω ← Ω + (h/2)τ/J``."""
-    for i in range(st.position.shape[0]):
-        if md.inverse_inertia[i, 0] == 0.0:
-            continue
-        if _isotropic(md, i):
-            b = 0.5 * h * md.inverse_inertia[i, 0]
-            for c in range(3):
-                st.angular_velocity[i, c] += b * st.moment[i, c]
-            continue
+    if md.inverse_inertia[i, 0] == 0.0:
+        return
+    if _isotropic(md, i):
+        b = 0.5 * h * md.inverse_inertia[i, 0]
         for c in range(3):
-            angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
-        _set_angular_velocity(st, md, angular_momentum, i)
+            st.angular_velocity[i, c] += b * st.moment[i, c]
+        return
+    for c in range(3):
+        angular_momentum[i, c] += 0.5 * h * st.moment[i, c]
+    _set_angular_velocity(i, st, md, angular_momentum)
 
 
-@njit(cache=True)
-def _set_angular_velocity(st, md, angular_momentum, i):
+@njit(inline="always")
+def _set_angular_velocity(i, st, md, angular_momentum):
     """``Ω = R J⁻¹ Rᵀ L`` for body ``i``."""
     q = st.orientation[i]
     momentum = _quat_rotate_inverse(q, angular_momentum[i])
@@ -234,38 +208,80 @@ def _angular_momentum_kernel(st, md, angular_momentum):
             angular_momentum[i, c] = spatial[c]
 
 
-@njit(cache=True)
-def _advance_kernel(n_steps, scheme, h, st, md, pair_i, pair_j, reference_position, counters, angular_momentum):
-    """Advance ``n_steps`` steps of ``scheme``. Returns ``(status, body, steps_done, pair_i,
-    pair_j)``; on a non-OK status the state is the one where the problem was found.
-    ``angular_momentum (n, 3)``: the spatial ``L`` that ``lgvi`` integrates (see `_rotate_lgvi`)."""
-    for k in range(n_steps):
+@njit(inline="always")
+def _before_forces(lo, hi, scheme, h, st, md, angular_momentum):
+    """The stages of ``scheme`` before the force evaluation, for bodies ``lo ≤ i < hi``. Returns
+    the first body whose rotation update has no solution, or −1."""
+    for i in range(lo, hi):
         if scheme == RRP1:
-            _kick(h, st, md)
-            _drift(h, st)
-            _rotate_linear(h, st)
+            _kick(i, h, st, md)
+            _drift(i, h, st)
+            _rotate_linear(i, h, st)
         elif scheme == LGVI:
-            _kick_translation(0.5 * h, st, md)
-            _drift(h, st)
-            body = _rotate_lgvi(h, st, md, angular_momentum)
-            if body >= 0:
-                return NEWTON_FAILED, body, k, pair_i, pair_j
+            _kick_translation(i, 0.5 * h, st, md)
+            _drift(i, h, st)
+            if not _rotate_lgvi(i, h, st, md, angular_momentum):
+                return i
         else:
-            _kick(0.5 * h, st, md)
-            _drift(h, st)
+            _kick(i, 0.5 * h, st, md)
+            _drift(i, h, st)
             if scheme == RRP:
-                body = _rotate_exact(h, st)
-                if body >= 0:
-                    return RRP_LIMIT, body, k, pair_i, pair_j
+                if not _rotate_exact(i, h, st):
+                    return i
             else:
-                _rotate_linear(h, st)
-        pair_i, pair_j = _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters)
+                _rotate_linear(i, h, st)
+    return -1
+
+
+@njit(inline="always")
+def _after_forces(lo, hi, scheme, h, st, md, angular_momentum):
+    """The closing kicks of ``scheme`` for bodies ``lo ≤ i < hi``."""
+    for i in range(lo, hi):
         if scheme == LGVI:
-            _kick_translation(0.5 * h, st, md)
-            _kick_lgvi(h, st, md, angular_momentum)
+            _kick_translation(i, 0.5 * h, st, md)
+            _kick_lgvi(i, h, st, md, angular_momentum)
         elif scheme != RRP1:
-            _kick(0.5 * h, st, md)
+            _kick(i, 0.5 * h, st, md)
+
+
+@njit(cache=True)
+def _first_not_finite(st):
+    for i in range(st.position.shape[0]):
+        for c in range(3):
+            if not (np.isfinite(st.position[i, c]) and np.isfinite(st.velocity[i, c])
+                    and np.isfinite(st.angular_velocity[i, c])):
+                return i
+    return -1
+
+
+@njit(cache=True, parallel=True)
+def _advance_kernel(n_steps, scheme, h, parallel, st, md, angular_momentum, reference_position, start, index,
+                    cell_start, cell_particles, counters):
+    """Advance ``n_steps`` steps of ``scheme``. Returns ``(status, body, steps_done, index)``
+    (``index``: the neighbour rows, possibly grown); on a non-OK status the state is the one
+    where the problem was found. ``angular_momentum (n, 3)``: the spatial ``L`` that ``lgvi``
+    integrates (see `_rotate_lgvi`)."""
+    n = st.position.shape[0]
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch
+    for k in range(n_steps):
+        if parallel:
+            for chunk in prange(n_chunks):
+                failed[chunk] = _before_forces(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), scheme, h, st, md,
+                                               angular_momentum)
+        else:
+            failed[0] = _before_forces(0, n, scheme, h, st, md, angular_momentum)
+        for chunk in range(n_chunks if parallel else 1):
+            if failed[chunk] >= 0:
+                return (RRP_LIMIT if scheme == RRP else NEWTON_FAILED), failed[chunk], k, index
+        index = _forces_kernel(h, parallel, st, md, reference_position, start, index, cell_start, cell_particles,
+                               counters)
+        if parallel:
+            for chunk in prange(n_chunks):
+                _after_forces(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), scheme, h, st, md, angular_momentum)
+        else:
+            _after_forces(0, n, scheme, h, st, md, angular_momentum)
     body = _first_not_finite(st)
     if body >= 0:
-        return NOT_FINITE, body, n_steps, pair_i, pair_j
-    return OK, -1, n_steps, pair_i, pair_j
+        return NOT_FINITE, body, n_steps, index
+    return OK, -1, n_steps, index

@@ -1,95 +1,147 @@
 """Neighbour list for sphere contacts: a cell list with a Verlet skin, O(N) in time and memory.
 
-Pairs ``(i, j)``, ``i < j``, whose centres are closer than ``(D_i + D_j)/2 + skin`` are stored
-in ``pair_i, pair_j``. The list stays valid while no particle has moved more than ``skin/2``
-since the last build (then no pair can have come into contact unseen). Bodies with zero
-diameter take no part. The pair arrays have a capacity; a build that needs more grows them
-(inside compiled code, and rarely), so callers take the arrays back from every update.
+The list is *full* and stored row by row (CSR): the neighbours of particle ``i`` are
+``index[start[i]:start[i+1]]``, in a fixed order, every ``j ≠ i`` whose centre is closer than
+``(D_i + D_j)/2 + skin``. A kernel looping over a particle's row writes only that particle's
+force, so rows can be processed in parallel with no atomics and the same result for any number
+of threads. The list stays valid while no particle has moved more than ``skin/2`` since the
+last build. Bodies with zero diameter take no part.
 
-``counters`` holds ``[n_pairs, n_builds]``.
+Cell arrays are allocated once (at most ``2N + 8`` cells); the row storage has a capacity and a
+build that needs more grows it (rarely, inside compiled code), so callers take the arrays back
+from every update. ``counters`` holds ``[n_entries, n_builds]``.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-N_PAIRS, N_BUILDS = 0, 1
+N_ENTRIES, N_BUILDS = 0, 1
+CHUNK = 4096
 
 
 @njit(cache=True)
-def _cell_grid(position, diameter, skin):
-    """Cell size and grid (origin, dimensions) covering the particles; at most ~2 cells per
-    particle, so a scattered system cannot blow the memory up."""
-    n = position.shape[0]
+def _cell_grid(position, diameter, skin, max_cells):
+    """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
     largest = 0.0
-    active = 0
-    for i in range(n):
+    for i in range(position.shape[0]):
         if diameter[i] <= 0.0:
             continue
-        active += 1
         largest = max(largest, diameter[i])
         for c in range(3):
             lo[c] = min(lo[c], position[i, c])
             hi[c] = max(hi[c], position[i, c])
     size = largest + skin
     dims = np.ones(3, np.int64)
-    if active == 0:
+    if largest == 0.0:
         return lo, size, dims
     while True:
         for c in range(3):
             dims[c] = int((hi[c] - lo[c]) / size) + 1
-        if dims[0] * dims[1] * dims[2] <= 2 * active + 8:
+        if dims[0] * dims[1] * dims[2] <= max_cells:
             return lo, size, dims
         size *= 1.25
 
 
 @njit(cache=True)
-def _build_kernel(position, diameter, skin, reference_position, pair_i, pair_j, counters):
-    """Rebuild the pair list; returns the pair arrays (new ones if the old were too small)."""
-    n = position.shape[0]
-    lo, size, dims = _cell_grid(position, diameter, skin)
-    head = np.full(dims[0] * dims[1] * dims[2], -1, np.int64)
-    following = np.full(n, -1, np.int64)
-    cell_of = np.zeros((n, 3), np.int64)
-    for i in range(n - 1, -1, -1):
+def _cell_of(position, i, lo, size, dims):
+    a = min(int((position[i, 0] - lo[0]) / size), dims[0] - 1)
+    b = min(int((position[i, 1] - lo[1]) / size), dims[1] - 1)
+    c = min(int((position[i, 2] - lo[2]) / size), dims[2] - 1)
+    return a, b, c
+
+
+@njit(cache=True)
+def _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_particles, index, offset, fill):
+    """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i``."""
+    count = 0
+    ca, cb, cc = _cell_of(position, i, lo, size, dims)
+    for a in range(max(ca - 1, 0), min(ca + 2, dims[0])):
+        for b in range(max(cb - 1, 0), min(cb + 2, dims[1])):
+            for c in range(max(cc - 1, 0), min(cc + 2, dims[2])):
+                cell = (a * dims[1] + b) * dims[2] + c
+                for k in range(cell_start[cell], cell_start[cell + 1]):
+                    j = cell_particles[k]
+                    if j == i:
+                        continue
+                    dx = position[i, 0] - position[j, 0]
+                    dy = position[i, 1] - position[j, 1]
+                    dz = position[i, 2] - position[j, 2]
+                    reach = 0.5 * (diameter[i] + diameter[j]) + skin
+                    if dx * dx + dy * dy + dz * dz < reach * reach:
+                        if fill:
+                            index[offset + count] = j
+                        count += 1
+    return count
+
+
+@njit(cache=True)
+def _rows(lo_row, hi_row, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, fill):
+    """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
+    entries into ``index`` from ``start[i]`` (``fill`` True)."""
+    for i in range(lo_row, hi_row):
         if diameter[i] <= 0.0:
+            if not fill:
+                start[i + 1] = 0
             continue
-        for c in range(3):
-            cell_of[i, c] = min(int((position[i, c] - lo[c]) / size), dims[c] - 1)
-        cell = (cell_of[i, 0] * dims[1] + cell_of[i, 1]) * dims[2] + cell_of[i, 2]
-        following[i] = head[cell]
-        head[cell] = i
-    while True:
-        count = 0
-        capacity = pair_i.shape[0]
-        for i in range(n):
-            if diameter[i] <= 0.0:
-                continue
-            for a in range(max(cell_of[i, 0] - 1, 0), min(cell_of[i, 0] + 2, dims[0])):
-                for b in range(max(cell_of[i, 1] - 1, 0), min(cell_of[i, 1] + 2, dims[1])):
-                    for c in range(max(cell_of[i, 2] - 1, 0), min(cell_of[i, 2] + 2, dims[2])):
-                        j = head[(a * dims[1] + b) * dims[2] + c]
-                        while j >= 0:
-                            if j > i:
-                                dx = position[i, 0] - position[j, 0]
-                                dy = position[i, 1] - position[j, 1]
-                                dz = position[i, 2] - position[j, 2]
-                                reach = 0.5 * (diameter[i] + diameter[j]) + skin
-                                if dx * dx + dy * dy + dz * dz < reach * reach:
-                                    if count < capacity:
-                                        pair_i[count] = i
-                                        pair_j[count] = j
-                                    count += 1
-                            j = following[j]
-        if count <= capacity:
-            break
-        pair_i = np.empty(count + count // 2 + 16, np.int64)
-        pair_j = np.empty(count + count // 2 + 16, np.int64)
-    counters[N_PAIRS] = count
+        count = _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_particles, index,
+                          start[i], fill)
+        if not fill:
+            start[i + 1] = count
+
+
+@njit(inline="always")
+def _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
+                  counters):
+    """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
+    n = position.shape[0]
+    lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1)
+    n_cells = dims[0] * dims[1] * dims[2]
+    # counting sort of the particles into cells (serial, O(N)); particles keep ascending order.
+    # (Explicit loops here: in a parallel function numba would turn array expressions into
+    # thread launches.)
+    for cell in range(n_cells + 1):
+        cell_start[cell] = 0
+    for i in range(n):
+        if diameter[i] > 0.0:
+            a, b, c = _cell_of(position, i, lo, size, dims)
+            cell_start[(a * dims[1] + b) * dims[2] + c + 1] += 1
+    for cell in range(n_cells):
+        cell_start[cell + 1] += cell_start[cell]
+    for i in range(n):
+        if diameter[i] > 0.0:
+            a, b, c = _cell_of(position, i, lo, size, dims)
+            cell = (a * dims[1] + b) * dims[2] + c
+            cell_particles[cell_start[cell]] = i
+            cell_start[cell] += 1
+    for cell in range(n_cells, 0, -1):
+        cell_start[cell] = cell_start[cell - 1]
+    cell_start[0] = 0
+    # rows: count, prefix sum, fill (rows are independent: parallel over particles)
+    start[0] = 0
+    if parallel:
+        for chunk in prange((n + CHUNK - 1) // CHUNK):
+            _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims, cell_start,
+                  cell_particles, start, index, False)
+    else:
+        _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, False)
+    for i in range(n):
+        start[i + 1] += start[i]
+    if start[n] > index.shape[0]:
+        index = np.empty(start[n] + start[n] // 4 + 16, np.int64)  # np.empty: no parallel fill
+    if parallel:
+        for chunk in prange((n + CHUNK - 1) // CHUNK):
+            _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims, cell_start,
+                  cell_particles, start, index, True)
+    else:
+        _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, True)
+    counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
-    reference_position[:] = position
-    return pair_i, pair_j
+    for i in range(n):
+        for c in range(3):
+            reference_position[i, c] = position[i, c]
+    return index
 
 
 @njit(cache=True)
@@ -107,37 +159,56 @@ def _needs_rebuild(position, diameter, skin, reference_position):
     return False
 
 
-@njit(cache=True)
-def _update_kernel(position, diameter, skin, reference_position, pair_i, pair_j, counters):
-    """Rebuild if needed; returns the (possibly new) pair arrays."""
+@njit(inline="always")
+def _update_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
+                   counters):
+    """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
+    (its ``prange`` loops become part of the caller's parallel region: a separately compiled
+    parallel function called from compiled code is costly)."""
     if counters[N_BUILDS] == 0 or _needs_rebuild(position, diameter, skin, reference_position):
-        return _build_kernel(position, diameter, skin, reference_position, pair_i, pair_j, counters)
-    return pair_i, pair_j
+        return _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
+                             cell_particles, counters)
+    return index
+
+
+@njit(cache=True, parallel=True)
+def _update_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
+    return _update_kernel(position, diameter, skin, True, reference_position, start, index, cell_start,
+                          cell_particles, counters)
+
+
+@njit(cache=True)
+def _update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
+    return _update_kernel(position, diameter, skin, False, reference_position, start, index, cell_start,
+                          cell_particles, counters)
 
 
 class NeighborList:
-    """Owns the pair arrays and the reference positions of the last build."""
+    """Owns the row storage, the cell arrays and the reference positions of the last build."""
 
     def __init__(self, n_bodies, capacity=None):
         capacity = 8 * n_bodies + 16 if capacity is None else capacity
         self.reference_position = np.zeros((n_bodies, 3))
-        self.pair_i = np.empty(capacity, np.int64)
-        self.pair_j = np.empty(capacity, np.int64)
+        self.start = np.zeros(n_bodies + 1, np.int64)
+        self.index = np.empty(capacity, np.int64)
+        self.cell_start = np.zeros(2 * n_bodies + 9, np.int64)
+        self.cell_particles = np.zeros(n_bodies, np.int64)
         self.counters = np.zeros(2, np.int64)
-
-    @property
-    def n_pairs(self):
-        return int(self.counters[N_PAIRS])
 
     @property
     def n_builds(self):
         return int(self.counters[N_BUILDS])
 
-    def pairs(self):
-        """The current candidate pairs as an ``(n_pairs, 2)`` array."""
-        return np.stack((self.pair_i[: self.n_pairs], self.pair_j[: self.n_pairs]), axis=1)
+    def arrays(self):
+        return self.reference_position, self.start, self.index, self.cell_start, self.cell_particles, self.counters
 
-    def update(self, position, diameter, skin):
-        self.pair_i, self.pair_j = _update_kernel(
-            position, diameter, float(skin), self.reference_position, self.pair_i, self.pair_j, self.counters
-        )
+    def pairs(self):
+        """The candidate pairs ``i < j`` as an ``(n_pairs, 2)`` array."""
+        rows = np.repeat(np.arange(len(self.start) - 1), np.diff(self.start))
+        columns = self.index[: self.start[-1]]
+        keep = rows < columns
+        return np.stack((rows[keep], columns[keep]), axis=1)
+
+    def update(self, position, diameter, skin, parallel=False):
+        update = _update_parallel if parallel else _update_serial
+        self.index = update(position, diameter, float(skin), *self.arrays())

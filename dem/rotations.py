@@ -261,6 +261,25 @@ rotvec_from_rrp = _batched(_rotvec_from_rrp, (3,), (3,))
 relative_rotvec = _batched2(_relative_rotvec, (4,), (3,))
 
 
+@njit(cache=True)
+def _rotate_rows(q, v, inverse):
+    out = np.empty(v.shape)
+    for k in range(v.shape[0]):
+        out[k] = np.asarray(_quat_rotate_inverse(q[k], v[k]) if inverse else _quat_rotate(q[k], v[k]))
+    return out
+
+
+def quat_rotate(q, v, inverse=False):
+    """``R(q) v`` (or ``R(q)ᵀ v``) row by row for ``q (n, 4)`` and ``v (n, 3)``."""
+    q = np.ascontiguousarray(np.broadcast_to(np.asarray(q, np.float64), (len(v), 4)))
+    return _rotate_rows(q, np.ascontiguousarray(v, dtype=np.float64), inverse)
+
+
+def quat_conjugate(q):
+    """Inverse of unit quaternions ``(..., 4)``."""
+    return np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
 def rrp_inverse(alpha):
     """Inverse rotation in RRP: ``−α`` (``α ⊕ (−α) = 0``)."""
     return -np.asarray(alpha, dtype=np.float64)

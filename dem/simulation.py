@@ -5,8 +5,10 @@ with compiled steps (`dem.integrators._advance_kernel`, no Python per step); the
 observer reports, in the order given. Step 0 is reported before the first step.
 """
 
+import numba
 import numpy as np
 
+from .diagnostics import energy_budget
 from .integrators import (
     INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel, _angular_momentum_kernel,
 )
@@ -18,14 +20,20 @@ class SimulationError(RuntimeError):
     """A run that cannot go on (instability, invalid step); the message suggests a remedy."""
 
 
+#: below this many bodies the kernels run serially (threading overhead would dominate)
+PARALLEL_THRESHOLD = 4096
+
+
 class Simulation:
     """Advance ``state`` under ``model`` with ``integrator`` (a name of `INTEGRATORS`).
 
     ``observers`` have ``every`` (steps; 0 = never except at the start and the end), ``report(sim)``
-    and ``close(sim)``.
+    and ``close(sim)``. Kernels run on numba's threads (``numba.set_num_threads``) when there are
+    at least `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
+    bit for bit, whatever the choice and the number of threads.
     """
 
-    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=()):
+    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None):
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
         scheme, spherical_only, _ = INTEGRATORS[integrator]
@@ -41,19 +49,24 @@ class Simulation:
         self._scheme = scheme
         self._model_arrays = model.arrays()
         self.neighbors = NeighborList(model.n_bodies)
+        self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
         # spatial angular momenta, integrated by lgvi for anisotropic bodies (Ω follows from them)
         self.angular_momentum = np.zeros((model.n_bodies, 3))
         _angular_momentum_kernel(state.arrays(), self._model_arrays, self.angular_momentum)
-        compute_forces(model, state, self.neighbors, self._model_arrays)
+        compute_forces(model, state, self.neighbors, self._model_arrays, parallel=self.parallel)
+
+    def energy_budget(self):
+        """The log row of the current state (`dem.diagnostics.energy_budget`)."""
+        return energy_budget(self.model, self.state, self.neighbors, self._model_arrays)
 
     def advance(self, n_steps):
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
         if n_steps <= 0:
             return
-        nl = self.neighbors
-        status, body, done, nl.pair_i, nl.pair_j = _advance_kernel(
-            n_steps, self._scheme, self.dt, self.state.arrays(), self._model_arrays,
-            nl.pair_i, nl.pair_j, nl.reference_position, nl.counters, self.angular_momentum,
+        parallel = self.parallel and numba.get_num_threads() > 1
+        status, body, done, self.neighbors.index = _advance_kernel(
+            n_steps, self._scheme, self.dt, parallel, self.state.arrays(), self._model_arrays, self.angular_momentum,
+            *self.neighbors.arrays(),
         )
         self.state.step += done
         self.state.time = self.state.step * self.dt

@@ -11,6 +11,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 #: Columns of the energy budget, in the order of SPEC §4. Potential terms are filled by the
 #: interactions at every force evaluation; kinetic terms by `dem.diagnostics`.
@@ -32,16 +33,38 @@ KINETIC_TRANSLATIONAL, KINETIC_ROTATIONAL, AXIAL, SHEAR, BENDING, HERTZ_PP, HERT
     len(ENERGY_COMPONENTS)
 )
 
-StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment energy")
+StateArrays = namedtuple(
+    "StateArrays",
+    "position velocity orientation angular_velocity force moment broken_energy dissipated_energy",
+)
 ModelArrays = namedtuple(
     "ModelArrays",
     "inverse_mass mass inertia inverse_inertia diameter com_offset gravity "
     "bond_i bond_j bond_k_axial bond_k_shear bond_k_bending bond_rest_length "
-    "bond_rest_dir_i bond_rest_dir_j bond_rest_relative bond_broken "
-    "wall_point wall_normal k_pp k_pw skin "
+    "bond_rest_dir_i bond_rest_dir_j bond_rest_relative bond_broken bond_color_start break_limits breakable "
+    "wall_point wall_normal k_pp k_pw damping skin "
     "site_start site_offset lj_pair_i lj_pair_j lj_epsilon lj_sigma "
     "stress_body stress_alpha stress_attractor applied_body applied_force",
 )
+
+
+@njit(cache=True)
+def color_bonds(bond_i, bond_j, n_bodies):
+    """Greedy edge colouring: ``color[b]`` such that no two bonds of a colour share a body
+    (at most ``2·max_degree − 1`` colours; at most 64)."""
+    used = np.zeros(n_bodies, np.uint64)
+    color = np.empty(bond_i.shape[0], np.int64)
+    for b in range(bond_i.shape[0]):
+        taken = used[bond_i[b]] | used[bond_j[b]]
+        c = 0
+        while taken & (np.uint64(1) << np.uint64(c)):
+            c += 1
+        if c >= 64:
+            raise ValueError("a body has more than 32 bonds")
+        color[b] = c
+        used[bond_i[b]] |= np.uint64(1) << np.uint64(c)
+        used[bond_j[b]] |= np.uint64(1) << np.uint64(c)
+    return color
 
 
 def _vectors(values, n, name):
@@ -71,12 +94,14 @@ class Bonds:
     rest_dir_j: np.ndarray
     rest_relative: np.ndarray
     broken: np.ndarray
+    color_start: np.ndarray
 
     @classmethod
     def empty(cls):
         return cls(
             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
-            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.bool_),
+            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.int8),
+            np.zeros(1, np.int64),
         )
 
     def __len__(self):
@@ -111,6 +136,10 @@ class Model:
     wall_size: np.ndarray = field(default_factory=lambda: np.zeros(0))
     k_pp: float = 0.0
     k_pw: float = 0.0
+    #: contact damping γ (`dem.interactions.contact.damping_from_restitution`); 0: none
+    damping: float = 0.0
+    #: breakage limits (axial strain in tension, in compression, shear 1 − s, angle |θ|); inf: off
+    break_limits: np.ndarray = field(default_factory=lambda: np.full(4, np.inf))
     gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     skin: float = 0.0
     site_start: np.ndarray = None
@@ -152,8 +181,10 @@ class Model:
         return ModelArrays(
             inverse_mass, self.mass, self.inertia, inverse_inertia, self.diameter, self.com_offset, self.gravity,
             b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length,
-            b.rest_dir_i, b.rest_dir_j, b.rest_relative, b.broken,
-            self.wall_point, self.wall_normal, float(self.k_pp), float(self.k_pw), float(self.skin),
+            b.rest_dir_i, b.rest_dir_j, b.rest_relative, b.broken, b.color_start, self.break_limits,
+            bool(np.isfinite(self.break_limits).any()),
+            self.wall_point, self.wall_normal, float(self.k_pp), float(self.k_pw), float(self.damping),
+            float(self.skin),
             self.site_start, self.site_offset, self.lj_pairs[:, 0].copy(), self.lj_pairs[:, 1].copy(),
             float(self.lj_epsilon), float(self.lj_sigma),
             self.stress_body, float(self.stress_alpha), self.stress_attractor, self.applied_body, self.applied_force,
@@ -164,8 +195,9 @@ class Model:
 class State:
     """Time-varying data: ``position (n,3)``, ``velocity (n,3)``, ``orientation (n,4)`` unit
     quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
-    spatial ``Ω``, and the ``force``/``moment`` (spatial) and potential ``energy`` (per component
-    of `ENERGY_COMPONENTS`) evaluated at this configuration."""
+    spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration, and per
+    body the energy taken out so far by bond breakage (``broken_energy``) and contact damping
+    (``dissipated_energy``)."""
 
     position: np.ndarray
     velocity: np.ndarray
@@ -173,7 +205,8 @@ class State:
     angular_velocity: np.ndarray
     force: np.ndarray
     moment: np.ndarray
-    energy: np.ndarray
+    broken_energy: np.ndarray
+    dissipated_energy: np.ndarray
     step: int = 0
     time: float = 0.0
 
@@ -187,11 +220,12 @@ class State:
             _vectors(angular_velocity, n, "angular_velocity"),
             np.zeros((n, 3)),
             np.zeros((n, 3)),
-            np.zeros(len(ENERGY_COMPONENTS)),
+            np.zeros(n),
+            np.zeros(n),
         )
 
     def arrays(self):
         return StateArrays(
             self.position, self.velocity, self.orientation, self.angular_velocity,
-            self.force, self.moment, self.energy,
+            self.force, self.moment, self.broken_energy, self.dissipated_energy,
         )

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dem.neighbors import NeighborList, _build_kernel
+from dem.neighbors import NeighborList
 
 
 def brute_force_pairs(position, diameter, extra):
@@ -30,7 +30,24 @@ def test_build_equals_brute_force(seed):
     neighbors = NeighborList(n, capacity=4)  # far too small: the build must grow it
     neighbors.update(position, diameter, skin)
     assert listed(neighbors) == brute_force_pairs(position, diameter, skin)
-    assert neighbors.n_builds == 1 and neighbors.pair_i.shape[0] >= neighbors.n_pairs
+    assert neighbors.n_builds == 1 and neighbors.index.shape[0] >= neighbors.start[-1]
+    # rows are full: j in row i exactly when i in row j
+    rows = [set(neighbors.index[neighbors.start[i]:neighbors.start[i + 1]].tolist()) for i in range(n)]
+    assert all(i in rows[j] for i in range(n) for j in rows[i])
+
+
+def test_parallel_build_equals_serial_build():
+    rng = np.random.default_rng(11)
+    n = 20_000
+    diameter = rng.uniform(0.5, 1.0, n)
+    position = rng.uniform(0, 25.0, size=(n, 3))
+    lists = []
+    for parallel in (False, True):
+        neighbors = NeighborList(n)
+        neighbors.update(position, diameter, 0.1, parallel=parallel)
+        lists.append(neighbors)
+    assert np.array_equal(lists[0].start, lists[1].start)
+    assert np.array_equal(lists[0].index[: lists[0].start[-1]], lists[1].index[: lists[1].start[-1]])
 
 
 def test_list_stays_complete_over_many_rebuilds():
@@ -52,8 +69,7 @@ def test_list_stays_complete_over_many_rebuilds():
 
 def test_scattered_particles_do_not_blow_up_the_grid():
     position = np.array([[0.0, 0, 0], [1e6, 0, 0], [0, 1e6, 1e6], [0.5, 0, 0]])
-    diameter = np.ones(4)
-    pair_i, pair_j = np.empty(8, np.int64), np.empty(8, np.int64)
-    counters = np.zeros(2, np.int64)
-    pair_i, pair_j = _build_kernel(position, diameter, 0.1, np.zeros((4, 3)), pair_i, pair_j, counters)
-    assert counters[0] == 1 and (pair_i[0], pair_j[0]) == (0, 3)
+    neighbors = NeighborList(4)
+    neighbors.update(position, np.ones(4), 0.1)
+    assert neighbors.pairs().tolist() == [[0, 3]]
+    assert len(neighbors.cell_start) == 2 * 4 + 9

@@ -1,20 +1,28 @@
-"""Interactions: every one adds forces and spatial moments into the state's buffers and its
-energy into the components of `dem.state.ENERGY_COMPONENTS` (SPEC §3).
+"""Interactions (SPEC §3): every one adds forces and spatial moments into the state's buffers,
+and has an energy that `_energy_kernel` sums into the components of
+`dem.state.ENERGY_COMPONENTS` when a report asks for it.
 
-`_force_field_kernel` is the one place where the compiled loop evaluates all of them; an
-interaction that a scene does not use has empty tables (no bonds, no walls, zero stiffness or
-gravity) and costs nothing. `INTERACTIONS` names each one, the energy components it fills and
-whether it is internal (zero net force and moment), for the test battery and the docs.
+`_forces_kernel` is the one place where the compiled loop evaluates all of them, in this order:
+a per-body pass that *sets* each body's force and moment from its contacts (full neighbour list),
+the walls and gravity; the bonds, colour by colour; then the few-body terms (Lennard-Jones
+clusters, external potentials). Every parallel loop writes only rows it owns, so results do not
+depend on the number of threads. An interaction a scene does not use has empty tables (no
+bonds, no walls, zero stiffness or gravity) and costs nothing. `INTERACTIONS` names each one,
+its energy components and whether it is internal (zero net force and moment), for the test
+battery and the docs.
 """
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 from ..neighbors import _update_kernel
-from ..state import AXIAL, BENDING, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
-from .binder import _binder_kernel, binder_axial, binder_bending, binder_shear
-from .contact import _hertz_pair_kernel, _hertz_wall_kernel, hertz
+from ..state import AXIAL, BENDING, BROKEN, DISSIPATED, ENERGY_COMPONENTS, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
+from .binder import _binder_energy, _binder_range, binder_axial, binder_bending, binder_shear
+from .contact import (
+    _hertz_pair_energy, _hertz_pair_range, _hertz_wall_energy, _hertz_wall_range, damping_from_restitution, hertz,
+)
 from .external import _applied_force_kernel, _ortolan_saccon_kernel, ortolan_saccon
-from .gravity import _gravity_kernel
+from .gravity import _gravity_energy, _gravity_range
 from .lennard_jones import _lennard_jones_kernel, lennard_jones
 
 #: name -> (energy components, internal?)
@@ -30,50 +38,116 @@ INTERACTIONS = {
     "applied_force": ((EXTERNAL,), False),
 }
 
+#: rows of work per parallel task (fixed, so that chunking never depends on the thread count)
+CHUNK = 2048
+
+
+@njit(inline="always")
+def _body_range(lo, hi, h, st, md, start, index):
+    """Set force and moment of bodies ``lo ≤ i < hi`` from contacts, walls and gravity; book the
+    damping work of the step."""
+    for i in range(lo, hi):
+        for c in range(3):
+            st.force[i, c] = 0.0
+            st.moment[i, c] = 0.0
+    if md.k_pp > 0.0:
+        _hertz_pair_range(lo, hi, st.position, st.velocity, md.diameter, md.inverse_mass, md.k_pp, md.damping, start,
+                          index, h, st.force, st.dissipated_energy)
+    if md.k_pw > 0.0:
+        _hertz_wall_range(lo, hi, st.position, st.velocity, md.diameter, md.inverse_mass, md.k_pw, md.damping,
+                          md.wall_point, md.wall_normal, h, st.force, st.dissipated_energy)
+    _gravity_range(lo, hi, st.orientation, md.mass, md.com_offset, md.gravity, st.force, st.moment)
+
+
+@njit(inline="always")
+def _forces_kernel(h, parallel, st, md, reference_position, start, index, cell_start, cell_particles, counters):
+    """Forces and moments at the current configuration (``h``: the step, for booking damping
+    work). Updates the neighbour list when there is contact to find; returns its ``index``.
+    Inlined into the compiled loop (see `dem.neighbors._update_kernel`)."""
+    n = st.position.shape[0]
+    if md.k_pp > 0.0:
+        index = _update_kernel(st.position, md.diameter, md.skin, parallel, reference_position, start, index,
+                               cell_start, cell_particles, counters)
+    if parallel:
+        for chunk in prange((n + CHUNK - 1) // CHUNK):
+            _body_range(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, md, start, index)
+    else:
+        _body_range(0, n, h, st, md, start, index)
+    for color in range(md.bond_color_start.shape[0] - 1):
+        lo = md.bond_color_start[color]
+        hi = md.bond_color_start[color + 1]
+        if parallel:
+            for chunk in prange((hi - lo + CHUNK - 1) // CHUNK):
+                _binder_range(lo + chunk * CHUNK, min(hi, lo + (chunk + 1) * CHUNK), st.position, st.orientation,
+                              md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
+                              md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative,
+                              md.bond_broken, md.break_limits, md.breakable, st.force, st.moment, st.broken_energy)
+        else:
+            _binder_range(lo, hi, st.position, st.orientation, md.bond_i, md.bond_j, md.bond_k_axial,
+                          md.bond_k_shear, md.bond_k_bending, md.bond_rest_length, md.bond_rest_dir_i,
+                          md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits, md.breakable,
+                          st.force, st.moment, st.broken_energy)
+    _lennard_jones_kernel(st.position, st.orientation, md.site_start, md.site_offset, md.lj_pair_i, md.lj_pair_j,
+                          md.lj_epsilon, md.lj_sigma, st.force, st.moment)
+    _ortolan_saccon_kernel(st.orientation, md.stress_body, md.stress_alpha, md.stress_attractor, st.moment)
+    _applied_force_kernel(st.position, md.applied_body, md.applied_force, st.force)
+    return index
+
 
 @njit(cache=True)
-def _force_field_kernel(st, md, pair_i, pair_j, reference_position, counters):
-    """Zero the buffers, then add every interaction at the current configuration.
-
-    ``st``/``md`` are `StateArrays`/`ModelArrays`; the neighbour list is updated first (when
-    there is contact to find) and its pair arrays are returned, possibly grown.
-    """
-    st.force[:] = 0.0
-    st.moment[:] = 0.0
-    for c in range(AXIAL, EXTERNAL + 1):  # potential terms; kinetic and booked terms stay
-        st.energy[c] = 0.0
-    _binder_kernel(st.position, st.orientation, md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear,
-                   md.bond_k_bending, md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j,
-                   md.bond_rest_relative, md.bond_broken, st.force, st.moment, st.energy)
+def _energy_kernel(st, md, start, index):
+    """Potential, broken and dissipated energies (kinetic entries left 0), summed serially in a
+    fixed order; the neighbour list must be current (it is after `_forces_kernel`)."""
+    energy = np.zeros(DISSIPATED + 1)
+    energy[AXIAL], energy[SHEAR], energy[BENDING] = _binder_energy(
+        st.position, st.orientation, md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
+        md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken)
     if md.k_pp > 0.0:
-        pair_i, pair_j = _update_kernel(st.position, md.diameter, md.skin, reference_position, pair_i, pair_j,
-                                        counters)
-        _hertz_pair_kernel(st.position, md.diameter, md.k_pp, pair_i, pair_j, counters[0], st.force, st.energy)
+        energy[HERTZ_PP] = _hertz_pair_energy(st.position, md.diameter, md.k_pp, start, index)
     if md.k_pw > 0.0:
-        _hertz_wall_kernel(st.position, md.diameter, md.k_pw, md.wall_point, md.wall_normal, st.force, st.energy)
-    _gravity_kernel(st.position, st.orientation, md.mass, md.com_offset, md.gravity, st.force, st.moment,
-                    st.energy)
-    _lennard_jones_kernel(st.position, st.orientation, md.site_start, md.site_offset, md.lj_pair_i, md.lj_pair_j,
-                          md.lj_epsilon, md.lj_sigma, st.force, st.moment, st.energy)
-    _ortolan_saccon_kernel(st.orientation, md.stress_body, md.stress_alpha, md.stress_attractor, st.moment,
-                           st.energy)
-    _applied_force_kernel(st.position, md.applied_body, md.applied_force, st.force, st.energy)
-    return pair_i, pair_j
+        energy[HERTZ_PW] = _hertz_wall_energy(st.position, md.diameter, md.k_pw, md.wall_point, md.wall_normal)
+    energy[GRAVITY] = _gravity_energy(st.position, st.orientation, md.mass, md.com_offset, md.gravity)
+    if md.lj_pair_i.shape[0] or md.stress_body.shape[0] or md.applied_body.shape[0]:
+        scratch_force = np.zeros_like(st.force)
+        scratch_moment = np.zeros_like(st.moment)
+        energy[LJ] = _lennard_jones_kernel(st.position, st.orientation, md.site_start, md.site_offset, md.lj_pair_i,
+                                           md.lj_pair_j, md.lj_epsilon, md.lj_sigma, scratch_force, scratch_moment)
+        energy[EXTERNAL] = (_ortolan_saccon_kernel(st.orientation, md.stress_body, md.stress_alpha,
+                                                   md.stress_attractor, scratch_moment)
+                            + _applied_force_kernel(st.position, md.applied_body, md.applied_force, scratch_force))
+    energy[BROKEN] = np.sum(st.broken_energy)
+    energy[DISSIPATED] = np.sum(st.dissipated_energy)
+    return energy
 
 
+@njit(cache=True, parallel=True)
+def _forces_parallel(h, st, md, reference_position, start, index, cell_start, cell_particles, counters):
+    return _forces_kernel(h, True, st, md, reference_position, start, index, cell_start, cell_particles, counters)
 
 
-def compute_forces(model, state, neighbors, model_arrays=None):
-    """Evaluate all interactions at ``state``: fills ``state.force``, ``state.moment`` and the
-    potential terms of ``state.energy``; ``neighbors`` is a `dem.neighbors.NeighborList`."""
+@njit(cache=True)
+def _forces_serial(h, st, md, reference_position, start, index, cell_start, cell_particles, counters):
+    return _forces_kernel(h, False, st, md, reference_position, start, index, cell_start, cell_particles, counters)
+
+
+def compute_forces(model, state, neighbors, model_arrays=None, dt=0.0, parallel=False):
+    """Evaluate all interactions at ``state``: fills ``state.force`` and ``state.moment``;
+    ``neighbors`` is a `dem.neighbors.NeighborList`; ``dt`` books damping work (0: none)."""
     model_arrays = model.arrays() if model_arrays is None else model_arrays
-    neighbors.pair_i, neighbors.pair_j = _force_field_kernel(
-        state.arrays(), model_arrays, neighbors.pair_i, neighbors.pair_j, neighbors.reference_position,
-        neighbors.counters,
-    )
+    forces = _forces_parallel if parallel else _forces_serial
+    neighbors.index = forces(float(dt), state.arrays(), model_arrays, *neighbors.arrays())
 
+
+def potential_energies(model, state, neighbors, model_arrays=None):
+    """Energy components (`ENERGY_COMPONENTS` order; kinetic entries 0) at ``state``, with the
+    neighbour list as left by the last `compute_forces`."""
+    model_arrays = model.arrays() if model_arrays is None else model_arrays
+    return _energy_kernel(state.arrays(), model_arrays, neighbors.start, neighbors.index)
+
+
+assert len(ENERGY_COMPONENTS) == DISSIPATED + 1
 
 __all__ = [
-    "INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "hertz", "lennard_jones",
-    "ortolan_saccon",
+    "INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "damping_from_restitution",
+    "hertz", "lennard_jones", "ortolan_saccon", "potential_energies",
 ]

@@ -1,14 +1,29 @@
-"""Hertzian contact (SPEC §3; seed 001 eqs. 56–57): particle–particle and particle–wall.
+"""Hertzian contact (SPEC §3; seed 001 eqs. 56–57): particle–particle and particle–wall, with
+optional viscous normal damping.
 
 Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (the paper's 5/2
-prefactor does not match its force; see SPEC). Particle–particle pairs come from the neighbour
-list, bonded pairs included (a binder compressed shut is a contact).
+prefactor does not match its force; see SPEC). Particle–particle pairs come from the full
+neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
+sums the forces on itself only, so rows are independent.
+
+Damping (off when ``damping = 0``): a normal force ``−γ √(m* k_n) v_n`` with the contact
+stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``,
+where ``γ = −2 √(5/6) ln e / √(ln² e + π²)`` for a coefficient of restitution ``e``
+(`damping_from_restitution`, the usual Hertz–Tsuji form). Its power is booked as dissipated.
 """
+
+import math
 
 import numpy as np
 from numba import njit
 
-from ..state import HERTZ_PP, HERTZ_PW
+
+def damping_from_restitution(restitution):
+    """``γ`` for a coefficient of restitution ``0 < e ≤ 1`` (``e = 1``: no damping)."""
+    if restitution >= 1.0:
+        return 0.0
+    log_e = math.log(restitution)
+    return -2.0 * math.sqrt(5.0 / 6.0) * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
 
 
 @njit(cache=True)
@@ -20,46 +35,111 @@ def hertz(delta, stiffness, length):
 
 
 @njit(cache=True)
-def _hertz_pair_kernel(position, diameter, k_pp, pair_i, pair_j, n_pairs, force, energy):
-    """Hertz particle–particle over the candidate pairs of the neighbour list."""
-    for p in range(n_pairs):
-        i = pair_i[p]
-        j = pair_j[p]
-        dx = position[i, 0] - position[j, 0]
-        dy = position[i, 1] - position[j, 1]
-        dz = position[i, 2] - position[j, 2]
-        r2 = dx * dx + dy * dy + dz * dz
-        reach = 0.5 * (diameter[i] + diameter[j])
-        if r2 >= reach * reach:
-            continue
-        r = np.sqrt(r2)
-        u, f = hertz(1.0 - r / reach, k_pp, reach)
-        energy[HERTZ_PP] += u
-        f /= r
-        force[i, 0] += f * dx
-        force[i, 1] += f * dy
-        force[i, 2] += f * dz
-        force[j, 0] -= f * dx
-        force[j, 1] -= f * dy
-        force[j, 2] -= f * dz
+def _damping_force(delta, stiffness, length, inverse_mass, approach_speed, damping):
+    """Normal damping force (along the contact normal) for the Hertz law above."""
+    if damping == 0.0 or inverse_mass == 0.0:
+        return 0.0
+    contact_stiffness = 1.5 * stiffness / (length * length) * np.sqrt(delta)
+    return -damping * np.sqrt(contact_stiffness / inverse_mass) * approach_speed
 
 
 @njit(cache=True)
-def _hertz_wall_kernel(position, diameter, k_pw, wall_point, wall_normal, force, energy):
-    """Hertz particle–wall: wall ``w`` is the plane through ``wall_point[w]`` with unit normal
-    ``wall_normal[w]`` pointing into the half-space where particles live."""
-    for w in range(wall_point.shape[0]):
-        p = wall_point[w]
-        nw = wall_normal[w]
-        for i in range(position.shape[0]):
-            radius = 0.5 * diameter[i]
-            if radius <= 0.0:
+def _hertz_pair_range(lo, hi, position, velocity, diameter, inverse_mass, k_pp, damping, start, index, h, force,
+                      dissipated_energy):
+    """Add to particles ``lo ≤ i < hi`` the Hertz forces of their neighbours, and book half of
+    each contact's damping work over the step ``h``."""
+    for i in range(lo, hi):
+        if diameter[i] <= 0.0:
+            continue
+        fx = fy = fz = 0.0
+        power = 0.0
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            dx = position[i, 0] - position[j, 0]
+            dy = position[i, 1] - position[j, 1]
+            dz = position[i, 2] - position[j, 2]
+            r2 = dx * dx + dy * dy + dz * dz
+            reach = 0.5 * (diameter[i] + diameter[j])
+            if r2 >= reach * reach:
                 continue
-            gap = (position[i, 0] - p[0]) * nw[0] + (position[i, 1] - p[1]) * nw[1] + (position[i, 2] - p[2]) * nw[2]
+            r = np.sqrt(r2)
+            delta = 1.0 - r / reach
+            f = hertz(delta, k_pp, reach)[1]
+            if damping != 0.0:
+                speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                         + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+                f_d = _damping_force(delta, k_pp, reach, inverse_mass[i] + inverse_mass[j], speed, damping)
+                f += f_d
+                power -= 0.5 * f_d * speed
+            f /= r
+            fx += f * dx
+            fy += f * dy
+            fz += f * dz
+        force[i, 0] += fx
+        force[i, 1] += fy
+        force[i, 2] += fz
+        if power != 0.0:
+            dissipated_energy[i] += h * power
+
+
+@njit(cache=True)
+def _hertz_pair_energy(position, diameter, k_pp, start, index):
+    """Hertz particle–particle energy over pairs ``i < j`` (serial, fixed order)."""
+    energy = 0.0
+    for i in range(position.shape[0]):
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j < i:
+                continue
+            dx = position[i, 0] - position[j, 0]
+            dy = position[i, 1] - position[j, 1]
+            dz = position[i, 2] - position[j, 2]
+            r2 = dx * dx + dy * dy + dz * dz
+            reach = 0.5 * (diameter[i] + diameter[j])
+            if r2 < reach * reach:
+                energy += hertz(1.0 - np.sqrt(r2) / reach, k_pp, reach)[0]
+    return energy
+
+
+@njit(cache=True)
+def _hertz_wall_range(lo, hi, position, velocity, diameter, inverse_mass, k_pw, damping, wall_point, wall_normal, h,
+                      force, dissipated_energy):
+    """Add the Hertz forces of all walls to particles ``lo ≤ i < hi`` and book the damping work.
+    Wall ``w`` is the plane through ``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing
+    to the particles' side."""
+    for i in range(lo, hi):
+        radius = 0.5 * diameter[i]
+        if radius <= 0.0:
+            continue
+        for w in range(wall_point.shape[0]):
+            nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+            gap = ((position[i, 0] - wall_point[w, 0]) * nx + (position[i, 1] - wall_point[w, 1]) * ny
+                   + (position[i, 2] - wall_point[w, 2]) * nz)
             if gap >= radius:
                 continue
-            u, f = hertz(1.0 - gap / radius, k_pw, radius)
-            energy[HERTZ_PW] += u
-            force[i, 0] += f * nw[0]
-            force[i, 1] += f * nw[1]
-            force[i, 2] += f * nw[2]
+            delta = 1.0 - gap / radius
+            f = hertz(delta, k_pw, radius)[1]
+            if damping != 0.0:
+                speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
+                f_d = _damping_force(delta, k_pw, radius, inverse_mass[i], speed, damping)
+                f += f_d
+                dissipated_energy[i] -= h * f_d * speed
+            force[i, 0] += f * nx
+            force[i, 1] += f * ny
+            force[i, 2] += f * nz
+
+
+@njit(cache=True)
+def _hertz_wall_energy(position, diameter, k_pw, wall_point, wall_normal):
+    energy = 0.0
+    for i in range(position.shape[0]):
+        radius = 0.5 * diameter[i]
+        if radius <= 0.0:
+            continue
+        for w in range(wall_point.shape[0]):
+            nw = wall_normal[w]
+            gap = ((position[i, 0] - wall_point[w, 0]) * nw[0] + (position[i, 1] - wall_point[w, 1]) * nw[1]
+                   + (position[i, 2] - wall_point[w, 2]) * nw[2])
+            if gap < radius:
+                energy += hertz(1.0 - gap / radius, k_pw, radius)[0]
+    return energy

@@ -5,7 +5,6 @@ import numpy as np
 from numba import njit
 
 from ..rotations import _quat_matrix
-from ..state import EXTERNAL
 
 
 @njit(cache=True)
@@ -30,21 +29,26 @@ def ortolan_saccon(rotation, alpha, attractor):
 
 
 @njit(cache=True)
-def _ortolan_saccon_kernel(orientation, body, alpha, attractor, moment, energy):
-    """The stress potential on each body listed in ``body`` (all with the same parameters)."""
+def _ortolan_saccon_kernel(orientation, body, alpha, attractor, moment):
+    """Add the stress potential's moment on each body listed in ``body`` (same parameters for
+    all); returns the energy."""
+    energy = 0.0
     for k in range(body.shape[0]):
         i = body[k]
         u, tau = ortolan_saccon(_quat_matrix(orientation[i]), alpha, attractor)
-        energy[EXTERNAL] += u
+        energy += u
         for c in range(3):
             moment[i, c] += tau[c]
+    return energy
 
 
 @njit(cache=True)
-def _applied_force_kernel(position, body, applied, force, energy):
-    """Constant force ``applied[k]`` on body ``body[k]``: ``U = −F·x``."""
+def _applied_force_kernel(position, body, applied, force):
+    """Add the constant force ``applied[k]`` on body ``body[k]``; returns ``U = −Σ F·x``."""
+    energy = 0.0
     for k in range(body.shape[0]):
         i = body[k]
         for c in range(3):
             force[i, c] += applied[k, c]
-            energy[EXTERNAL] -= applied[k, c] * position[i, c]
+            energy -= applied[k, c] * position[i, c]
+    return energy

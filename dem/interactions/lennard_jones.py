@@ -5,7 +5,6 @@
 from numba import njit
 
 from ..rotations import _cross, _quat_rotate
-from ..state import LJ
 
 
 @njit(cache=True)
@@ -17,7 +16,9 @@ def lennard_jones(r2, epsilon, sigma):
 
 @njit(cache=True)
 def _lennard_jones_kernel(position, orientation, site_start, site_offset, pair_a, pair_b, epsilon, sigma,
-                          force, moment, energy):
+                          force, moment):
+    """Add the site forces and moments of every listed body pair; returns the energy."""
+    energy = 0.0
     for p in range(pair_a.shape[0]):
         a = pair_a[p]
         b = pair_b[p]
@@ -29,7 +30,7 @@ def _lennard_jones_kernel(position, orientation, site_start, site_offset, pair_a
                      position[a, 1] + arm_s[1] - position[b, 1] - arm_t[1],
                      position[a, 2] + arm_s[2] - position[b, 2] - arm_t[2])
                 u, f = lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], epsilon, sigma)
-                energy[LJ] += u
+                energy += u
                 fd = (f * d[0], f * d[1], f * d[2])
                 tau_s = _cross(arm_s, fd)
                 tau_t = _cross(arm_t, fd)
@@ -38,3 +39,4 @@ def _lennard_jones_kernel(position, orientation, site_start, site_offset, pair_a
                     force[b, c] -= fd[c]
                     moment[a, c] += tau_s[c]
                     moment[b, c] -= tau_t[c]
+    return energy

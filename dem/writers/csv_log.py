@@ -1,6 +1,5 @@
 """The energy/momentum log ``energy.csv`` (SPEC §4), appended while the run goes."""
 
-from ..diagnostics import energy_budget
 from ..state import ENERGY_COMPONENTS
 
 COLUMNS = ("step", "t") + ENERGY_COMPONENTS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
@@ -24,7 +23,7 @@ class EnergyLog:
         if self._file is None:
             self._file = open(self.path, "w", encoding="utf-8")
             self._file.write(",".join(COLUMNS + tuple(extra)) + "\n")
-        row = energy_budget(sim.model, sim.state)
+        row = sim.energy_budget()
         values = [str(sim.state.step), repr(sim.state.time)]
         values += [repr(row[name]) for name in COLUMNS[2:]]
         values += [repr(function(sim.model, sim.state)) for function in extra.values()]

@@ -7,20 +7,27 @@ Layout under the run's output folder::
     vtk/bonds_000000100.vtp                     binders as lines between the bodies (if any)
     vtk/walls_000000100.vtp                     walls as finite squares (if any)
 
-Files are binary (raw appended data), zlib-compressed. Each ``.pvd`` is rewritten atomically after
-every snapshot, so it is valid (and lists only complete files) whenever the run stops.
+Files are binary (raw appended data), zlib-compressed. Each ``.pvd`` is rewritten atomically
+(``*.pvd.tmp``, then ``os.replace``) after a snapshot, so it is valid and lists only complete
+files whenever the run stops. Rewrites are at least ``collection_interval`` seconds (wall clock)
+apart, and always at the first snapshot and at ``close``: replacing a file costs about a
+millisecond on ext4, as much as a snapshot itself, so a run that snapshots faster than that would
+spend its time rewriting indexes. A killed run (SIGKILL) may miss the index entries of its last
+``collection_interval`` seconds; the ``.vtp`` files are there.
 
 Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``speed``,
 ``angular_velocity`` (spatial Ω), ``orientation`` (unit quaternion, scalar first), ``axis_1``,
 ``axis_2``, ``axis_3`` (body axes in the inertial frame: the columns of ``R``, for glyphs),
 ``force``, ``moment``. Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
-``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0/1)
+``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0 intact, else the
+`dem.interactions.binder` code of the criterion that broke it)
 (`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``.
 """
 
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -38,22 +45,31 @@ _FILE_NAME = re.compile(r"(particles|bonds|walls)_(\d{9})\.vtp")
 
 class VTKWriter:
     """Observer that writes a snapshot every ``every`` steps (and at the start and end of a run)
-    into ``directory/vtk/`` and indexes it in ``directory/<series>.pvd``.
+    into ``directory/vtk/`` and indexes it in ``directory/<series>.pvd`` (see the module's
+    docstring for the contents and ``collection_interval``).
 
     A run that starts at step 0 replaces the snapshots of an earlier run in the same folder; a run
-    that starts later (a restart) keeps the earlier run's snapshots before its first step.
+    that starts later (a restart) keeps the earlier run's snapshots before its first step. Files
+    of an earlier run are overwritten as the run goes, and those it did not overwrite are removed
+    at `close` (unlinking is slow on some file systems, so a rerun into the same folder should not
+    start by deleting everything).
     """
 
-    def __init__(self, directory, every):
+    def __init__(self, directory, every, collection_interval=0.5):
         self.directory = Path(directory)
         self.every = every
+        self.collection_interval = collection_interval
         self._entries = None  # series -> [(step, time, relative file name)]
+        self._first_step = None  # step of the first snapshot of this run
+        self._pending = set()  # series whose .pvd lags behind the snapshots
+        self._last_collection = None  # time.monotonic() of the last .pvd rewrite
         self._last_step = None
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
         self._writer.SetCompressorTypeToZLib()
         self._writer.SetHeaderTypeToUInt64()
+        self._writer.WriteToOutputStringOn()
 
     def report(self, sim):
         model, state = sim.model, sim.state
@@ -71,27 +87,37 @@ class VTKWriter:
             name = f"vtk/{series}_{step:09d}.vtp"
             self._write(polydata, self.directory / name)
             self._entries[series].append((step, float(state.time), name))
-        for series in written:
-            _write_collection(self.directory / f"{series}.pvd", self._entries[series])
+            self._pending.add(series)
         self._last_step = step
+        now = time.monotonic()
+        if self._last_collection is None or now - self._last_collection >= self.collection_interval:
+            self._write_collections()
+            self._last_collection = now
 
     def close(self, sim):
-        pass
+        self._write_collections()
+        if self._entries is not None:
+            self._remove_stale()
+
+    def _write_collections(self):
+        for series in sorted(self._pending):
+            _write_collection(self.directory / f"{series}.pvd", self._entries[series])
+        self._pending.clear()
 
     def _write(self, polydata, path):
-        self._writer.SetFileName(str(path))
+        # serialising to memory and writing the bytes at once is twice as fast as letting VTK
+        # write the file (its file stream writes in many small pieces)
         self._writer.SetInputData(polydata)
         if self._writer.Write() != 1:
-            raise OSError(f"could not write {path}")
+            raise OSError(f"could not serialise {path.name}")
+        data = self._writer.GetOutputString()  # bytes, or str when it happens to be valid UTF-8
+        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
 
     def _start(self, step):
-        """Drop the snapshots at or after ``step`` left by an earlier run; keep earlier ones."""
-        vtk_dir = self.directory / "vtk"
-        vtk_dir.mkdir(parents=True, exist_ok=True)
-        for path in vtk_dir.iterdir():
-            match = _FILE_NAME.fullmatch(path.name)
-            if match and int(match.group(2)) >= step:
-                path.unlink()
+        """Index the snapshots before ``step`` left by an earlier run (a restart); the ``.pvd`` of
+        a series this run does not write is removed unless it keeps some."""
+        (self.directory / "vtk").mkdir(parents=True, exist_ok=True)
+        self._first_step = step
         self._entries = {}
         for series in SERIES:
             pvd = self.directory / f"{series}.pvd"
@@ -99,6 +125,14 @@ class VTKWriter:
             self._entries[series] = kept
             if not kept and pvd.exists():
                 pvd.unlink()
+
+    def _remove_stale(self):
+        """Remove the snapshots at or after this run's first step that this run did not write."""
+        written = {Path(name).name for entries in self._entries.values() for _, _, name in entries}
+        for path in (self.directory / "vtk").iterdir():
+            match = _FILE_NAME.fullmatch(path.name)
+            if match and int(match.group(2)) >= self._first_step and path.name not in written:
+                path.unlink()
 
 
 # ---------------------------------------------------------------------------------------------

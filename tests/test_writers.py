@@ -1,0 +1,189 @@
+"""ParaView output (`dem.writers.vtk`) read back with the vtk package, and the energy plot."""
+
+from pathlib import Path
+from types import SimpleNamespace
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+from vtkmodules.util.numpy_support import vtk_to_numpy
+from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
+
+from dem.builders import SystemBuilder
+from dem.cli import run
+from dem.plotting import plot_energy
+from dem.rotations import _quat_from_rotvec, _quat_matrix
+from dem.writers.vtk import VTKWriter, rotation_matrices
+
+SCENE = Path(__file__).resolve().parent.parent / "scenes" / "torus_impact.toml"
+
+PARTICLE_ARRAYS = {
+    "id": 1, "body": 1, "diameter": 1, "velocity": 3, "speed": 1, "angular_velocity": 3, "orientation": 4,
+    "axis_1": 3, "axis_2": 3, "axis_3": 3, "force": 3, "moment": 3,
+}
+BOND_ARRAYS = {"axial_strain": 1, "shear": 1, "bending_angle": 1, "axial_force": 1, "broken": 1}
+
+
+def _read(path):
+    reader = vtkXMLPolyDataReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    return reader.GetOutput()
+
+
+def _collection(path):
+    """``[(timestep, file)]`` of a .pvd."""
+    root = ElementTree.parse(path).getroot()
+    assert root.get("type") == "Collection"
+    return [(float(d.get("timestep")), d.get("file")) for d in root.iter("DataSet")]
+
+
+def _arrays(data):
+    return {data.GetArrayName(k): data.GetArray(k) for k in range(data.GetNumberOfArrays())}
+
+
+@pytest.fixture(scope="module")
+def torus_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torus")
+    run(SCENE, overrides=["simulation.t_end=0.3", "output.vtk_every=100"], out=out, quiet=True)
+    return out
+
+
+def test_collections_list_the_snapshots(torus_run):
+    for series in ("particles", "bonds", "walls"):
+        entries = _collection(torus_run / f"{series}.pvd")
+        assert [t for t, _ in entries] == pytest.approx([0.0, 0.1, 0.2, 0.3], abs=1e-12)
+        assert [f for _, f in entries] == [f"vtk/{series}_{step:09d}.vtp" for step in (0, 100, 200, 300)]
+        for _, name in entries:
+            assert (torus_run / name).is_file()
+        assert not (torus_run / f"{series}.pvd.tmp").exists()
+
+
+def test_snapshots_load_with_all_arrays(torus_run):
+    for _, name in _collection(torus_run / "particles.pvd"):
+        particles = _read(torus_run / name)
+        assert particles.GetNumberOfPoints() == 80
+        assert particles.GetNumberOfVerts() == 80
+        arrays = _arrays(particles.GetPointData())
+        for array_name, components in PARTICLE_ARRAYS.items():
+            assert arrays[array_name].GetNumberOfComponents() == components, array_name
+            assert arrays[array_name].GetNumberOfTuples() == 80
+        orientation = vtk_to_numpy(arrays["orientation"])
+        axes = np.stack([vtk_to_numpy(arrays[f"axis_{k}"]) for k in (1, 2, 3)], axis=-1)
+        np.testing.assert_allclose(axes, rotation_matrices(orientation), atol=1e-15)
+        np.testing.assert_array_equal(vtk_to_numpy(arrays["id"]), np.arange(80))
+    for _, name in _collection(torus_run / "bonds.pvd"):
+        bonds = _read(torus_run / name)
+        assert bonds.GetNumberOfPoints() == 80
+        assert bonds.GetNumberOfLines() == 80
+        arrays = _arrays(bonds.GetCellData())
+        for array_name, components in BOND_ARRAYS.items():
+            assert arrays[array_name].GetNumberOfComponents() == components, array_name
+            assert arrays[array_name].GetNumberOfTuples() == 80
+    for _, name in _collection(torus_run / "walls.pvd"):
+        walls = _read(torus_run / name)
+        assert walls.GetNumberOfPolys() == 1
+        assert walls.GetNumberOfPoints() == 4
+        assert "wall" in _arrays(walls.GetCellData())
+        corners = vtk_to_numpy(walls.GetPoints().GetData())
+        np.testing.assert_allclose(corners[:, 0], 0.0, atol=1e-15)  # in the plane x = 0
+
+
+def test_initial_snapshot_is_the_rest_state(torus_run):
+    particles = _arrays(_read(torus_run / "vtk/particles_000000000.vtp").GetPointData())
+    np.testing.assert_array_equal(vtk_to_numpy(particles["velocity"]), np.tile([-1.0, 0.0, 0.0], (80, 1)))
+    np.testing.assert_array_equal(vtk_to_numpy(particles["speed"]), 1.0)
+    bonds = _arrays(_read(torus_run / "vtk/bonds_000000000.vtp").GetCellData())
+    for name in ("axial_strain", "shear", "bending_angle", "axial_force"):
+        assert np.max(np.abs(vtk_to_numpy(bonds[name]))) < 1e-12, name
+    assert not np.any(vtk_to_numpy(bonds["broken"]))
+
+
+def test_files_are_compressed_binary(torus_run):
+    for path in (torus_run / "vtk").glob("*.vtp"):
+        header = path.read_bytes()[:4096].decode("ascii", errors="replace")
+        assert 'compressor="vtkZLibDataCompressor"' in header
+        assert 'format="appended"' in header or 'format="binary"' in header
+        assert 'format="ascii"' not in header
+
+
+def test_bond_measures_of_a_known_deformation(tmp_path):
+    """Two bonded bodies: bond stretched by 10 %, body j turned by 0.3 rad about z."""
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, 0.0), mass=1.0, inertia=1.0, diameter=1.0)
+    system.add_body((-1.0, 0.0, 0.0), mass=1.0, inertia=1.0, diameter=1.0)
+    system.add_bond(0, 1, k_axial=200.0, k_shear=50.0, k_bending=10.0)
+    model, state = system.finish(walls=[dict(point=(0.0, 0.0, -2.0), normal=(0.0, 0.0, 1.0), size=0.0)])
+    state.position[1] = (-1.1, 0.0, 0.0)
+    state.orientation[1] = _quat_from_rotvec(np.array((0.0, 0.0, 0.3)))
+    state.orientation[0] = _quat_from_rotvec(np.array((0.4, -0.2, 0.1)))
+    state.step, state.time = 7, 0.07
+    writer = VTKWriter(tmp_path, 1)
+    sim = SimpleNamespace(model=model, state=state)
+    writer.report(sim)
+    writer.report(sim)  # the same step again: skipped
+    writer.close(sim)
+    assert [f for _, f in _collection(tmp_path / "bonds.pvd")] == ["vtk/bonds_000000007.vtp"]
+
+    bonds = _arrays(_read(tmp_path / "vtk/bonds_000000007.vtp").GetCellData())
+    assert vtk_to_numpy(bonds["axial_strain"])[0] == pytest.approx(0.1, rel=1e-12)
+    assert vtk_to_numpy(bonds["axial_force"])[0] == pytest.approx(200.0 * 0.1 / 1.0, rel=1e-12)
+    # relative rotation R_j R_iᵀ (rest: identity), shear from each end's turned rest direction
+    r_i = _quat_matrix(state.orientation[0])
+    r_j = _quat_matrix(state.orientation[1])
+    angle = np.arccos(np.clip((np.trace(r_j @ r_i.T) - 1.0) / 2.0, -1.0, 1.0))
+    assert vtk_to_numpy(bonds["bending_angle"])[0] == pytest.approx(angle, rel=1e-10)
+    n = np.array((1.0, 0.0, 0.0))
+    shear = max(1.0 - (r_i @ n) @ n, 1.0 - (r_j @ n) @ n)
+    assert vtk_to_numpy(bonds["shear"])[0] == pytest.approx(shear, rel=1e-12)
+
+    particles = _arrays(_read(tmp_path / "vtk/particles_000000007.vtp").GetPointData())
+    for k in (1, 2, 3):
+        axis = vtk_to_numpy(particles[f"axis_{k}"])
+        np.testing.assert_allclose(axis[0], r_i[:, k - 1], atol=1e-15)
+        np.testing.assert_allclose(axis[1], r_j[:, k - 1], atol=1e-15)
+
+    walls = _read(tmp_path / "vtk/walls_000000007.vtp")
+    corners = vtk_to_numpy(walls.GetPoints().GetData())
+    np.testing.assert_allclose(corners[:, 2], -2.0)
+    np.testing.assert_allclose(corners.mean(axis=0), (-0.55, 0.0, -2.0), atol=1e-15)
+    edge = np.linalg.norm(corners[1] - corners[0])
+    assert edge == pytest.approx(1.2 * 2.1)  # spheres span x ∈ [-1.6, 0.5]
+    normal = np.cross(corners[1] - corners[0], corners[2] - corners[1])
+    np.testing.assert_allclose(normal / np.linalg.norm(normal), (0.0, 0.0, 1.0), atol=1e-15)
+
+
+def test_a_fresh_run_replaces_the_previous_snapshots(tmp_path):
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, 0.0), mass=1.0, inertia=1.0, diameter=1.0)
+    model, state = system.finish()
+    sim = SimpleNamespace(model=model, state=state)
+    first = VTKWriter(tmp_path, 1)
+    for step in (0, 1, 2):
+        state.step, state.time = step, 0.1 * step
+        first.report(sim)
+    first.close(sim)
+    assert len(_collection(tmp_path / "particles.pvd")) == 3
+    assert not (tmp_path / "bonds.pvd").exists()
+    assert not (tmp_path / "walls.pvd").exists()
+    # a restart at step 2 keeps steps 0 and 1
+    restart = VTKWriter(tmp_path, 1)
+    state.step, state.time = 2, 0.2
+    restart.report(sim)
+    restart.close(sim)
+    assert [t for t, _ in _collection(tmp_path / "particles.pvd")] == pytest.approx([0.0, 0.1, 0.2])
+    # a new run from step 0 starts over
+    again = VTKWriter(tmp_path, 1)
+    state.step, state.time = 0, 0.0
+    again.report(sim)
+    again.close(sim)
+    assert [f for _, f in _collection(tmp_path / "particles.pvd")] == ["vtk/particles_000000000.vtp"]
+    assert sorted(p.name for p in (tmp_path / "vtk").iterdir()) == ["particles_000000000.vtp"]
+
+
+def test_plot_energy_writes_a_png(torus_run, tmp_path):
+    out = plot_energy(torus_run)
+    assert out == torus_run / "energy.png"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    other = plot_energy(torus_run, tmp_path / "sub" / "budget.png")
+    assert other.is_file() and other.stat().st_size > 10_000

@@ -1,0 +1,30 @@
+"""Plot a run's energy budget, energy error and momenta from ``RUN_DIR/energy.csv``.
+
+    python tools/plot_energy.py output/torus_impact [--out energy.png]
+
+Writes ``RUN_DIR/energy.png`` unless ``--out`` says otherwise (see `dem.plotting.plot_energy`).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from dem.plotting import plot_energy
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="output folder of a run (holds energy.csv)")
+    parser.add_argument("--out", type=Path, help="image file to write (default RUN_DIR/energy.png)")
+    args = parser.parse_args(argv)
+    try:
+        out = plot_energy(args.run_dir, args.out)
+    except (OSError, ValueError) as error:
+        print(f"plot_energy: error: {error}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
