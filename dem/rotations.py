@@ -200,65 +200,127 @@ def _relative_rotvec(q_i, q_j):
 
 
 # ---------------------------------------------------------------------------------------------
-# batch kernels (n bodies) and the public, numpy-facing functions
+# batch kernels (n bodies) and the public, numpy-facing functions. One cached loop per pair of
+# input/output shapes, selecting the single-body kernel by an op code (a jitted function passed
+# as an argument would defeat numba's on-disk cache).
 # ---------------------------------------------------------------------------------------------
 
 
-def _batched(kernel, in_shape, out_shape):
-    """Lift a single-body kernel to arrays with arbitrary leading axes (compiled loop)."""
+@njit(cache=True)
+def _map_vector(op, values, width):
+    """Rows of ``values (n, 3|4)`` to rows of width ``width``: op 0 rrp←rotvec, 1 rotvec←rrp,
+    2 quat←rrp, 3 quat←rotvec, 4 rrp←quat, 5 rotvec←quat."""
+    out = np.empty((values.shape[0], width))
+    for k in range(values.shape[0]):
+        v = values[k]
+        if op == 0:
+            r = _rrp_from_rotvec(v)
+        elif op == 1:
+            r = _rotvec_from_rrp(v)
+        elif op == 4:
+            r = _rrp_from_quat(v)
+        elif op == 5:
+            r = _rotvec_from_quat(v)
+        else:
+            q = _quat_from_rrp(v) if op == 2 else _quat_from_rotvec(v)
+            for c in range(4):
+                out[k, c] = q[c]
+            continue
+        for c in range(3):
+            out[k, c] = r[c]
+    return out
 
-    @njit(cache=False)
-    def loop(flat):
-        out = np.empty((flat.shape[0],) + out_shape)
-        for k in range(flat.shape[0]):
-            out[k] = np.asarray(kernel(flat[k]))
-        return out
 
+@njit(cache=True)
+def _map_pair(op, first, second, width):
+    """Rows of two arrays to rows of width ``width``: op 0 ``α1 ⊕ α2``, 1 ``p ⊗ q``, 2 relative
+    rotation vector of ``R_j R_iᵀ``."""
+    out = np.empty((first.shape[0], width))
+    for k in range(first.shape[0]):
+        if op == 1:
+            q = _quat_multiply(first[k], second[k])
+            for c in range(4):
+                out[k, c] = q[c]
+            continue
+        r = _rrp_compose(first[k], second[k]) if op == 0 else _relative_rotvec(first[k], second[k])
+        for c in range(3):
+            out[k, c] = r[c]
+    return out
+
+
+@njit(cache=True)
+def _map_matrix(op, values):
+    """op 0: ``R(α)`` of rows ``(n, 3)``; op 1: matrices of quaternion rows ``(n, 4)``."""
+    out = np.empty((values.shape[0], 3, 3))
+    for k in range(values.shape[0]):
+        out[k] = _rrp_matrix(values[k]) if op == 0 else _quat_matrix(values[k])
+    return out
+
+
+@njit(cache=True)
+def _map_matrix_quat(values):
+    out = np.empty((values.shape[0], 4))
+    for k in range(values.shape[0]):
+        q = _matrix_quat(values[k])
+        for c in range(4):
+            out[k, c] = q[c]
+    return out
+
+
+def _rows(values, trailing):
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[values.ndim - len(trailing):] != trailing:
+        raise ValueError(f"expected trailing shape {trailing}, got {values.shape}")
+    return values.shape[: values.ndim - len(trailing)], np.ascontiguousarray(values.reshape((-1,) + trailing))
+
+
+def _vector_function(op, trailing, width, doc):
     def apply(values):
-        values = np.asarray(values, dtype=np.float64)
-        lead = values.shape[: values.ndim - len(in_shape)]
-        if values.shape[values.ndim - len(in_shape):] != in_shape:
-            raise ValueError(f"expected trailing shape {in_shape}, got {values.shape}")
-        flat = np.ascontiguousarray(values.reshape((-1,) + in_shape))
-        return loop(flat).reshape(lead + out_shape)
+        lead, flat = _rows(values, trailing)
+        return _map_vector(op, flat, width).reshape(lead + (width,))
 
-    apply.__doc__ = kernel.__doc__
+    apply.__doc__ = doc
     return apply
 
 
-def _batched2(kernel, in_shape, out_shape):
-    """Lift a two-argument single-body kernel (both arguments of ``in_shape``)."""
-
-    @njit(cache=False)
-    def loop(flat1, flat2):
-        out = np.empty((flat1.shape[0],) + out_shape)
-        for k in range(flat1.shape[0]):
-            out[k] = np.asarray(kernel(flat1[k], flat2[k]))
-        return out
-
+def _pair_function(op, trailing, width, doc):
     def apply(first, second):
         first, second = np.broadcast_arrays(np.asarray(first, np.float64), np.asarray(second, np.float64))
-        lead = first.shape[: first.ndim - len(in_shape)]
-        flat1 = np.ascontiguousarray(first.reshape((-1,) + in_shape))
-        flat2 = np.ascontiguousarray(second.reshape((-1,) + in_shape))
-        return loop(flat1, flat2).reshape(lead + out_shape)
+        lead, flat1 = _rows(first, trailing)
+        _, flat2 = _rows(second, trailing)
+        return _map_pair(op, flat1, flat2, width).reshape(lead + (width,))
 
-    apply.__doc__ = kernel.__doc__
+    apply.__doc__ = doc
     return apply
 
 
-rrp_matrix = _batched(_rrp_matrix, (3,), (3, 3))
-rrp_compose = _batched2(_rrp_compose, (3,), (3,))
-quat_multiply = _batched2(_quat_multiply, (4,), (4,))
-quat_matrix = _batched(_quat_matrix, (4,), (3, 3))
-matrix_quat = _batched(_matrix_quat, (3, 3), (4,))
-quat_from_rrp = _batched(_quat_from_rrp, (3,), (4,))
-rrp_from_quat = _batched(_rrp_from_quat, (4,), (3,))
-quat_from_rotvec = _batched(_quat_from_rotvec, (3,), (4,))
-rotvec_from_quat = _batched(_rotvec_from_quat, (4,), (3,))
-rrp_from_rotvec = _batched(_rrp_from_rotvec, (3,), (3,))
-rotvec_from_rrp = _batched(_rotvec_from_rrp, (3,), (3,))
-relative_rotvec = _batched2(_relative_rotvec, (4,), (3,))
+rrp_from_rotvec = _vector_function(0, (3,), 3, _rrp_from_rotvec.__doc__)
+rotvec_from_rrp = _vector_function(1, (3,), 3, _rotvec_from_rrp.__doc__)
+quat_from_rrp = _vector_function(2, (3,), 4, _quat_from_rrp.__doc__)
+quat_from_rotvec = _vector_function(3, (3,), 4, _quat_from_rotvec.__doc__)
+rrp_from_quat = _vector_function(4, (4,), 3, _rrp_from_quat.__doc__)
+rotvec_from_quat = _vector_function(5, (4,), 3, _rotvec_from_quat.__doc__)
+rrp_compose = _pair_function(0, (3,), 3, _rrp_compose.__doc__)
+quat_multiply = _pair_function(1, (4,), 4, _quat_multiply.__doc__)
+relative_rotvec = _pair_function(2, (4,), 3, _relative_rotvec.__doc__)
+
+
+def rrp_matrix(alpha):
+    """``R(α)`` of SPEC §1 for RRP vectors ``(..., 3)``."""
+    lead, flat = _rows(alpha, (3,))
+    return _map_matrix(0, flat).reshape(lead + (3, 3))
+
+
+def quat_matrix(q):
+    """Rotation matrices of unit quaternions ``(..., 4)``."""
+    lead, flat = _rows(q, (4,))
+    return _map_matrix(1, flat).reshape(lead + (3, 3))
+
+
+def matrix_quat(matrix):
+    """Unit quaternions (``q_0 ≥ 0``) of rotation matrices ``(..., 3, 3)``."""
+    lead, flat = _rows(matrix, (3, 3))
+    return _map_matrix_quat(flat).reshape(lead + (4,))
 
 
 @njit(cache=True)
