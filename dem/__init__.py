@@ -1,6 +1,10 @@
 """dem: discrete-element simulation of particle–binder composites and rigid bodies with explicit
 variational integrators on SE(3)ⁿ (rescaled Rodrigues parameters)."""
 
+from ._numba_cache import use_source_keyed_cache
+
+use_source_keyed_cache()  # before any kernel is compiled  # noqa: E402
+
 from .builders import BUILDERS, SystemBuilder, build_system
 from .diagnostics import energy_budget
 from .integrators import INTEGRATORS

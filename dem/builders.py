@@ -13,7 +13,9 @@ from .rotations import (
     _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec, quat_matrix,
     quat_conjugate, quat_multiply, quat_rotate,
 )
-from .scene import REQUIRED, Key, at_least, non_negative, nonzero_vector, positive
+from .interactions import damping_from_restitution
+from .interactions.binder import BREAK_CRITERIA
+from .scene import REQUIRED, Key, SceneError, at_least, non_negative, nonzero_vector, positive
 from .state import Bonds, Model, State, color_bonds
 
 
@@ -394,14 +396,28 @@ BUILDERS = {
 }
 
 
+def _broken_count(code):
+    return lambda model, state: int(np.count_nonzero(model.bonds.broken == code))
+
+
 def build_system(scene):
-    """``(Model, State)`` of a validated `dem.scene.Scene`."""
+    """``(Model, State)`` of a validated `dem.scene.Scene`; a builder that cannot make what the
+    scene asks raises `SceneError` naming the builder table."""
     system = SystemBuilder()
-    for name, _, params in scene.builders:
-        BUILDERS[name].build(system, params)
+    for name, index, params in scene.builders:
+        try:
+            BUILDERS[name].build(system, params)
+        except ValueError as error:
+            raise SceneError(f"{scene.path}: {name}.{index}: {error}") from None
     contact = scene.contact
     model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
                                  gravity=scene.fields["gravity"], skin=contact["skin"])
+    model.damping = damping_from_restitution(contact["restitution"])
+    limits = [scene.breakage[name] for name in BREAK_CRITERIA]
+    model.break_limits = np.array([limit if limit > 0 else np.inf for limit in limits])
+    if np.isfinite(model.break_limits).any():
+        for code, name in enumerate(BREAK_CRITERIA, start=1):
+            model.invariants[f"broken_{name}"] = _broken_count(code)
     if system.stress_bodies:
         stress = scene.ortolan_saccon
         model.stress_body = np.array(system.stress_bodies, np.int64)

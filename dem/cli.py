@@ -8,6 +8,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .builders import build_system
+from .integrators import INTEGRATORS
 from .scene import SceneError, load_scene
 from .simulation import Simulation, SimulationError
 from .writers import EnergyLog, VTKWriter
@@ -38,9 +39,9 @@ def prepare(scene_path, overrides=(), out=None):
     scene = load_scene(scene_path, overrides)
     model, state = build_system(scene)
     integrator = scene.simulation["integrator"]
-    if integrator.startswith("rrp") and not model.spherical:
+    if INTEGRATORS[integrator][1] and not model.spherical:
         raise SceneError(f"{scene.path}: simulation.integrator: {integrator!r} needs spherical bodies "
-                         f"(J1 = J2 = J3)")
+                         f"(J1 = J2 = J3); use 'lgvi' for general inertia")
     output_dir = Path(out) if out is not None else Path(scene.output["dir"] or Path("output") / scene.name)
     return scene, model, state, output_dir
 

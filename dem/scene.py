@@ -45,6 +45,10 @@ def nonzero_vector(value):
     return None if any(c != 0 for c in value) else "must be a non-zero vector"
 
 
+def restitution(value):
+    return None if 0.0 < value <= 1.0 else "must be in (0, 1]"
+
+
 def at_least(minimum):
     def check(value):
         return None if value >= minimum else f"must be at least {minimum}"
@@ -68,6 +72,16 @@ SCHEMA = {
         "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
         "skin": Key("float", 0.0, "Verlet skin of the neighbour list (0: a quarter of the mean diameter)",
                     "length", non_negative),
+        "restitution": Key("float", 1.0, "normal coefficient of restitution e of Hertz contacts (1: no damping; "
+                           "the damping work is logged as 'dissipated')", "", restitution),
+    },
+    "breakage": {
+        "tension": Key("float", 0.0, "a bond breaks at this axial strain r/r0 − 1 in tension (0: never)", "",
+                       non_negative),
+        "compression": Key("float", 0.0, "… at this axial strain 1 − r/r0 in compression (0: never)", "",
+                           non_negative),
+        "shear": Key("float", 0.0, "… at this shear 1 − s at either end (0: never)", "", non_negative),
+        "bending": Key("float", 0.0, "… at this relative rotation angle |θ| (0: never)", "rad", non_negative),
     },
     "fields": {
         "gravity": Key("vec3", (0.0, 0.0, 0.0), "uniform gravitational acceleration g", "length/time²"),
@@ -98,6 +112,7 @@ class Scene:
     contact: dict
     fields: dict
     ortolan_saccon: dict
+    breakage: dict
     walls: list
     builders: list = field(default_factory=list)
 
@@ -249,7 +264,7 @@ def load_scene(path, overrides=()):
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")
     return Scene(path, sections["simulation"], sections["output"], sections["contact"], sections["fields"],
-                 sections["ortolan_saccon"], walls, builders)
+                 sections["ortolan_saccon"], sections["breakage"], walls, builders)
 
 
 def _array(data, name, fail):

@@ -78,12 +78,12 @@ def _forces_kernel(h, parallel, st, md, reference_position, start, index, cell_s
         hi = md.bond_color_start[color + 1]
         if parallel:
             for chunk in prange((hi - lo + CHUNK - 1) // CHUNK):
-                _binder_range(lo + chunk * CHUNK, min(hi, lo + (chunk + 1) * CHUNK), st.position, st.orientation,
-                              md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
+                _binder_range(lo + chunk * CHUNK, min(hi, lo + (chunk + 1) * CHUNK), h, st.position, st.velocity,
+                              st.orientation, st.angular_velocity, md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
                               md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative,
                               md.bond_broken, md.break_limits, md.breakable, st.force, st.moment, st.broken_energy)
         else:
-            _binder_range(lo, hi, st.position, st.orientation, md.bond_i, md.bond_j, md.bond_k_axial,
+            _binder_range(lo, hi, h, st.position, st.velocity, st.orientation, st.angular_velocity, md.bond_i, md.bond_j, md.bond_k_axial,
                           md.bond_k_shear, md.bond_k_bending, md.bond_rest_length, md.bond_rest_dir_i,
                           md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits, md.breakable,
                           st.force, st.moment, st.broken_energy)

@@ -11,7 +11,10 @@ Breakage (off unless limits are set): a bond whose axial strain exceeds ``limits
 tension or ``limits[1]`` in compression, whose shear ``1 − s`` (either end) exceeds
 ``limits[2]``, or whose bending/torsion angle ``|θ|`` exceeds ``limits[3]`` is broken: its code
 (`BROKEN_TENSION` …) is stored in ``broken`` and its stored energy is booked to the first
-particle's ``broken_energy``, so that the energy budget still closes.
+particle's ``broken_energy``, so that the energy budget still closes. The step in which it
+breaks kicked with its load in the first half only, so the booking adds that half-step's work,
+``(h/2)(F_i·(v_i − v_j) + τ_i·Ω_i + τ_j·Ω_j)`` at the half-step velocities: the budget then
+closes to the integrator's order instead of losing O(h) per broken bond.
 """
 
 import numpy as np
@@ -93,8 +96,9 @@ def _break_code(d, a_i, a_j, theta, rest_length, limits):
 
 
 @njit(cache=True)
-def _binder_range(lo, hi, position, orientation, bond_i, bond_j, k_axial, k_shear, k_bending, rest_length,
-                  rest_dir_i, rest_dir_j, rest_relative, broken, limits, breakable, force, moment, broken_energy):
+def _binder_range(lo, hi, h, position, velocity, orientation, angular_velocity, bond_i, bond_j, k_axial, k_shear,
+                  k_bending, rest_length, rest_dir_i, rest_dir_j, rest_relative, broken, limits, breakable, force,
+                  moment, broken_energy):
     """Add the binder loads of bonds ``lo ≤ b < hi`` (one colour: no shared particles)."""
     for b in range(lo, hi):
         if broken[b] != INTACT:
@@ -110,7 +114,12 @@ def _binder_range(lo, hi, position, orientation, bond_i, bond_j, k_axial, k_shea
             code = _break_code(d, a_i, a_j, theta, rest_length[b], limits)
             if code != INTACT:
                 broken[b] = code
-                broken_energy[i] += u_a + u_s + u_m
+                work = 0.0
+                for c in range(3):
+                    work += ((f_a[c] + f_s[c]) * (velocity[i, c] - velocity[j, c])
+                             + (tau_si[c] + tau_m[c]) * angular_velocity[i, c]
+                             + (tau_sj[c] - tau_m[c]) * angular_velocity[j, c])
+                broken_energy[i] += u_a + u_s + u_m + 0.5 * h * work
                 continue
         for c in range(3):
             f = f_a[c] + f_s[c]
