@@ -26,12 +26,12 @@ from numba import njit
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _cross(a, b):
     """``a × b`` for 3-vectors."""
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
@@ -58,7 +58,7 @@ def _rrp_compose(alpha1, alpha2):
     )
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_multiply(p, q):
     """Hamilton product ``p ⊗ q``; ``R(p ⊗ q) = R(p) R(q)``."""
     return (
@@ -69,19 +69,19 @@ def _quat_multiply(p, q):
     )
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_conjugate(q):
     """Inverse of a unit quaternion."""
     return (q[0], -q[1], -q[2], -q[3])
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_normalize(q):
     norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_rotate(q, v):
     """``R(q) v`` for a unit quaternion ``q`` and a 3-vector ``v``; divides by ``|q|²`` so that a
     quaternion off unit length by round-off still rotates without stretching."""
@@ -93,7 +93,17 @@ def _quat_rotate(q, v):
     return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
 
 
-@njit(cache=True)
+@njit(inline="always")
+def _unit_quat_rotate(q, v):
+    """``R(q) v`` assuming ``|q| = 1`` exactly (no renormalising division: for hot loops whose
+    quaternions were just normalised)."""
+    t = _cross((q[1], q[2], q[3]), v)
+    t = (2.0 * t[0], 2.0 * t[1], 2.0 * t[2])
+    c = _cross((q[1], q[2], q[3]), t)
+    return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
+
+
+@njit(inline="always")
 def _quat_rotate_inverse(q, v):
     """``R(q)ᵀ v``."""
     return _quat_rotate(_quat_conjugate(q), v)
@@ -133,7 +143,7 @@ def _matrix_quat(m):
     return _quat_normalize(q)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_from_rrp(alpha):
     """Unit quaternion ``∝ (1, α/2)``."""
     return _quat_normalize((1.0, 0.5 * alpha[0], 0.5 * alpha[1], 0.5 * alpha[2]))
@@ -154,20 +164,21 @@ def _quat_from_rotvec(theta):
     return (np.cos(0.5 * angle), scale * theta[0], scale * theta[1], scale * theta[2])
 
 
+@njit(inline="always")
+def _log_scale(s, w):
+    """``2 atan2(s, w)/s`` for a unit quaternion with vector norm ``s`` and scalar part
+    ``w ≥ 0``: the factor from its vector part to its rotation vector (its limit ``2/w`` below
+    ``s = 1e-8``, where the next term, ``s²/3w²``, is under round-off)."""
+    if s < 1e-8:
+        return 2.0 / w
+    return 2.0 * np.arctan2(s, w) / s
+
+
 @njit(cache=True)
 def _rotvec_from_quat(q):
     """Rotation vector ``θ`` of a unit quaternion, ``|θ| ≤ π`` (the shorter of ``±q``)."""
-    w = q[0]
-    sign = 1.0
-    if w < 0.0:
-        w = -w
-        sign = -1.0
-    s = np.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    if s < 1e-8:
-        # 2 atan2(s, w)/s = (2/w)(1 − s²/(3w²) + …)
-        scale = sign * (2.0 / w) * (1.0 - s * s / (3.0 * w * w))
-    else:
-        scale = sign * 2.0 * np.arctan2(s, w) / s
+    sign = 1.0 if q[0] >= 0.0 else -1.0
+    scale = sign * _log_scale(np.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), sign * q[0])
     return (scale * q[1], scale * q[2], scale * q[3])
 
 
@@ -187,7 +198,7 @@ def _rotvec_from_rrp(alpha):
     return (scale * alpha[0], scale * alpha[1], scale * alpha[2])
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _quat_apply_increment(q, dalpha):
     """``q⁺ ∝ (1, Δα/2) ⊗ q``: the spatial increment ``R⁺ = R(Δα) R`` (SPEC §1)."""
     return _quat_normalize(_quat_multiply((1.0, 0.5 * dalpha[0], 0.5 * dalpha[1], 0.5 * dalpha[2]), q))

@@ -98,8 +98,8 @@ def main(argv=None):
         creeping = [(dt, slope) for dt, slope, _ in stable if slope > 0]
         if len(creeping) > 1:
             p_slope = _fit_exponent(*zip(*creeping))
-            print(f"fit over the stable runs with a positive slope (dt = {', '.join(f'{dt:g}' for dt, _ in creeping)}): "
-                  f"slope ∝ dt^{p_slope:.2f}")
+            used = ", ".join(f"{dt:g}" for dt, _ in creeping)
+            print(f"fit over the stable runs with a positive slope (dt = {used}): slope ∝ dt^{p_slope:.2f}")
     return 0
 
 

@@ -17,7 +17,7 @@ from numba import njit, prange
 
 from ..neighbors import _update_kernel
 from ..state import AXIAL, BENDING, BROKEN, DISSIPATED, ENERGY_COMPONENTS, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
-from .binder import _binder_energy, _binder_range, binder_axial, binder_bending, binder_shear
+from .binder import ENERGIES, FORCES, _binder_range
 from .contact import (
     _hertz_pair_energy, _hertz_pair_range, _hertz_wall_energy, _hertz_wall_range, damping_from_restitution, hertz,
 )
@@ -60,6 +60,15 @@ def _body_range(lo, hi, h, st, md, start, index):
 
 
 @njit(inline="always")
+def _bond_forces(lo, hi, h, st, md):
+    """Binder loads (and breakage) of bonds ``lo ≤ b < hi`` of one colour."""
+    _binder_range(FORCES, lo, hi, h, st.position, st.velocity, st.orientation, st.angular_velocity, md.bond_i,
+                  md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending, md.bond_rest_length,
+                  md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits,
+                  md.breakable, st.force, st.moment, st.broken_energy, st.force)  # last: unused table of other modes
+
+
+@njit(inline="always")
 def _forces_kernel(h, parallel, st, md, reference_position, start, index, cell_start, cell_particles, counters):
     """Forces and moments at the current configuration (``h``: the step, for booking damping
     work). Updates the neighbour list when there is contact to find; returns its ``index``.
@@ -78,15 +87,9 @@ def _forces_kernel(h, parallel, st, md, reference_position, start, index, cell_s
         hi = md.bond_color_start[color + 1]
         if parallel:
             for chunk in prange((hi - lo + CHUNK - 1) // CHUNK):
-                _binder_range(lo + chunk * CHUNK, min(hi, lo + (chunk + 1) * CHUNK), h, st.position, st.velocity,
-                              st.orientation, st.angular_velocity, md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
-                              md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative,
-                              md.bond_broken, md.break_limits, md.breakable, st.force, st.moment, st.broken_energy)
+                _bond_forces(lo + chunk * CHUNK, min(hi, lo + (chunk + 1) * CHUNK), h, st, md)
         else:
-            _binder_range(lo, hi, h, st.position, st.velocity, st.orientation, st.angular_velocity, md.bond_i, md.bond_j, md.bond_k_axial,
-                          md.bond_k_shear, md.bond_k_bending, md.bond_rest_length, md.bond_rest_dir_i,
-                          md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits, md.breakable,
-                          st.force, st.moment, st.broken_energy)
+            _bond_forces(lo, hi, h, st, md)
     _lennard_jones_kernel(st.position, st.orientation, md.site_start, md.site_offset, md.lj_pair_i, md.lj_pair_j,
                           md.lj_epsilon, md.lj_sigma, st.force, st.moment)
     _ortolan_saccon_kernel(st.orientation, md.stress_body, md.stress_alpha, md.stress_attractor, st.moment)
@@ -99,9 +102,12 @@ def _energy_kernel(st, md, start, index):
     """Potential, broken and dissipated energies (kinetic entries left 0), summed serially in a
     fixed order; the neighbour list must be current (it is after `_forces_kernel`)."""
     energy = np.zeros(DISSIPATED + 1)
-    energy[AXIAL], energy[SHEAR], energy[BENDING] = _binder_energy(
-        st.position, st.orientation, md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending,
-        md.bond_rest_length, md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken)
+    binder = np.zeros((1, 3))
+    _binder_range(ENERGIES, 0, md.bond_i.shape[0], 0.0, st.position, st.velocity, st.orientation, st.angular_velocity,
+                  md.bond_i, md.bond_j, md.bond_k_axial, md.bond_k_shear, md.bond_k_bending, md.bond_rest_length,
+                  md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits, False,
+                  st.force, st.moment, st.broken_energy, binder)
+    energy[AXIAL], energy[SHEAR], energy[BENDING] = binder[0, 0], binder[0, 1], binder[0, 2]
     if md.k_pp > 0.0:
         energy[HERTZ_PP] = _hertz_pair_energy(st.position, md.diameter, md.k_pp, start, index)
     if md.k_pw > 0.0:
@@ -148,6 +154,6 @@ def potential_energies(model, state, neighbors, model_arrays=None):
 assert len(ENERGY_COMPONENTS) == DISSIPATED + 1
 
 __all__ = [
-    "INTERACTIONS", "binder_axial", "binder_bending", "binder_shear", "compute_forces", "damping_from_restitution",
-    "hertz", "lennard_jones", "ortolan_saccon", "potential_energies",
+    "INTERACTIONS", "compute_forces", "damping_from_restitution", "hertz", "lennard_jones", "ortolan_saccon",
+    "potential_energies",
 ]

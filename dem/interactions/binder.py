@@ -20,161 +20,137 @@ closes to the integrator's order instead of losing O(h) per broken bond.
 import numpy as np
 from numba import njit
 
-from ..rotations import _cross, _dot, _quat_conjugate, _quat_multiply, _quat_rotate, _rotvec_from_quat
+from ..rotations import _log_scale, _quat_conjugate, _quat_multiply, _unit_quat_rotate
 
 INTACT, BROKEN_TENSION, BROKEN_COMPRESSION, BROKEN_SHEAR, BROKEN_BENDING = 0, 1, 2, 3, 4
 BREAK_CRITERIA = ("tension", "compression", "shear", "bending")
 
 
-@njit(cache=True)
-def binder_axial(d, k_axial, rest_length):
-    """``U = ½ K_a (r/r0 − 1)²`` (eq. 51–52). Returns ``(U, F_i)`` with ``F_j = −F_i``."""
-    r = np.sqrt(_dot(d, d))
-    strain = r / rest_length - 1.0
-    scale = -k_axial * strain / (rest_length * r)
-    return 0.5 * k_axial * strain * strain, (scale * d[0], scale * d[1], scale * d[2])
+FORCES, ENERGIES, MEASURES = 0, 1, 2
 
 
 @njit(cache=True)
-def binder_shear(d, a_i, a_j, k_shear):
-    """Objective shear ``U = ½ K_s [(1−s_i)² + (1−s_j)²]``, ``s = a·n`` (eq. 53–55, per-end form).
+def _binder_range(mode, lo, hi, h, position, velocity, orientation, angular_velocity, bond_i, bond_j, k_axial,
+                  k_shear, k_bending, rest_length, rest_dir_i, rest_dir_j, rest_relative, broken, limits, breakable,
+                  force, moment, broken_energy, out):
+    """The binder law (SPEC §3) over bonds ``lo ≤ b < hi``. With ``d = x_i − x_j``, ``r = |d|``,
+    ``n = d/r``:
 
-    ``a_i = R_i R_i0ᵀ n0`` and ``a_j`` are the current images of the rest bond direction.
-    Returns ``(U, F_i, τ_i, τ_j)``, ``F_j = −F_i``.
+    * axial (eq. 51–52): ``U_a = ½ K_a (r/r0 − 1)²``, ``F_i = −K_a (r/r0 − 1)/r0 n``;
+    * shear (eq. 53–55, objective per-end form): ``a_i = R_i R_i0ᵀ n0``, ``s_i = a_i·n``,
+      ``U_s = ½ K_s [(1−s_i)² + (1−s_j)²]``, ``F_i = K_s[(1−s_i)(a_i − s_i n) + (1−s_j)(a_j − s_j n)]/r``,
+      ``τ_i = K_s(1−s_i) a_i×n``, ``τ_j = K_s(1−s_j) a_j×n``;
+    * bending + torsion (eq. 44–50): ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)``, ``U_m = ½ K_m |θ|²``,
+      ``τ_i = K_m θ = −τ_j``; ``F_j = −F_i``.
+
+    ``mode`` says what to do with them: `FORCES` adds the loads of intact bonds (one colour: no
+    shared particles) and breaks bonds past ``limits``; `ENERGIES` sums ``U_a, U_s, U_m`` of intact
+    bonds into ``out[0:3]``; `MEASURES` writes ``r/r0 − 1``, ``max(1 − s_i, 1 − s_j)``, ``|θ|`` and
+    the axial load ``K_a (r/r0 − 1)/r0`` of every bond into the rows of ``out (m, 4)``. The law is
+    written out in scalars: it is the innermost loop of every bonded simulation.
     """
-    r = np.sqrt(_dot(d, d))
-    n = (d[0] / r, d[1] / r, d[2] / r)
-    c_i = 1.0 - _dot(a_i, n)
-    c_j = 1.0 - _dot(a_j, n)
-    s_i = 1.0 - c_i
-    s_j = 1.0 - c_j
-    f = (
-        k_shear * (c_i * (a_i[0] - s_i * n[0]) + c_j * (a_j[0] - s_j * n[0])) / r,
-        k_shear * (c_i * (a_i[1] - s_i * n[1]) + c_j * (a_j[1] - s_j * n[1])) / r,
-        k_shear * (c_i * (a_i[2] - s_i * n[2]) + c_j * (a_j[2] - s_j * n[2])) / r,
-    )
-    t_i = _cross(a_i, n)
-    t_j = _cross(a_j, n)
-    tau_i = (k_shear * c_i * t_i[0], k_shear * c_i * t_i[1], k_shear * c_i * t_i[2])
-    tau_j = (k_shear * c_j * t_j[0], k_shear * c_j * t_j[1], k_shear * c_j * t_j[2])
-    return 0.5 * k_shear * (c_i * c_i + c_j * c_j), f, tau_i, tau_j
+    for b in range(lo, hi):
+        if mode != MEASURES and broken[b] != INTACT:
+            continue
+        i = bond_i[b]
+        j = bond_j[b]
+        dx = position[i, 0] - position[j, 0]
+        dy = position[i, 1] - position[j, 1]
+        dz = position[i, 2] - position[j, 2]
+        r = np.sqrt(dx * dx + dy * dy + dz * dz)
+        inverse_r = 1.0 / r
+        nx, ny, nz = dx * inverse_r, dy * inverse_r, dz * inverse_r
+        inverse_r0 = 1.0 / rest_length[b]
+        strain = r * inverse_r0 - 1.0
+        f_axial = -k_axial[b] * strain * inverse_r0
+        q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
+        q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
+        a_i = _unit_quat_rotate(q_i, (rest_dir_i[b, 0], rest_dir_i[b, 1], rest_dir_i[b, 2]))
+        a_j = _unit_quat_rotate(q_j, (rest_dir_j[b, 0], rest_dir_j[b, 1], rest_dir_j[b, 2]))
+        c_i = 1.0 - (a_i[0] * nx + a_i[1] * ny + a_i[2] * nz)  # 1 − s_i
+        c_j = 1.0 - (a_j[0] * nx + a_j[1] * ny + a_j[2] * nz)
+        p = _quat_multiply(_quat_multiply(q_j, (rest_relative[b, 0], rest_relative[b, 1], rest_relative[b, 2],
+                                                rest_relative[b, 3])), _quat_conjugate(q_i))
+        sign = 1.0 if p[0] >= 0.0 else -1.0
+        s = np.sqrt(p[1] * p[1] + p[2] * p[2] + p[3] * p[3])
+        scale = sign * _log_scale(s, sign * p[0])  # θ = scale · (p1, p2, p3)
+        angle = abs(scale) * s
+        if mode == MEASURES:
+            out[b, 0] = strain
+            out[b, 1] = max(c_i, c_j)
+            out[b, 2] = angle
+            out[b, 3] = -f_axial
+            continue
+        u_a = 0.5 * k_axial[b] * strain * strain
+        u_s = 0.5 * k_shear[b] * (c_i * c_i + c_j * c_j)
+        u_m = 0.5 * k_bending[b] * angle * angle
+        if mode == ENERGIES:
+            out[0, 0] += u_a
+            out[0, 1] += u_s
+            out[0, 2] += u_m
+            continue
+        s_i = 1.0 - c_i
+        s_j = 1.0 - c_j
+        k_r = k_shear[b] * inverse_r
+        f0 = f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx))
+        f1 = f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny))
+        f2 = f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz))
+        kc_i = k_shear[b] * c_i
+        kc_j = k_shear[b] * c_j
+        k_m = k_bending[b] * scale
+        ti0 = kc_i * (a_i[1] * nz - a_i[2] * ny) + k_m * p[1]
+        ti1 = kc_i * (a_i[2] * nx - a_i[0] * nz) + k_m * p[2]
+        ti2 = kc_i * (a_i[0] * ny - a_i[1] * nx) + k_m * p[3]
+        tj0 = kc_j * (a_j[1] * nz - a_j[2] * ny) - k_m * p[1]
+        tj1 = kc_j * (a_j[2] * nx - a_j[0] * nz) - k_m * p[2]
+        tj2 = kc_j * (a_j[0] * ny - a_j[1] * nx) - k_m * p[3]
+        if breakable:
+            code = _break_code(strain, max(c_i, c_j), angle, limits)
+            if code != INTACT:
+                broken[b] = code
+                work = (f0 * (velocity[i, 0] - velocity[j, 0]) + f1 * (velocity[i, 1] - velocity[j, 1])
+                        + f2 * (velocity[i, 2] - velocity[j, 2])
+                        + ti0 * angular_velocity[i, 0] + ti1 * angular_velocity[i, 1] + ti2 * angular_velocity[i, 2]
+                        + tj0 * angular_velocity[j, 0] + tj1 * angular_velocity[j, 1] + tj2 * angular_velocity[j, 2])
+                broken_energy[i] += u_a + u_s + u_m + 0.5 * h * work
+                continue
+        force[i, 0] += f0
+        force[i, 1] += f1
+        force[i, 2] += f2
+        force[j, 0] -= f0
+        force[j, 1] -= f1
+        force[j, 2] -= f2
+        moment[i, 0] += ti0
+        moment[i, 1] += ti1
+        moment[i, 2] += ti2
+        moment[j, 0] += tj0
+        moment[j, 1] += tj1
+        moment[j, 2] += tj2
 
 
-@njit(cache=True)
-def binder_bending(theta, k_bending):
-    """Bending + torsion ``U = ½ K_m |θ|²`` for the relative rotation vector ``θ`` (eq. 44–50).
-    Returns ``(U, τ_i)`` with ``τ_j = −τ_i = −K_m θ``."""
-    return 0.5 * k_bending * _dot(theta, theta), (k_bending * theta[0], k_bending * theta[1], k_bending * theta[2])
-
-
-@njit(cache=True)
-def _bond_geometry(position, orientation, i, j, rest_dir_i, rest_dir_j, rest_relative):
-    """``d = x_i − x_j``, the images ``a_i``, ``a_j`` of the rest direction, and the relative
-    rotation vector ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)`` of one bond."""
-    d = (position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2])
-    a_i = _quat_rotate(orientation[i], rest_dir_i)
-    a_j = _quat_rotate(orientation[j], rest_dir_j)
-    theta = _rotvec_from_quat(_quat_multiply(_quat_multiply(orientation[j], rest_relative),
-                                             _quat_conjugate(orientation[i])))
-    return d, a_i, a_j, theta
-
-
-@njit(cache=True)
-def _break_code(d, a_i, a_j, theta, rest_length, limits):
+@njit(inline="always")
+def _break_code(strain, shear, angle, limits):
     """The criterion a bond's deformation violates (`BROKEN_*`), or `INTACT`."""
-    r = np.sqrt(_dot(d, d))
-    strain = r / rest_length - 1.0
     if strain > limits[0]:
         return BROKEN_TENSION
     if -strain > limits[1]:
         return BROKEN_COMPRESSION
-    if max(1.0 - _dot(a_i, d) / r, 1.0 - _dot(a_j, d) / r) > limits[2]:
+    if shear > limits[2]:
         return BROKEN_SHEAR
-    if np.sqrt(_dot(theta, theta)) > limits[3]:
+    if angle > limits[3]:
         return BROKEN_BENDING
     return INTACT
-
-
-@njit(cache=True)
-def _binder_range(lo, hi, h, position, velocity, orientation, angular_velocity, bond_i, bond_j, k_axial, k_shear,
-                  k_bending, rest_length, rest_dir_i, rest_dir_j, rest_relative, broken, limits, breakable, force,
-                  moment, broken_energy):
-    """Add the binder loads of bonds ``lo ≤ b < hi`` (one colour: no shared particles)."""
-    for b in range(lo, hi):
-        if broken[b] != INTACT:
-            continue
-        i = bond_i[b]
-        j = bond_j[b]
-        d, a_i, a_j, theta = _bond_geometry(position, orientation, i, j, rest_dir_i[b], rest_dir_j[b],
-                                            rest_relative[b])
-        u_a, f_a = binder_axial(d, k_axial[b], rest_length[b])
-        u_s, f_s, tau_si, tau_sj = binder_shear(d, a_i, a_j, k_shear[b])
-        u_m, tau_m = binder_bending(theta, k_bending[b])
-        if breakable:
-            code = _break_code(d, a_i, a_j, theta, rest_length[b], limits)
-            if code != INTACT:
-                broken[b] = code
-                work = 0.0
-                for c in range(3):
-                    work += ((f_a[c] + f_s[c]) * (velocity[i, c] - velocity[j, c])
-                             + (tau_si[c] + tau_m[c]) * angular_velocity[i, c]
-                             + (tau_sj[c] - tau_m[c]) * angular_velocity[j, c])
-                broken_energy[i] += u_a + u_s + u_m + 0.5 * h * work
-                continue
-        for c in range(3):
-            f = f_a[c] + f_s[c]
-            force[i, c] += f
-            force[j, c] -= f
-            moment[i, c] += tau_si[c] + tau_m[c]
-            moment[j, c] += tau_sj[c] - tau_m[c]
-
-
-@njit(cache=True)
-def _binder_energy(position, orientation, bond_i, bond_j, k_axial, k_shear, k_bending, rest_length, rest_dir_i,
-                   rest_dir_j, rest_relative, broken):
-    """``(axial, shear, bending)`` energies summed over intact bonds (serial, fixed order)."""
-    axial = shear = bending = 0.0
-    for b in range(bond_i.shape[0]):
-        if broken[b] != INTACT:
-            continue
-        d, a_i, a_j, theta = _bond_geometry(position, orientation, bond_i[b], bond_j[b], rest_dir_i[b],
-                                            rest_dir_j[b], rest_relative[b])
-        axial += binder_axial(d, k_axial[b], rest_length[b])[0]
-        shear += binder_shear(d, a_i, a_j, k_shear[b])[0]
-        bending += binder_bending(theta, k_bending[b])[0]
-    return axial, shear, bending
-
-
-@njit(cache=True)
-def _bond_measures_kernel(position, orientation, bond_i, bond_j, k_axial, rest_length, rest_dir_i, rest_dir_j,
-                          rest_relative, axial_strain, shear, bending_angle, axial_force):
-    """Per-bond state of deformation for output (SPEC §3, §7), broken bonds included.
-
-    Writes ``axial_strain = r/r0 − 1``, ``shear = max(1 − s_i, 1 − s_j)``, ``bending_angle = |θ|``
-    (rotation angle of ``R_j R_j0ᵀ R_i0 R_iᵀ``, radians) and ``axial_force = K_a (r/r0 − 1)/r0``
-    (the binder's axial load, positive in tension) into the ``(n_bonds,)`` output arrays.
-    """
-    for b in range(bond_i.shape[0]):
-        d, a_i, a_j, theta = _bond_geometry(position, orientation, bond_i[b], bond_j[b], rest_dir_i[b],
-                                            rest_dir_j[b], rest_relative[b])
-        r = np.sqrt(_dot(d, d))
-        n = (d[0] / r, d[1] / r, d[2] / r)
-        _, f_i = binder_axial(d, k_axial[b], rest_length[b])
-        axial_strain[b] = r / rest_length[b] - 1.0
-        axial_force[b] = -_dot(f_i, n)  # F_i pulls i towards j in tension
-        shear[b] = max(1.0 - _dot(a_i, n), 1.0 - _dot(a_j, n))
-        bending_angle[b] = np.sqrt(_dot(theta, theta))
 
 
 def bond_measures(model, state):
     """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
     tension) and ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of ``model.bonds``."""
     b = model.bonds
-    n = len(b)
-    out = {name: np.empty(n) for name in ("axial_strain", "shear", "bending_angle", "axial_force")}
-    if n:
-        _bond_measures_kernel(state.position, state.orientation, b.i, b.j, b.k_axial, b.rest_length,
-                              b.rest_dir_i, b.rest_dir_j, b.rest_relative, out["axial_strain"], out["shear"],
-                              out["bending_angle"], out["axial_force"])
+    table = np.zeros((len(b), 4))
+    _binder_range(MEASURES, 0, len(b), 0.0, state.position, state.velocity, state.orientation,
+                  state.angular_velocity, b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length, b.rest_dir_i,
+                  b.rest_dir_j, b.rest_relative, b.broken, model.break_limits, False, state.force, state.moment,
+                  state.broken_energy, table)
+    out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table.T.copy()))
     out["broken"] = b.broken.copy()
     return out
