@@ -15,6 +15,7 @@ from .rotations import (
 )
 from .interactions import damping_from_restitution
 from .interactions.binder import BREAK_CRITERIA
+from .packing import ASSEMBLY_KEYS, build_assembly, check_assembly
 from .scene import REQUIRED, Key, SceneError, at_least, non_negative, nonzero_vector, positive
 from .state import Bonds, Model, State, color_bonds
 
@@ -393,6 +394,7 @@ BUILDERS = {
         build_tetra_chain,
         doc=build_tetra_chain.__doc__,
     ),
+    "assembly": Builder(ASSEMBLY_KEYS, build_assembly, check_assembly, doc=build_assembly.__doc__),
 }
 
 

@@ -24,7 +24,9 @@ The state always carries the forces and moments of its configuration, so each st
 force evaluation. `_advance_kernel` runs many steps in compiled code between two output events.
 Every stage is a loop over bodies that touches only its own body, written over an index range:
 the kernel runs it in one call (small systems: no threading overhead) or in parallel over
-fixed-size chunks (large ones), with the same result either way.
+fixed-size chunks (large ones), with the same result either way. (The range functions called
+inside ``prange`` must not be ``inline="always"``: numba then loses their writes through the
+named-tuple fields; the per-body helpers are inlined into them instead.)
 """
 
 import numpy as np
@@ -208,7 +210,7 @@ def _angular_momentum_kernel(st, md, angular_momentum):
             angular_momentum[i, c] = spatial[c]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _before_forces(lo, hi, scheme, h, st, md, angular_momentum):
     """The stages of ``scheme`` before the force evaluation, for bodies ``lo ≤ i < hi``. Returns
     the first body whose rotation update has no solution, or −1."""
@@ -233,7 +235,7 @@ def _before_forces(lo, hi, scheme, h, st, md, angular_momentum):
     return -1
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _after_forces(lo, hi, scheme, h, st, md, angular_momentum):
     """The closing kicks of ``scheme`` for bodies ``lo ≤ i < hi``."""
     for i in range(lo, hi):

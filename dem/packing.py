@@ -828,8 +828,8 @@ def build_assembly(system, p):
     distance (`material_stiffness`)."""
     arrays = assembly_arrays(p)
     first = system.n_bodies
-    for x, d, m, inertia, v, omega in zip(arrays["position"], arrays["diameter"], arrays["mass"], arrays["inertia"],
-                                          arrays["velocity"], arrays["angular_velocity"]):
-        system.add_body(x, mass=m, inertia=inertia, diameter=d, velocity=v, angular_velocity=omega, group=first)
-    for (i, j), k_a, k_s, k_m in zip(arrays["bonds"], arrays["k_axial"], arrays["k_shear"], arrays["k_bending"]):
-        system.add_bond(first + int(i), first + int(j), k_axial=k_a, k_shear=k_s, k_bending=k_m)
+    system.add_bodies(arrays["position"], mass=arrays["mass"], inertia=arrays["inertia"], diameter=arrays["diameter"],
+                      velocity=arrays["velocity"], angular_velocity=arrays["angular_velocity"], group=first)
+    bonds = arrays["bonds"] + first
+    system.add_bonds(bonds[:, 0], bonds[:, 1], k_axial=arrays["k_axial"], k_shear=arrays["k_shear"],
+                     k_bending=arrays["k_bending"])

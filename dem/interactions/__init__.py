@@ -42,7 +42,7 @@ INTERACTIONS = {
 CHUNK = 2048
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _body_range(lo, hi, h, st, md, start, index):
     """Set force and moment of bodies ``lo ≤ i < hi`` from contacts, walls and gravity; book the
     damping work of the step."""
@@ -59,7 +59,7 @@ def _body_range(lo, hi, h, st, md, start, index):
     _gravity_range(lo, hi, st.orientation, md.mass, md.com_offset, md.gravity, st.force, st.moment)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _bond_forces(lo, hi, h, st, md):
     """Binder loads (and breakage) of bonds ``lo ≤ b < hi`` of one colour."""
     _binder_range(FORCES, lo, hi, h, st.position, st.velocity, st.orientation, st.angular_velocity, md.bond_i,
