@@ -19,10 +19,10 @@ from ..neighbors import _update_kernel
 from ..state import AXIAL, BENDING, BROKEN, DISSIPATED, ENERGY_COMPONENTS, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
 from .binder import ENERGIES, FORCES, _binder_range
 from .contact import (
-    _hertz_pair_energy, _hertz_pair_range, _hertz_wall_energy, _hertz_wall_range, damping_from_restitution, hertz,
+    _hertz_pair_energy, _hertz_pair_particle, _hertz_wall_energy, _hertz_wall_particle, damping_from_restitution, hertz,
 )
 from .external import _applied_force_kernel, _ortolan_saccon_kernel, ortolan_saccon
-from .gravity import _gravity_energy, _gravity_range
+from .gravity import _gravity_energy, _gravity_particle
 from .lennard_jones import _lennard_jones_kernel, lennard_jones
 
 #: name -> (energy components, internal?)
@@ -44,19 +44,42 @@ CHUNK = 2048
 
 @njit(cache=True)
 def _body_range(lo, hi, h, st, md, start, index):
-    """Set force and moment of bodies ``lo ≤ i < hi`` from contacts, walls and gravity; book the
-    damping work of the step."""
+    """Set force and moment of bodies ``lo ≤ i < hi`` from contacts, walls and gravity (one pass
+    over the rows); book the damping work of the step."""
+    has_gravity = md.gravity[0] != 0.0 or md.gravity[1] != 0.0 or md.gravity[2] != 0.0
     for i in range(lo, hi):
-        for c in range(3):
-            st.force[i, c] = 0.0
-            st.moment[i, c] = 0.0
-    if md.k_pp > 0.0:
-        _hertz_pair_range(lo, hi, st.position, st.velocity, md.diameter, md.inverse_mass, md.k_pp, md.damping, start,
-                          index, h, st.force, st.dissipated_energy)
-    if md.k_pw > 0.0:
-        _hertz_wall_range(lo, hi, st.position, st.velocity, md.diameter, md.inverse_mass, md.k_pw, md.damping,
-                          md.wall_point, md.wall_normal, h, st.force, st.dissipated_energy)
-    _gravity_range(lo, hi, st.orientation, md.mass, md.com_offset, md.gravity, st.force, st.moment)
+        fx = fy = fz = 0.0
+        tx = ty = tz = 0.0
+        power = 0.0
+        if md.diameter[i] > 0.0:
+            if md.k_pp > 0.0:
+                px, py, pz, p = _hertz_pair_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                     md.k_pp, md.damping, start, index)
+                fx += px
+                fy += py
+                fz += pz
+                power += p
+            if md.k_pw > 0.0:
+                px, py, pz, p = _hertz_wall_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                     md.k_pw, md.damping, md.wall_point, md.wall_normal)
+                fx += px
+                fy += py
+                fz += pz
+                power += p
+        if has_gravity:
+            weight, tau = _gravity_particle(i, st.orientation, md.mass, md.com_offset, md.gravity)
+            fx += weight[0]
+            fy += weight[1]
+            fz += weight[2]
+            tx, ty, tz = tau
+        st.force[i, 0] = fx
+        st.force[i, 1] = fy
+        st.force[i, 2] = fz
+        st.moment[i, 0] = tx
+        st.moment[i, 1] = ty
+        st.moment[i, 2] = tz
+        if power != 0.0:
+            st.dissipated_energy[i] += h * power
 
 
 @njit(cache=True)

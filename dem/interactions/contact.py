@@ -26,7 +26,7 @@ def damping_from_restitution(restitution):
     return -2.0 * math.sqrt(5.0 / 6.0) * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def hertz(delta, stiffness, length):
     """Scalar Hertz law: ``(U, |F|)`` for the dimensionless overlap ``δ ≥ 0`` and the contact
     length scale (``R_s = (D_i + D_j)/2`` or ``D/2``)."""
@@ -34,7 +34,7 @@ def hertz(delta, stiffness, length):
     return 0.4 * stiffness * delta * delta * root, stiffness / length * delta * root
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _damping_force(delta, stiffness, length, inverse_mass, approach_speed, damping):
     """Normal damping force (along the contact normal) for the Hertz law above."""
     if damping == 0.0 or inverse_mass == 0.0:
@@ -43,43 +43,38 @@ def _damping_force(delta, stiffness, length, inverse_mass, approach_speed, dampi
     return -damping * np.sqrt(contact_stiffness / inverse_mass) * approach_speed
 
 
-@njit(cache=True)
-def _hertz_pair_range(lo, hi, position, velocity, diameter, inverse_mass, k_pp, damping, start, index, h, force,
-                      dissipated_energy):
-    """Add to particles ``lo ≤ i < hi`` the Hertz forces of their neighbours, and book half of
-    each contact's damping work over the step ``h``."""
-    for i in range(lo, hi):
-        if diameter[i] <= 0.0:
+@njit(inline="always")
+def _hertz_pair_particle(i, position, velocity, diameter, inverse_mass, k_pp, damping, start, index):
+    """Hertz force on particle ``i`` from its neighbours, ``(fx, fy, fz, power)`` with ``power``
+    half the damping power of its contacts (the other half is booked to the partners)."""
+    fx = 0.0
+    fy = 0.0
+    fz = 0.0
+    power = 0.0
+    radius = 0.5 * diameter[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
+        dx = position[i, 0] - position[j, 0]
+        dy = position[i, 1] - position[j, 1]
+        dz = position[i, 2] - position[j, 2]
+        r2 = dx * dx + dy * dy + dz * dz
+        reach = radius + 0.5 * diameter[j]
+        if r2 >= reach * reach:
             continue
-        fx = fy = fz = 0.0
-        power = 0.0
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            dx = position[i, 0] - position[j, 0]
-            dy = position[i, 1] - position[j, 1]
-            dz = position[i, 2] - position[j, 2]
-            r2 = dx * dx + dy * dy + dz * dz
-            reach = 0.5 * (diameter[i] + diameter[j])
-            if r2 >= reach * reach:
-                continue
-            r = np.sqrt(r2)
-            delta = 1.0 - r / reach
-            f = hertz(delta, k_pp, reach)[1]
-            if damping != 0.0:
-                speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                         + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-                f_d = _damping_force(delta, k_pp, reach, inverse_mass[i] + inverse_mass[j], speed, damping)
-                f += f_d
-                power -= 0.5 * f_d * speed
-            f /= r
-            fx += f * dx
-            fy += f * dy
-            fz += f * dz
-        force[i, 0] += fx
-        force[i, 1] += fy
-        force[i, 2] += fz
-        if power != 0.0:
-            dissipated_energy[i] += h * power
+        r = np.sqrt(r2)
+        delta = 1.0 - r / reach
+        f = hertz(delta, k_pp, reach)[1]
+        if damping != 0.0:
+            speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                     + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+            f_d = _damping_force(delta, k_pp, reach, inverse_mass[i] + inverse_mass[j], speed, damping)
+            f += f_d
+            power -= 0.5 * f_d * speed
+        f /= r
+        fx += f * dx
+        fy += f * dy
+        fz += f * dz
+    return fx, fy, fz, power
 
 
 @njit(cache=True)
@@ -101,32 +96,32 @@ def _hertz_pair_energy(position, diameter, k_pp, start, index):
     return energy
 
 
-@njit(cache=True)
-def _hertz_wall_range(lo, hi, position, velocity, diameter, inverse_mass, k_pw, damping, wall_point, wall_normal, h,
-                      force, dissipated_energy):
-    """Add the Hertz forces of all walls to particles ``lo ≤ i < hi`` and book the damping work.
-    Wall ``w`` is the plane through ``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing
-    to the particles' side."""
-    for i in range(lo, hi):
-        radius = 0.5 * diameter[i]
-        if radius <= 0.0:
+@njit(inline="always")
+def _hertz_wall_particle(i, position, velocity, diameter, inverse_mass, k_pw, damping, wall_point, wall_normal):
+    """Hertz force of all walls on particle ``i``, ``(fx, fy, fz, power)``. Wall ``w`` is the plane
+    through ``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the particles' side."""
+    fx = 0.0
+    fy = 0.0
+    fz = 0.0
+    power = 0.0
+    radius = 0.5 * diameter[i]
+    for w in range(wall_point.shape[0]):
+        nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+        gap = ((position[i, 0] - wall_point[w, 0]) * nx + (position[i, 1] - wall_point[w, 1]) * ny
+               + (position[i, 2] - wall_point[w, 2]) * nz)
+        if gap >= radius:
             continue
-        for w in range(wall_point.shape[0]):
-            nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
-            gap = ((position[i, 0] - wall_point[w, 0]) * nx + (position[i, 1] - wall_point[w, 1]) * ny
-                   + (position[i, 2] - wall_point[w, 2]) * nz)
-            if gap >= radius:
-                continue
-            delta = 1.0 - gap / radius
-            f = hertz(delta, k_pw, radius)[1]
-            if damping != 0.0:
-                speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
-                f_d = _damping_force(delta, k_pw, radius, inverse_mass[i], speed, damping)
-                f += f_d
-                dissipated_energy[i] -= h * f_d * speed
-            force[i, 0] += f * nx
-            force[i, 1] += f * ny
-            force[i, 2] += f * nz
+        delta = 1.0 - gap / radius
+        f = hertz(delta, k_pw, radius)[1]
+        if damping != 0.0:
+            speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
+            f_d = _damping_force(delta, k_pw, radius, inverse_mass[i], speed, damping)
+            f += f_d
+            power -= f_d * speed
+        fx += f * nx
+        fy += f * ny
+        fz += f * nz
+    return fx, fy, fz, power
 
 
 @njit(cache=True)

@@ -7,18 +7,12 @@ from numba import njit
 from ..rotations import _cross, _quat_rotate
 
 
-@njit(cache=True)
-def _gravity_range(lo, hi, orientation, mass, com_offset, gravity, force, moment):
-    """Add weight ``m g`` and moment ``(R ρ) × m g`` to bodies ``lo ≤ i < hi``."""
-    if gravity[0] == 0.0 and gravity[1] == 0.0 and gravity[2] == 0.0:
-        return
-    for i in range(lo, hi):
-        m = mass[i]
-        weight = (m * gravity[0], m * gravity[1], m * gravity[2])
-        tau = _cross(_quat_rotate(orientation[i], com_offset[i]), weight)
-        for c in range(3):
-            force[i, c] += weight[c]
-            moment[i, c] += tau[c]
+@njit(inline="always")
+def _gravity_particle(i, orientation, mass, com_offset, gravity):
+    """Weight ``m g`` and moment ``(R ρ) × m g`` of body ``i``: ``(F, τ)``."""
+    m = mass[i]
+    weight = (m * gravity[0], m * gravity[1], m * gravity[2])
+    return weight, _cross(_quat_rotate(orientation[i], com_offset[i]), weight)
 
 
 @njit(cache=True)
