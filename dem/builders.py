@@ -8,10 +8,11 @@ the rest state of bonds is the configuration at ``t = 0``.
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .rotations import (
-    _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec, quat_matrix,
-    quat_conjugate, quat_multiply, quat_rotate,
+    _quat_conjugate, _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec,
+    quat_matrix,
 )
 from .interactions import damping_from_restitution
 from .interactions.binder import BREAK_CRITERIA
@@ -27,7 +28,7 @@ class SystemBuilder:
     def __init__(self):
         self._blocks = []
         self._bond_blocks = []
-        self._sites = []
+        self._sites = {}  # body index -> its sites (body frame), for the few bodies that have any
         self._count = 0
         self.lj_pairs = []
         self.lj = None
@@ -60,9 +61,8 @@ class SystemBuilder:
             orientation=orientation / np.linalg.norm(orientation, axis=1, keepdims=True),
             angular_velocity=np.where(clamped[:, None], 0.0, rows(angular_velocity, (3,))), mass=rows(mass, ()),
             inertia=inertia, diameter=rows(diameter, ()), com_offset=rows(com_offset, (3,)), pinned=pinned,
-            clamped=clamped, group=rows(group, (), np.int64),
+            clamped=clamped, group=rows(group, (), np.int32),
         ))
-        self._sites.extend(np.zeros((0, 3)) for _ in range(n))
         first = self._count
         self._count += n
         return np.arange(first, self._count)
@@ -71,7 +71,8 @@ class SystemBuilder:
         """Add one body; ``inertia`` is a scalar (sphere) or three principal moments; ``sites``
         are interaction sites in the body frame. Returns its index."""
         index = int(self.add_bodies(np.asarray(position, float)[None], **properties)[0])
-        self._sites[index] = np.asarray(sites, float).reshape(-1, 3)
+        if len(sites):
+            self._sites[index] = np.asarray(sites, float).reshape(-1, 3)
         return index
 
     def add_cluster(self, site_positions, site_masses, *, velocity=(0, 0, 0), angular_velocity=(0, 0, 0), **kwargs):
@@ -91,8 +92,8 @@ class SystemBuilder:
 
     def add_bonds(self, i, j, *, k_axial, k_shear, k_bending):
         """Bond bodies ``i[b]`` and ``j[b]`` (stiffnesses scalars or per bond)."""
-        i = np.asarray(i, np.int64).reshape(-1)
-        j = np.asarray(j, np.int64).reshape(-1)
+        i = np.asarray(i, np.int32).reshape(-1)
+        j = np.asarray(j, np.int32).reshape(-1)
         n = len(i)
         self._bond_blocks.append((i, j) + tuple(np.broadcast_to(np.asarray(k, float), (n,)).copy()
                                                for k in (k_axial, k_shear, k_bending)))
@@ -101,21 +102,24 @@ class SystemBuilder:
         self.add_bonds([i], [j], k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
 
     def finish(self, walls=(), k_pp=0.0, k_pw=0.0, gravity=(0, 0, 0), skin=0.0):
-        bodies = {key: np.concatenate([block[key] for block in self._blocks]) for key in self._blocks[0]}
+        bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
+        self._blocks = []
         state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
         diameter = bodies["diameter"]
         if skin <= 0.0:
             contact = diameter[diameter > 0]
             skin = 0.25 * contact.mean() if len(contact) else 0.0
         epsilon, sigma = self.lj if self.lj else (0.0, 1.0)
-        has_sites = any(len(s) for s in self._sites)
+        counts = np.zeros(self._count, np.int64)
+        for body, sites in self._sites.items():
+            counts[body] = len(sites)
         model = Model(
             mass=bodies["mass"], inertia=bodies["inertia"], diameter=diameter, com_offset=bodies["com_offset"],
             pinned=bodies["pinned"], clamped=bodies["clamped"], group=bodies["group"],
             bonds=self._rest_bonds(state), k_pp=k_pp, k_pw=k_pw, gravity=np.asarray(gravity, float), skin=skin,
-            site_start=np.concatenate(([0], np.cumsum([len(s) for s in self._sites]))).astype(np.int64)
-            if has_sites else None,
-            site_offset=np.ascontiguousarray(np.concatenate(self._sites)) if has_sites else np.zeros((0, 3)),
+            site_start=np.concatenate(([0], np.cumsum(counts))).astype(np.int64) if self._sites else None,
+            site_offset=np.concatenate([self._sites[b] for b in sorted(self._sites)]) if self._sites
+            else np.zeros((0, 3)),
             lj_pairs=np.array(self.lj_pairs, np.int64).reshape(-1, 2), lj_epsilon=epsilon, lj_sigma=sigma,
             applied_body=np.array([b for b, _ in self.applied], np.int64),
             applied_force=np.array([f for _, f in self.applied], float).reshape(-1, 3),
@@ -129,23 +133,44 @@ class SystemBuilder:
         return model, state
 
     def _rest_bonds(self, state):
-        """Bonds with their rest state at ``state``, sorted by colour (`color_bonds`)."""
+        """Bonds with their rest state at ``state``, sorted by colour (`color_bonds`); built with
+        one temporary array at a time, so that 10⁶ bodies fit."""
         if not self._bond_blocks:
             return Bonds.empty()
-        i, j, k_a, k_s, k_m = (np.concatenate(column) for column in zip(*self._bond_blocks))
-        color = color_bonds(i, j, state.position.shape[0])
+        columns = [_joined([block[k] for block in self._bond_blocks]) for k in range(5)]
+        self._bond_blocks = []
+        color = color_bonds(columns[0], columns[1], state.position.shape[0])
         order = np.argsort(color, kind="stable")
-        i, j, k_a, k_s, k_m, color = i[order], j[order], k_a[order], k_s[order], k_m[order], color[order]
-        d = state.position[i] - state.position[j]
-        rest_length = np.linalg.norm(d, axis=1)
-        n0 = d / rest_length[:, None]
-        q = state.orientation
-        return Bonds(
-            i, j, k_a, k_s, k_m, rest_length,
-            quat_rotate(q[i], n0, inverse=True), quat_rotate(q[j], n0, inverse=True),
-            quat_multiply(quat_conjugate(q[j]), q[i]), np.zeros(len(i), np.int8),
-            np.searchsorted(color, np.arange(color.max() + 2)).astype(np.int64),
-        )
+        color_start = np.searchsorted(color[order], np.arange(color.max() + 2)).astype(np.int64)
+        del color
+        for k in range(5):
+            columns[k] = columns[k][order]
+        del order
+        i, j = columns[0], columns[1]
+        m = len(i)
+        rest_length, rest_dir_i, rest_dir_j, rest_relative = np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 4))
+        _rest_bond_kernel(state.position, state.orientation, i, j, rest_length, rest_dir_i, rest_dir_j, rest_relative)
+        return Bonds(i, j, columns[2], columns[3], columns[4], rest_length, rest_dir_i, rest_dir_j, rest_relative,
+                     np.zeros(m, np.int8), color_start)
+
+
+def _joined(arrays):
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+@njit(cache=True)
+def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_dir_i, rest_dir_j, rest_relative):
+    """Rest state of each bond: ``r0``, ``n0`` in each end's body frame, and ``R_j0ᵀ R_i0``."""
+    for b in range(bond_i.shape[0]):
+        i = bond_i[b]
+        j = bond_j[b]
+        d = (position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2])
+        r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        n = (d[0] / r, d[1] / r, d[2] / r)
+        rest_length[b] = r
+        rest_dir_i[b] = np.asarray(_quat_rotate_inverse(orientation[i], n))
+        rest_dir_j[b] = np.asarray(_quat_rotate_inverse(orientation[j], n))
+        rest_relative[b] = np.asarray(_quat_multiply(_quat_conjugate(orientation[j]), orientation[i]))
 
 
 def principal_axes(tensor):

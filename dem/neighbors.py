@@ -1,7 +1,7 @@
 """Neighbour list for sphere contacts: a cell list with a Verlet skin, O(N) in time and memory.
 
 The list is *full* and stored row by row (CSR): the neighbours of particle ``i`` are
-``index[start[i]:start[i+1]]``, in a fixed order, every ``j ≠ i`` whose centre is closer than
+``index[start[i]:start[i+1]]`` (int32: fewer than 2³¹ bodies), in a fixed order, every ``j ≠ i`` whose centre is closer than
 ``(D_i + D_j)/2 + skin``. A kernel looping over a particle's row writes only that particle's
 force, so rows can be processed in parallel with no atomics and the same result for any number
 of threads. The list stays valid while no particle has moved more than ``skin/2`` since the
@@ -129,7 +129,7 @@ def _build_kernel(position, diameter, skin, parallel, reference_position, start,
     for i in range(n):
         start[i + 1] += start[i]
     if start[n] > index.shape[0]:
-        index = np.empty(start[n] + start[n] // 4 + 16, np.int64)  # np.empty: no parallel fill
+        index = np.empty(start[n] + start[n] // 4 + 16, np.int32)  # np.empty: no parallel fill
     if parallel:
         for chunk in prange((n + CHUNK - 1) // CHUNK):
             _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims, cell_start,
@@ -186,13 +186,12 @@ def _update_serial(position, diameter, skin, reference_position, start, index, c
 class NeighborList:
     """Owns the row storage, the cell arrays and the reference positions of the last build."""
 
-    def __init__(self, n_bodies, capacity=None):
-        capacity = 8 * n_bodies + 16 if capacity is None else capacity
+    def __init__(self, n_bodies, capacity=16):
         self.reference_position = np.zeros((n_bodies, 3))
         self.start = np.zeros(n_bodies + 1, np.int64)
-        self.index = np.empty(capacity, np.int64)
+        self.index = np.empty(capacity, np.int32)  # grown to 1.25× the need at the first build
         self.cell_start = np.zeros(2 * n_bodies + 9, np.int64)
-        self.cell_particles = np.zeros(n_bodies, np.int64)
+        self.cell_particles = np.zeros(n_bodies, np.int32)
         self.counters = np.zeros(2, np.int64)
 
     @property

@@ -53,7 +53,7 @@ def color_bonds(bond_i, bond_j, n_bodies):
     """Greedy edge colouring: ``color[b]`` such that no two bonds of a colour share a body
     (at most ``2·max_degree − 1`` colours; at most 64)."""
     used = np.zeros(n_bodies, np.uint64)
-    color = np.empty(bond_i.shape[0], np.int64)
+    color = np.empty(bond_i.shape[0], np.int8)
     for b in range(bond_i.shape[0]):
         taken = used[bond_i[b]] | used[bond_j[b]]
         c = 0
@@ -99,7 +99,7 @@ class Bonds:
     @classmethod
     def empty(cls):
         return cls(
-            np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
+            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0),
             np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.int8),
             np.zeros(1, np.int64),
         )
@@ -167,7 +167,7 @@ class Model:
         return bool(np.all(self.inertia == self.inertia[:, :1]))
 
     def __post_init__(self):
-        if self.site_start is None:
+        if self.site_start is None:  # no body has sites
             self.site_start = np.zeros(self.n_bodies + 1, np.int64)
 
     @property
