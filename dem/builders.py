@@ -17,6 +17,7 @@ from .rotations import (
 from .interactions import damping_from_restitution
 from .interactions.binder import BREAK_CRITERIA
 from .packing import ASSEMBLY_KEYS, build_assembly, check_assembly
+from . import scene as _scene
 from .scene import REQUIRED, Key, SceneError, at_least, non_negative, nonzero_vector, positive
 from .state import Bonds, Model, State, color_bonds
 
@@ -207,6 +208,18 @@ def _orthonormal_frame(axis):
     return n, e1, np.cross(n, e1)
 
 
+def too_many(count):
+    """The problem with a body count above `dem.scene.MAX_BODIES`, or None."""
+    if count > _scene.MAX_BODIES:
+        return f"asks for {count} bodies, more than the {_scene.MAX_BODIES} a builder table may make"
+    return None
+
+
+def check_torus(p):
+    problem = too_many(p["n_particles"])
+    return ("n_particles", problem) if problem else None
+
+
 def build_torus(system, p):
     """A ring of ``n_particles`` spheres of diameter ``D_t sin(π/N)`` touching on a circle of
     diameter ``D_t``, each bonded to its two ring neighbours (SPEC §5, seed 001 §4.1). An
@@ -310,6 +323,11 @@ def check_top(p):
     return None
 
 
+def check_tetra_chain(p):
+    problem = too_many(p["n_bodies"])
+    return ("n_bodies", problem) if problem else None
+
+
 TETRAHEDRON = np.array([(-1 / 2, -1 / 3, -1 / 4), (1 / 2, -1 / 3, -1 / 4), (0, 2 / 3, -1 / 4), (0, 0, 3 / 4)])
 CHAIN_ENDS = ("clamped-clamped", "clamped-force", "clamped-displacement", "free")
 
@@ -358,6 +376,7 @@ BUILDERS = {
             "k_bending": Key("float", 0.0, "binder bending/torsion stiffness K_m", "energy", non_negative),
         },
         build_torus,
+        check_torus,
         doc=build_torus.__doc__,
     ),
     "pendulum": Builder(
@@ -417,6 +436,7 @@ BUILDERS = {
                                 "where it starts)", "length"),
         },
         build_tetra_chain,
+        check_tetra_chain,
         doc=build_tetra_chain.__doc__,
     ),
     "assembly": Builder(ASSEMBLY_KEYS, build_assembly, check_assembly, doc=build_assembly.__doc__),
@@ -427,18 +447,70 @@ def _broken_count(code):
     return lambda model, state: int(np.count_nonzero(model.bonds.broken == code))
 
 
+#: Body arrays that must be finite, and those that must also be positive.
+_FINITE_BODY_ARRAYS = ("position", "velocity", "orientation", "angular_velocity", "diameter", "com_offset")
+_POSITIVE_BODY_ARRAYS = ("mass", "inertia")
+
+
+def _body_problem(block):
+    """What is wrong with a block of bodies a builder added (values that overflowed, underflowed
+    or lost all precision), or None."""
+    for key in _FINITE_BODY_ARRAYS:
+        if not np.isfinite(block[key]).all():
+            return f"gives a non-finite {key.replace('_', ' ')} (values too large or too small)"
+    for key in _POSITIVE_BODY_ARRAYS:
+        values = block[key]
+        if not (np.isfinite(values).all() and (values > 0).all()):
+            return f"gives a {key} that is not a positive finite number (values too large or too small)"
+    return None
+
+
+def _bond_problem(bonds):
+    """Index of the first bond whose rest state is degenerate (coincident ends, non-finite), or
+    None."""
+    good = np.isfinite(bonds.rest_length) & (bonds.rest_length > 0)
+    for values in (bonds.rest_dir_i, bonds.rest_dir_j, bonds.rest_relative):
+        good &= np.isfinite(values).all(axis=1)
+    bad = np.flatnonzero(~good)
+    return int(bad[0]) if len(bad) else None
+
+
 def build_system(scene):
     """``(Model, State)`` of a validated `dem.scene.Scene`; a builder that cannot make what the
-    scene asks raises `SceneError` naming the builder table."""
+    scene asks (including values that overflow, or bodies that coincide) raises `SceneError`
+    naming the builder table."""
     system = SystemBuilder()
-    for name, index, params in scene.builders:
-        try:
-            BUILDERS[name].build(system, params)
-        except ValueError as error:
-            raise SceneError(f"{scene.path}: {name}.{index}: {error}") from None
-    contact = scene.contact
-    model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
-                                 gravity=scene.fields["gravity"], skin=contact["skin"])
+    tables = []   # (first body, end, table) of each builder table
+    with np.errstate(all="ignore"):   # non-finite results are reported below, not warned about
+        for name, index, params in scene.builders:
+            table = f"{name}.{index}"
+            first, blocks = system.n_bodies, len(system._blocks)
+            try:
+                BUILDERS[name].build(system, params)
+            except ValueError as error:
+                raise SceneError(f"{scene.path}: {table}: {error}") from None
+            for block in system._blocks[blocks:]:
+                problem = _body_problem(block)
+                if problem:
+                    raise SceneError(f"{scene.path}: {table}: {problem}")
+            if any(not np.isfinite(system._sites[body]).all() for body in range(first, system.n_bodies)
+                   if body in system._sites):
+                raise SceneError(f"{scene.path}: {table}: gives non-finite interaction sites (values too large or "
+                                 f"too small)")
+            tables.append((first, system.n_bodies, table))
+        if system.n_bodies == 0:
+            raise SceneError(f"{scene.path}: {tables[-1][2] if tables else '(builders)'}: the scene makes no body")
+        contact = scene.contact
+        model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
+                                     gravity=scene.fields["gravity"], skin=contact["skin"])
+        bad = _bond_problem(model.bonds)
+        if bad is not None:
+            body = model.bonds.i[bad]
+            table = next(table for first, end, table in tables if first <= body < end)
+            raise SceneError(f"{scene.path}: {table}: bonds bodies {model.bonds.i[bad]} and {model.bonds.j[bad]} that "
+                             f"are at the same place (values too large or too small)")
+        if not np.isfinite(model.skin):
+            raise SceneError(f"{scene.path}: contact.skin: the mean particle diameter is not finite")
     model.damping = damping_from_restitution(contact["restitution"])
     limits = [scene.breakage[name] for name in BREAK_CRITERIA]
     model.break_limits = np.array([limit if limit > 0 else np.inf for limit in limits])
@@ -449,5 +521,9 @@ def build_system(scene):
         stress = scene.ortolan_saccon
         model.stress_body = np.array(system.stress_bodies, np.int64)
         model.stress_alpha = stress["alpha"]
-        model.stress_attractor = quat_matrix(quat_from_rotvec(np.asarray(stress["attractor_rotation_vector"])))
+        with np.errstate(all="ignore"):
+            model.stress_attractor = quat_matrix(quat_from_rotvec(np.asarray(stress["attractor_rotation_vector"])))
+        if not np.isfinite(model.stress_attractor).all():
+            raise SceneError(f"{scene.path}: ortolan_saccon.attractor_rotation_vector: too large to make a rotation, "
+                             f"got {list(stress['attractor_rotation_vector'])}")
     return model, state

@@ -20,13 +20,22 @@ CHUNK = 4096
 
 
 @njit(cache=True)
+def _active(position, diameter, i):
+    """Whether body ``i`` takes part: it has a diameter and a sane position (a run that blew up,
+    with NaN or astronomically far bodies, must not index cells with them; the integrator reports
+    the blow-up after the chunk)."""
+    return diameter[i] > 0.0 and abs(position[i, 0]) < 1e100 and abs(position[i, 1]) < 1e100 \
+        and abs(position[i, 2]) < 1e100
+
+
+@njit(cache=True)
 def _cell_grid(position, diameter, skin, max_cells):
     """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
     largest = 0.0
     for i in range(position.shape[0]):
-        if diameter[i] <= 0.0:
+        if not _active(position, diameter, i):
             continue
         largest = max(largest, diameter[i])
         for c in range(3):
@@ -36,12 +45,12 @@ def _cell_grid(position, diameter, skin, max_cells):
     dims = np.ones(3, np.int64)
     if largest == 0.0:
         return lo, size, dims
-    while True:
-        for c in range(3):
-            dims[c] = int((hi[c] - lo[c]) / size) + 1
-        if dims[0] * dims[1] * dims[2] <= max_cells:
-            return lo, size, dims
+    while ((hi[0] - lo[0]) / size + 1.0) * ((hi[1] - lo[1]) / size + 1.0) * ((hi[2] - lo[2]) / size + 1.0) \
+            > max_cells:  # in floating point: an integer product could overflow
         size *= 1.25
+    for c in range(3):
+        dims[c] = int((hi[c] - lo[c]) / size) + 1
+    return lo, size, dims
 
 
 @njit(cache=True)
@@ -62,7 +71,7 @@ def _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_part
             for c in range(max(cc - 1, 0), min(cc + 2, dims[2])):
                 cell = (a * dims[1] + b) * dims[2] + c
                 for k in range(cell_start[cell], cell_start[cell + 1]):
-                    j = cell_particles[k]
+                    j = cell_particles[k]  # active by construction
                     if j == i:
                         continue
                     dx = position[i, 0] - position[j, 0]
@@ -81,7 +90,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, lo, size, dims, cell_start, 
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
     entries into ``index`` from ``start[i]`` (``fill`` True)."""
     for i in range(lo_row, hi_row):
-        if diameter[i] <= 0.0:
+        if not _active(position, diameter, i):
             if not fill:
                 start[i + 1] = 0
             continue
@@ -104,13 +113,13 @@ def _build_kernel(position, diameter, skin, parallel, reference_position, start,
     for cell in range(n_cells + 1):
         cell_start[cell] = 0
     for i in range(n):
-        if diameter[i] > 0.0:
+        if _active(position, diameter, i):
             a, b, c = _cell_of(position, i, lo, size, dims)
             cell_start[(a * dims[1] + b) * dims[2] + c + 1] += 1
     for cell in range(n_cells):
         cell_start[cell + 1] += cell_start[cell]
     for i in range(n):
-        if diameter[i] > 0.0:
+        if _active(position, diameter, i):
             a, b, c = _cell_of(position, i, lo, size, dims)
             cell = (a * dims[1] + b) * dims[2] + c
             cell_particles[cell_start[cell]] = i

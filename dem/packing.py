@@ -722,13 +722,28 @@ def stiffness_mode(p):
     return "material" if any(p.get(k) is not None for k in MATERIAL_KEYS) else "per_bond"
 
 
+#: Largest ``bond_gap_tolerance``: bonds reach at most one mean diameter across the gap (beyond,
+#: the number of bonds grows as the cube of the reach, up to every pair).
+MAX_BOND_GAP_TOLERANCE = 1.0
+
+
 def check_assembly(p):
-    """``(key, problem)`` for an inconsistent ``[[assembly]]`` table, or None."""
+    """``(key, problem)`` for an inconsistent ``[[assembly]]`` table, or None. Also refuses
+    what would not build: a shape of no or infinite volume, more spheres than
+    `dem.scene.MAX_BODIES`, a random packing with no sphere, a bond reach beyond
+    `MAX_BOND_GAP_TOLERANCE`."""
+    from . import scene
+
     problem = _shape_problem(p["shape"], {k: p[k] for k in ("size", "diameter", "height", "tube_diameter")})
     if problem:
         return problem
     shape = make_shape(p["shape"], **{k: p[k] for k in ("size", "diameter", "height", "tube_diameter", "center")
                                       if p[k] is not None})
+    if not 0.0 < shape.volume < math.inf:
+        return SHAPE_DIMENSIONS[p["shape"]][0], f"the {p['shape']}'s volume {shape.volume:g} is not a usable number"
+    if p["bond_gap_tolerance"] > MAX_BOND_GAP_TOLERANCE:
+        return "bond_gap_tolerance", (f"must be at most {MAX_BOND_GAP_TOLERANCE:g} (a gap of one mean diameter), "
+                                      f"got {p['bond_gap_tolerance']:g}")
     if p["lattice"] == "random":
         problem = _distribution_problem(p["distribution"], p["particle_diameter"], p["diameter_min"],
                                         p["diameter_max"], p["diameter_sigma"])
@@ -737,14 +752,29 @@ def check_assembly(p):
         if (p["n_particles"] is None) == (p["packing_fraction"] is None):
             return "n_particles", "a random packing needs n_particles or packing_fraction, one of them"
         spec = {k: p[k] for k in ("particle_diameter", "diameter_min", "diameter_max", "diameter_sigma")}
+        try:
+            with np.errstate(all="ignore"):
+                mean_volume = float(mean_sphere_volume(p["distribution"], **spec))
+        except (ArithmeticError, ValueError):
+            mean_volume = math.nan
+        if not 0.0 < mean_volume < math.inf:
+            key = {"mono": "particle_diameter", "uniform": "diameter_min"}.get(p["distribution"], "diameter_sigma")
+            return key, f"the mean sphere volume of the {p['distribution']} distribution is not a usable number"
         fraction = p["packing_fraction"]
         key = "packing_fraction"
         if fraction is None:
-            fraction = p["n_particles"] * mean_sphere_volume(p["distribution"], **spec) / shape.volume
+            fraction = p["n_particles"] * mean_volume / shape.volume
             key = "n_particles"
         if fraction > RANDOM_FRACTION_LIMIT:
             return key, (f"asks for a packing fraction of {fraction:.3f}; a random packing reaches at most "
                          f"{RANDOM_FRACTION_LIMIT} (0.61 monodisperse, 0.62 polydisperse in practice)")
+        count = p["n_particles"] if p["n_particles"] is not None else fraction * shape.volume / mean_volume
+        if not count <= scene.MAX_BODIES:
+            return key, (f"asks for {count:.3g} spheres, more than the {scene.MAX_BODIES} a builder table may "
+                         f"make")
+        if round(count) < 1:
+            return key, (f"gives no sphere (packing fraction × volume / mean sphere volume = {count:.3g}); "
+                         f"ask for more")
         largest = p["particle_diameter"] if p["distribution"] == "mono" else p["diameter_max"]
         largest_key = "particle_diameter" if p["distribution"] == "mono" else "diameter_max"
     else:
@@ -756,6 +786,14 @@ def check_assembly(p):
         if p["distribution"] != "mono":
             return "distribution", f"a lattice has one diameter: must be 'mono' for lattice = {p['lattice']!r}"
         largest, largest_key = p["particle_diameter"], "particle_diameter"
+        # the lattice is laid over the shape's bounding box, then clipped: count its sites
+        cell, basis = _lattice_cell(p["lattice"], largest)
+        with np.errstate(all="ignore"):
+            sites = len(basis) * float(np.prod(np.maximum(2.0 * shape.half_extent - largest, 0.0) / cell + 3.0))
+        if not sites <= scene.MAX_BODIES:
+            return "particle_diameter", (f"spheres of diameter {largest:g} in this {p['shape']} make about "
+                                         f"{sites:.3g} lattice sites, more than the {scene.MAX_BODIES} a builder "
+                                         f"table may make")
     if largest > shape.inscribed_diameter * (1 + 1e-9):
         return largest_key, (f"spheres of diameter {largest:g} do not fit in the {p['shape']} (largest inscribed "
                              f"sphere {shape.inscribed_diameter:g})")

@@ -7,6 +7,7 @@ written before the whole scene has validated.
 """
 
 import math
+import reprlib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,14 @@ from pathlib import Path
 from .integrators import INTEGRATORS
 
 REQUIRED = object()
+
+#: Most bodies one builder table may make: a scene asking for more is an error, not an attempt
+#: to allocate them (at about 1.3 kB a particle, 10⁸ would need 130 GB).
+MAX_BODIES = 10**8
+#: Most steps a run may take (``t_end / dt``).
+MAX_STEPS = 10**12
+#: Integers are stored in 64 bits.
+INT_RANGE = (-2**63, 2**63 - 1)
 
 
 class SceneError(ValueError):
@@ -33,6 +42,30 @@ class Key:
     choices: tuple = ()
 
 
+def printable(text):
+    """``text`` for a one-line message: non-printable characters (newlines, NUL, …) escaped."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlong = 40
+_SHORT.maxlevel = 3
+
+
+def show(value):
+    """A value as a message quotes it: its repr, shortened (a huge list, a deeply nested one, a
+    2000-digit integer), on one line."""
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        text = _SHORT.repr(value)
+    except (ValueError, RecursionError):
+        text = f"<a {type(value).__name__}>"
+    return printable(text)
+
+
 def positive(value):
     return None if value > 0 else "must be positive"
 
@@ -42,7 +75,25 @@ def non_negative(value):
 
 
 def nonzero_vector(value):
-    return None if any(c != 0 for c in value) else "must be a non-zero vector"
+    if not any(c != 0 for c in value):
+        return "must be a non-zero vector"
+    squared = sum(c * c for c in value)   # as the builders normalise it
+    if not 0.0 < squared < math.inf:
+        return "must have a length between 1e-154 and 1e154 (it is normalised)"
+    return None
+
+
+def folder_name(value):
+    """A folder name the operating system can take (no NUL, no component over 255 bytes)."""
+    if "\x00" in value:
+        return "must not contain a NUL character"
+    try:
+        parts = [part.encode("utf-8") for part in Path(value).parts]
+    except UnicodeEncodeError:
+        return "must be valid UTF-8 text"
+    if any(len(part) > 255 for part in parts):
+        return "has a folder name longer than 255 bytes"
+    return None
 
 
 def restitution(value):
@@ -61,11 +112,15 @@ SCHEMA = {
         "integrator": Key("str", "rrp2", "time integrator (SPEC §2)", choices=tuple(INTEGRATORS)),
         "dt": Key("float", REQUIRED, "time step", "time", positive),
         "t_end": Key("float", REQUIRED, "end time of the run", "time", positive),
+        "energy_tolerance": Key("float", 0.0, "stop the run when |E − E(0)| exceeds this fraction of the "
+                                "initial energy scale (0: never)", "", non_negative),
     },
     "output": {
-        "dir": Key("str", "", "output folder (default output/<scene file stem>)"),
+        "dir": Key("str", "", "output folder (default output/<scene file stem>)", check=folder_name),
         "vtk_every": Key("int", 0, "steps between VTK snapshots (0: first and last only)", "steps", non_negative),
         "log_every": Key("int", 10, "steps between rows of energy.csv", "steps", positive),
+        "checkpoint_every": Key("int", 0, "steps between checkpoints (0: only when the run ends or is "
+                                "interrupted)", "steps", non_negative),
     },
     "contact": {
         "k_pp": Key("float", 0.0, "Hertz particle–particle stiffness K_pp (0: off)", "energy", non_negative),
@@ -128,22 +183,39 @@ class Scene:
 def _type_error(kind, value):
     names = {"float": "a number", "int": "an integer", "str": "a string", "bool": "true or false",
              "vec3": "a list of 3 numbers"}
-    return f"must be {names[kind]}, got {value!r}"
+    if kind == "float" and _is_number(value) or kind == "vec3" and isinstance(value, list) and len(value) == 3 \
+            and all(_is_number(c) for c in value):
+        return f"must be {names[kind].replace('number', 'finite number')}, got {show(value)}"
+    return f"must be {names[kind]}, got {show(value)}"
 
 
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite_float(value):
+    """``float(value)`` for a finite number (an integer too large for a float is not), else None."""
+    if not _is_number(value):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _coerce(kind, value):
     """Converted value, or raise ValueError with the problem."""
     if kind == "float":
-        if not _is_number(value) or not math.isfinite(value):
+        number = _finite_float(value)
+        if number is None:
             raise ValueError(_type_error(kind, value))
-        return float(value)
+        return number
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(_type_error(kind, value))
+        if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+            raise ValueError(f"must fit in 64 bits (at most {INT_RANGE[1]}), got {show(value)}")
         return value
     if kind == "str":
         if not isinstance(value, str):
@@ -154,9 +226,10 @@ def _coerce(kind, value):
             raise ValueError(_type_error(kind, value))
         return value
     if kind == "vec3":
-        if not isinstance(value, list) or len(value) != 3 or not all(_is_number(c) and math.isfinite(c) for c in value):
+        numbers = [_finite_float(c) for c in value] if isinstance(value, list) and len(value) == 3 else [None]
+        if None in numbers:
             raise ValueError(_type_error(kind, value))
-        return tuple(float(c) for c in value)
+        return tuple(numbers)
     raise AssertionError(kind)
 
 
@@ -164,10 +237,10 @@ def validate_table(table, keys, where, fail):
     """Check a TOML table against ``keys``; returns the values with defaults filled in.
     ``fail(key_path, problem)`` raises."""
     if not isinstance(table, dict):
-        fail(where, "must be a table")
+        fail(where, f"must be a table, got {show(table)}")
     for name in table:
         if name not in keys:
-            fail(f"{where}.{name}", f"unknown key (known: {', '.join(keys)})")
+            fail(f"{where}.{printable(name)}", f"unknown key (known: {', '.join(keys)})")
     out = {}
     for name, key in keys.items():
         path = f"{where}.{name}"
@@ -181,26 +254,31 @@ def validate_table(table, keys, where, fail):
         except ValueError as error:
             fail(path, str(error))
         if key.choices and value not in key.choices:
-            fail(path, f"must be one of {', '.join(key.choices)}, got {value!r}")
+            fail(path, f"must be one of {', '.join(key.choices)}, got {show(value)}")
         problem = key.check(value) if key.check else None
         if problem:
-            fail(path, f"{problem}, got {table[name]!r}")
+            fail(path, f"{problem}, got {show(table[name])}")
         out[name] = value
     return out
 
 
 def parse_override(text):
     """``PATH=VALUE`` -> ``(["a", "0", "b"], value)``; VALUE is TOML, or a bare string."""
+    shown = printable(text)
     if "=" not in text:
-        raise SceneError(f"--set {text}: expected PATH=VALUE, e.g. --set simulation.dt=5e-4")
+        raise SceneError(f"--set {shown}: expected PATH=VALUE, e.g. --set simulation.dt=5e-4")
     path, _, raw = text.partition("=")
     keys = path.strip().split(".")
     if not all(keys):
-        raise SceneError(f"--set {text}: empty key in {path!r}")
+        raise SceneError(f"--set {shown}: empty key in {printable(repr(path))}")
     try:
         value = tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:
+        raise SceneError(f"--set {shown}: the value is nested too deeply") from None
+    except ValueError as error:   # e.g. an integer of more than 4300 digits
+        raise SceneError(f"--set {shown}: {printable(error)}") from None
     return keys, value
 
 
@@ -209,12 +287,12 @@ def apply_override(data, keys, value, text):
     for depth, key in enumerate(keys):
         last = depth == len(keys) - 1
         if isinstance(node, list):
-            if not key.isdigit() or int(key) >= len(node):
-                raise SceneError(f"--set {text}: {'.'.join(keys[:depth + 1])}: no element {key} "
-                                 f"(the list has {len(node)})")
+            if not (key.isascii() and key.isdigit()) or int(key) >= len(node):
+                raise SceneError(f"--set {printable(text)}: {printable('.'.join(keys[:depth + 1]))}: no element "
+                                 f"{printable(key)} (the list has {len(node)})")
             key = int(key)
         elif not isinstance(node, dict):
-            raise SceneError(f"--set {text}: {'.'.join(keys[:depth])} is not a table or list")
+            raise SceneError(f"--set {printable(text)}: {printable('.'.join(keys[:depth]))} is not a table or list")
         if last:
             node[key] = value
         else:
@@ -235,7 +313,13 @@ def load_scene(path, overrides=()):
     except UnicodeDecodeError as error:
         raise SceneError(f"{path}: not a UTF-8 text file ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
-        raise SceneError(f"{path}: TOML syntax error: {error}") from None
+        raise SceneError(f"{path}: TOML syntax error: {printable(error)}") from None
+    except RecursionError:
+        raise SceneError(f"{path}: TOML syntax error: arrays or tables nested too deeply") from None
+    except ValueError as error:   # e.g. an integer of more than 4300 digits
+        raise SceneError(f"{path}: TOML syntax error: {printable(error)}") from None
+    except OSError as error:
+        raise SceneError(f"{path}: cannot read the scene file ({error.strerror or error})") from None
     for text in overrides:
         keys, value = parse_override(text)
         apply_override(data, keys, value, text)
@@ -246,7 +330,7 @@ def load_scene(path, overrides=()):
     known = list(SCHEMA) + ["walls"] + list(BUILDERS)
     for name in data:
         if name not in known:
-            fail(name, f"unknown section (known: {', '.join(known)})")
+            fail(printable(name), f"unknown section (known: {', '.join(known)})")
     sections = {name: validate_table(data.get(name, {}), keys, name, fail) for name, keys in SCHEMA.items()}
     walls = [validate_table(table, WALL_KEYS, f"walls.{k}", fail) for k, table in enumerate(_array(data, "walls", fail))]
     builders = []
@@ -263,6 +347,9 @@ def load_scene(path, overrides=()):
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")
+    if not simulation["t_end"] / simulation["dt"] <= MAX_STEPS:
+        fail("simulation.dt", f"gives t_end/dt = {simulation['t_end'] / simulation['dt']:.3g} steps, more than the "
+             f"{MAX_STEPS:.0e} a run may take")
     return Scene(path, sections["simulation"], sections["output"], sections["contact"], sections["fields"],
                  sections["ortolan_saccon"], sections["breakage"], walls, builders)
 
@@ -272,5 +359,5 @@ def _array(data, name, fail):
     if isinstance(value, dict):
         fail(name, f"must be an array of tables: write [[{name}]], not [{name}]")
     if not isinstance(value, list):
-        fail(name, f"must be an array of tables ([[{name}]]), got {value!r}")
+        fail(name, f"must be an array of tables ([[{name}]]), got {show(value)}")
     return value

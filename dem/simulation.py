@@ -1,8 +1,11 @@
 """`Simulation`: owns the model, the state, the integrator and the observers, and runs the loop.
 
-Loop order (`Simulation.run`): find the next step at which some observer is due; advance to it
-with compiled steps (`dem.integrators._advance_kernel`, no Python per step); then every due
-observer reports, in the order given. Step 0 is reported before the first step.
+Loop order (`Simulation.run`): find the next step at which some observer is due (or at most
+`Simulation.max_chunk` steps ahead); advance to it with compiled steps
+(`dem.integrators._advance_kernel`, no Python per step); then every due observer reports, in the
+order given. Step 0 is reported before the first step; a restarted run reports from its next due
+step on. Between chunks the loop honours a stop request (`Simulation.request_stop`, set by the
+command line's signal handlers), leaving the state at a whole step.
 """
 
 import numba
@@ -13,7 +16,7 @@ from .integrators import (
     INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel, _angular_momentum_kernel,
 )
 from .interactions import compute_forces
-from .neighbors import NeighborList
+from .neighbors import N_BUILDS, NeighborList
 
 
 class SimulationError(RuntimeError):
@@ -33,7 +36,7 @@ class Simulation:
     bit for bit, whatever the choice and the number of threads.
     """
 
-    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None):
+    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
         scheme, spherical_only, _ = INTEGRATORS[integrator]
@@ -50,14 +53,34 @@ class Simulation:
         self._model_arrays = model.arrays()
         self.neighbors = NeighborList(model.n_bodies)
         self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
+        self.stop_requested = None
+        self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
+        self._energy_row = (None, None)
         # spatial angular momenta, integrated by lgvi for anisotropic bodies (Ω follows from them)
         self.angular_momentum = np.zeros((model.n_bodies, 3))
-        _angular_momentum_kernel(state.arrays(), self._model_arrays, self.angular_momentum)
-        compute_forces(model, state, self.neighbors, self._model_arrays, parallel=self.parallel)
+        if restored is None:
+            _angular_momentum_kernel(state.arrays(), self._model_arrays, self.angular_momentum)
+            compute_forces(model, state, self.neighbors, self._model_arrays, parallel=self.parallel)
+        else:
+            # a checkpoint's state carries its forces; the neighbour list is rebuilt at the reference
+            # positions of the interrupted run's last build, so contact sums keep their order
+            self.angular_momentum[:], reference, builds = restored
+            if builds > 0 and model.k_pp > 0:
+                self.neighbors.update(reference, model.diameter, model.skin, parallel=self.parallel)
+                self.neighbors.counters[N_BUILDS] = builds
 
     def energy_budget(self):
-        """The log row of the current state (`dem.diagnostics.energy_budget`)."""
-        return energy_budget(self.model, self.state, self.neighbors, self._model_arrays)
+        """The log row of the current state (`dem.diagnostics.energy_budget`), computed once per
+        step however many observers ask."""
+        step, row = self._energy_row
+        if step != self.state.step:
+            row = energy_budget(self.model, self.state, self.neighbors, self._model_arrays)
+            self._energy_row = (self.state.step, row)
+        return row
+
+    def request_stop(self, reason):
+        """Ask `run` to stop after the current chunk of steps."""
+        self.stop_requested = reason
 
     def advance(self, n_steps):
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
@@ -89,20 +112,23 @@ class Simulation:
             )
         assert status == OK
 
-    def run(self, n_steps, progress=None):
-        """Advance ``n_steps`` steps, letting observers report when due; ``progress`` is an
-        optional callable ``progress(steps_done)`` called after each event."""
-        start = self.state.step
-        end = start + n_steps
+    def run(self, end_step, progress=None):
+        """Advance to step ``end_step``, letting observers report when due; ``progress`` is an
+        optional callable ``progress(step)`` called after each chunk. Returns False if a stop
+        was requested before the end (the last chunk is then not reported), True otherwise."""
         try:
-            if start == 0:
+            if self.state.step == 0:
                 self._report(due_only=False)
-            while self.state.step < end:
-                target = min([end] + [self._next_due(o) for o in self.observers])
+            while self.state.step < end_step:
+                if self.stop_requested:
+                    return False
+                target = min([end_step, self.state.step + self.max_chunk]
+                             + [self._next_due(o) for o in self.observers])
                 self.advance(target - self.state.step)
-                self._report(due_only=self.state.step < end)
+                self._report(due_only=self.state.step < end_step)
                 if progress is not None:
-                    progress(self.state.step - start)
+                    progress(self.state.step)
+            return True
         finally:
             for observer in self.observers:
                 observer.close(self)

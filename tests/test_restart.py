@@ -1,0 +1,177 @@
+"""Long runs: exact restart from checkpoints, clean stop on SIGTERM, stability guards."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+
+from dem.checkpoint import STATE_FIELDS, load_checkpoint
+from dem.cli import main, run
+
+ROOT = Path(__file__).resolve().parents[1]
+TORUS = str(ROOT / "scenes/torus_impact.toml")
+
+SMALL_ASSEMBLY = """\
+[simulation]
+dt = 1e-3
+t_end = 0.6
+
+[output]
+vtk_every = 100
+log_every = 10
+
+[contact]
+k_pp = 1e4
+k_pw = 1e4
+restitution = 0.7
+
+[breakage]
+tension = 0.005
+shear = 0.01
+
+[[walls]]
+point = [0.0, 0.0, 0.0]
+normal = [1.0, 0.0, 0.0]
+
+[[assembly]]
+shape = "sphere"
+diameter = 5.0
+center = [2.6, 0.0, 0.0]
+lattice = "fcc"
+particle_diameter = 1.0
+velocity = [-3.0, 0.0, 0.0]
+angular_velocity = [0.0, 0.0, 1.0]
+k_axial = 200.0
+k_shear = 200.0
+k_bending = 10.0
+"""
+
+
+def outputs(folder):
+    """Everything a run leaves that must match bit for bit."""
+    checkpoint = load_checkpoint(folder / "checkpoint.npz")
+    pvd = {series: (folder / f"{series}.pvd").read_text() for series in ("particles", "bonds", "walls")
+           if (folder / f"{series}.pvd").exists()}
+    return (folder / "energy.csv").read_text(), pvd, checkpoint
+
+
+def assert_same_run(first, second):
+    log1, pvd1, checkpoint1 = first
+    log2, pvd2, checkpoint2 = second
+    assert log1 == log2
+    assert pvd1 == pvd2
+    for name in STATE_FIELDS:
+        assert np.array_equal(checkpoint1[f"state_{name}"], checkpoint2[f"state_{name}"]), name
+    assert np.array_equal(checkpoint1["bond_broken"], checkpoint2["bond_broken"])
+    assert int(checkpoint1["step"]) == int(checkpoint2["step"])
+
+
+@pytest.mark.parametrize("case", ["torus", "assembly"])
+def test_restart_is_exact(tmp_path, case):
+    scene = TORUS
+    settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
+    if case == "assembly":
+        scene = tmp_path / "assembly.toml"
+        scene.write_text(SMALL_ASSEMBLY)
+        settings = ["simulation.t_end=0.6"]
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    run(scene, settings, straight, quiet=True)
+    stop = "0.7" if case == "torus" else "0.3"  # on the VTK grid: a run always snapshots its last step
+    run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
+    sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    assert_same_run(outputs(straight), outputs(pieces))
+    if case == "assembly":
+        assert np.count_nonzero(sim.model.bonds.broken) > 0  # breakage happened, before and after the restart
+        assert float(outputs(straight)[0].splitlines()[-1].split(",")[13]) > 0  # dissipated energy booked
+
+
+def test_restart_after_a_stop_request_drops_later_rows(tmp_path):
+    """A run stopped mid-way (checkpoint at the stop) and restarted equals an uninterrupted one."""
+    from dem.simulation import Simulation
+
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    settings = ["simulation.t_end=1.2", "output.checkpoint_every=500"]
+    run(TORUS, settings, straight, quiet=True)
+
+    original_advance = Simulation.advance
+
+    def advance_then_stop(self, n_steps):
+        original_advance(self, n_steps)
+        if self.state.step >= 640:
+            self.request_stop("SIGTERM")
+
+    Simulation.advance = advance_then_stop
+    try:
+        sim, _ = run(TORUS, settings, pieces, quiet=True)
+    finally:
+        Simulation.advance = original_advance
+    assert sim.stop_requested and sim.state.step == 640  # honoured before the next chunk
+    run(TORUS, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    assert_same_run(outputs(straight), outputs(pieces))
+
+
+def test_sigterm_leaves_valid_outputs_and_a_checkpoint_that_restarts(tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "dem", "run", TORUS, "--out", str(out), "--quiet",
+               "--set", "simulation.t_end=200", "--set", "output.vtk_every=500"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    log = out / "energy.csv"
+    deadline = time.monotonic() + 120
+    while (not log.exists() or log.read_text().count("\n") < 50) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert "stopped by SIGTERM" in stderr and "--restart" in stderr and "Traceback" not in stderr
+    lines = log.read_text().splitlines()
+    assert all(len(line.split(",")) == len(lines[0].split(",")) for line in lines)
+    steps = [int(line.split(",")[0]) for line in lines[1:]]
+    assert steps == sorted(steps) and steps[-1] < 200_000
+    for series in ("particles", "bonds", "walls"):
+        files = [d.get("file") for d in ElementTree.parse(out / f"{series}.pvd").getroot().iter("DataSet")]
+        assert files and all((out / name).exists() for name in files)
+    checkpoint = load_checkpoint(out / "checkpoint.npz")
+    assert steps[-1] <= int(checkpoint["step"]) < 200_000
+    code = main(["run", TORUS, "--out", str(out), "--quiet", "--restart", str(out / "checkpoint.npz"),
+                 "--set", f"simulation.t_end={int(checkpoint['step']) * 1e-3 + 0.5}", "--set", "output.vtk_every=500"])
+    assert code == 0
+    resumed = [int(line.split(",")[0]) for line in log.read_text().splitlines()[1:]]
+    assert resumed[: len(steps)] == steps and resumed == sorted(set(resumed))
+
+
+def test_too_large_a_step_is_warned_about_and_stopped_when_it_blows_up(tmp_path, capsys):
+    code = main(["run", TORUS, "--out", str(tmp_path / "run"), "--quiet", "--set", "simulation.dt=5e-3",
+                 "--set", "simulation.energy_tolerance=0.05"])
+    err = capsys.readouterr().err
+    assert "simulation.dt" in err and "safe fraction" in err  # warned before the start
+    assert code == 1
+    assert "run stopped" in err and "energy error" in err and "fastest body" in err and "reduce simulation.dt" in err
+    assert (tmp_path / "run" / "checkpoint.npz").exists() and (tmp_path / "run" / "energy.csv").exists()
+
+
+def test_non_finite_state_is_caught(tmp_path, capsys):
+    code = main(["run", TORUS, "--out", str(tmp_path / "run"), "--quiet", "--set", "simulation.dt=2e-2",
+                 "--set", "simulation.t_end=20"])
+    err = capsys.readouterr().err
+    assert code == 1 and "non-finite" in err and "body" in err and "reduce simulation.dt" in err
+
+
+def test_restart_of_a_finished_run_needs_a_later_end(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", TORUS, "--out", str(out), "--quiet", "--set", "simulation.t_end=0.2"]) == 0
+    code = main(["run", TORUS, "--out", str(out), "--quiet", "--set", "simulation.t_end=0.2",
+                 "--restart", str(out / "checkpoint.npz")])
+    assert code == 2 and "simulation.t_end" in capsys.readouterr().err
+
+
+def test_validate_prints_what_it_builds_and_writes_nothing(tmp_path, capsys):
+    assert main(["validate", TORUS, "--out", str(tmp_path / "x")]) == 0
+    out = capsys.readouterr().out
+    assert "bodies       80" in out and "bonds        80" in out and "critical time step" in out and "memory" in out
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,480 @@
+"""Property-based fuzzing of the scene loader (SPEC §5): random mutations of the scenes in
+``scenes/`` (keys deleted, unknown keys added, values of other types or absurd sizes, tables and
+arrays of tables swapped, builder tables duplicated, ``--set`` overrides with random or malformed
+paths) either load and build, or fail with a `SceneError` that starts with the file (or the
+``--set`` text) and names a key of the scene or the schema. Anything else would reach the user as
+a traceback. Through `dem.cli.main` a failing scene exits with status 2, one line on stderr and
+no output folder.
+
+Most examples stop at `dem.cli.prepare` (validate and build, nothing written). The assembly
+scene is shrunk to a few dozen particles first, and `dem.scene.MAX_BODIES` is lowered while
+fuzzing, so that a mutation that asks for many bodies fails fast with the cap's message instead
+of packing them.
+"""
+
+import contextlib
+import copy
+import io
+import math
+import os
+import re
+import tempfile
+import tomllib
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dem.scene
+from dem.builders import BUILDERS
+from dem.cli import main, prepare
+from dem.scene import SCHEMA, WALL_KEYS, SceneError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = sorted(path.stem for path in (ROOT / "scenes").glob("*.toml"))
+#: the scenes fuzzed: every file of scenes/, the assembly twice (on a lattice, and randomly packed)
+VARIANTS = [name for name in SCENES if name != "assembly_impact"] + ["assembly_impact:lattice",
+                                                                     "assembly_impact:random"]
+#: the body cap while fuzzing (the real one is far larger): mutations that ask for more bodies
+#: must fail with its message, and the rest build in milliseconds
+FUZZ_MAX_BODIES = 600
+
+#: more examples for a deeper search: DEM_FUZZ_SCALE=20 python -m pytest tests/test_scene_fuzz.py
+SCALE = float(os.environ.get("DEM_FUZZ_SCALE", "1"))
+
+
+def fuzz(examples):
+    return settings(deadline=None, derandomize=True, max_examples=max(1, round(examples * SCALE)),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenes as dicts, and back to TOML
+# ---------------------------------------------------------------------------------------------
+
+RANDOM_ONLY = ("packing_fraction", "n_particles", "distribution", "diameter_sigma", "diameter_min", "diameter_max",
+               "seed")
+
+
+def base_scene(variant):
+    """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
+    dozen particles)."""
+    name, _, flavour = variant.partition(":")
+    data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
+    if name == "assembly_impact":
+        table = data["assembly"][0]
+        table.update(diameter=4.0, center=[3.0, 0.0, 0.0])
+        if flavour == "lattice":
+            for key in RANDOM_ONLY:
+                table.pop(key, None)
+            table["lattice"] = "fcc"
+            table["bond_gap_tolerance"] = 1e-6
+        else:
+            table["packing_fraction"] = 0.3
+    return data
+
+
+def test_base_scenes_are_valid():
+    """Every scene file loads as it is, and the fuzzed variants build."""
+    for name in SCENES:
+        dem.scene.load_scene(ROOT / "scenes" / f"{name}.toml")
+    for variant in VARIANTS:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "scene.toml"
+            path.write_text(dump(base_scene(variant)), encoding="utf-8")
+            scene, model, _, _ = prepare(path)
+            assert 0 < model.n_bodies <= FUZZ_MAX_BODIES
+
+
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
+
+
+def toml_string(text):
+    escaped = []
+    for char in text:
+        if char in '"\\':
+            escaped.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            escaped.append(f"\\u{ord(char):04x}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
+def toml_key(key):
+    return key if BARE_KEY.match(key) else toml_string(key)
+
+
+def toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(value)
+
+
+def dump(data):
+    """TOML text of ``data`` (every table inline: the parse is the same as with headers)."""
+    return "".join(f"{toml_key(key)} = {toml_value(value)}\n" for key, value in data.items())
+
+
+def same(a, b):
+    """Equality with NaN equal to NaN (for the writer's round trip)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutations
+# ---------------------------------------------------------------------------------------------
+
+NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
+#: every key the schema knows, to put in the wrong table
+KNOWN_KEYS = sorted({key for keys in [*SCHEMA.values(), WALL_KEYS, *(b.keys for b in BUILDERS.values())]
+                     for key in keys} | set(SCHEMA) | {"walls"} | set(BUILDERS))
+SPECIAL_FLOATS = [0.0, -0.0, -1.0, 1e-300, 5e-324, 1e300, 1.7976931348623157e308, math.nan, math.inf, -math.inf, 0.5,
+                  2.0, 1e-9, 1e9]
+SPECIAL_INTS = [0, -1, 1, 2, 3, 7, 2**31, 2**63 - 1, 2**63, -2**63 - 1, 10**30, 10**400]
+STRINGS = ["", "rrp", "rrp2", "lgvi", "box", "sphere", "cylinder", "torus", "random", "sc", "hcp", "mono", "uniform",
+           "lognormal", "clamped-clamped", "clamped-displacement", "free", "ortolan_saccon", "none", "\x00", "a\nb",
+           "/", "..", "output/x", "é"]
+
+scalars = st.one_of(
+    st.booleans(),
+    st.integers(-10, 10),
+    st.integers(-2**70, 2**70),
+    st.sampled_from(SPECIAL_INTS),
+    st.floats(),
+    st.sampled_from(SPECIAL_FLOATS),
+    st.text(st.characters(codec="utf-8"), max_size=6),
+    st.sampled_from(STRINGS),
+)
+numbers = st.one_of(st.floats(-10, 10), st.integers(-5, 5), st.sampled_from(SPECIAL_FLOATS + SPECIAL_INTS[:6]))
+values = st.one_of(
+    scalars,
+    st.lists(numbers, max_size=5),                      # vectors of the wrong length, or odd numbers
+    st.lists(numbers, min_size=3, max_size=3),
+    st.lists(scalars, max_size=3),
+    st.builds(list),                                    # fresh objects: mutations change them in place
+    st.builds(dict),
+    st.dictionaries(NAMES, scalars, max_size=3),        # nested tables
+    st.lists(st.dictionaries(NAMES, scalars, max_size=2), min_size=1, max_size=2),
+    st.recursive(numbers, lambda inner: st.lists(inner, min_size=1, max_size=2), max_leaves=6),
+)
+
+
+def nodes(data, prefix=()):
+    """Paths (tuples of keys and indices) of every value under ``data``."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        path = prefix + (key,)
+        yield path
+        yield from nodes(value, path)
+
+
+def resolve(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _is_numeric(value):
+    if isinstance(value, list):
+        return bool(value) and all(_is_numeric(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def perturbed(draw, value):
+    """A nearby or extreme value of the same shape: numbers scaled, negated, zeroed, made
+    int/float; a component of a vector changed."""
+    if isinstance(value, list) and value:
+        value = list(value)
+        k = draw(st.integers(0, len(value) - 1))
+        value[k] = perturbed(draw, value[k])
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return _perturbed_number(draw, value)
+        except OverflowError:
+            return math.inf
+    return draw(values)
+
+
+def _perturbed_number(draw, value):
+    how = draw(st.sampled_from(["scale", "negate", "zero", "int", "float", "shift", "special"]))
+    if how == "scale":
+        return value * draw(st.sampled_from([10, 0.1, 1e6, 1e-6, 1e300, 1e-300, 2, 0.5]))
+    if how == "negate":
+        return -value
+    if how == "zero":
+        return 0 if isinstance(value, int) else 0.0
+    if how == "int":
+        return int(value) if math.isfinite(value) else 0
+    if how == "float":
+        return float(value)
+    if how == "shift":
+        return value + draw(st.sampled_from([1, -1, 0.5, -0.5]))
+    return draw(st.sampled_from(SPECIAL_FLOATS + SPECIAL_INTS))
+
+
+MUTATIONS = ("delete", "add", "misplace", "replace", "perturb", "perturb", "perturb", "perturb", "swap", "duplicate",
+             "transplant")
+
+
+def mutate(data, draw, kinds=MUTATIONS):
+    """Apply one random mutation to ``data`` (in place)."""
+    paths = list(nodes(data))
+    tables = [()] + [p for p in paths if isinstance(resolve(data, p), dict)]
+    arrays = [k for k, v in data.items() if isinstance(v, list) and v and all(isinstance(t, dict) for t in v)]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "perturb":                    # numbers and vectors only: the scene keeps its shape
+        paths = [p for p in paths if _is_numeric(resolve(data, p))] or paths
+    if kind in ("delete", "replace", "perturb") and paths:
+        path = draw(st.sampled_from(paths))
+        parent = resolve(data, path[:-1])
+        if kind == "delete":
+            del parent[path[-1]]
+        elif kind == "replace":
+            parent[path[-1]] = draw(values)
+        else:
+            parent[path[-1]] = perturbed(draw, parent[path[-1]])
+    elif kind in ("add", "misplace"):
+        table = resolve(data, draw(st.sampled_from(tables)))
+        name = draw(NAMES if kind == "add" else st.sampled_from(KNOWN_KEYS))
+        table[name] = draw(values)
+    elif kind == "swap":                      # [[table]] <-> [table]
+        names = [k for k, v in data.items() if isinstance(v, (dict, list))]
+        if names:
+            name = draw(st.sampled_from(names))
+            value = data[name]
+            if isinstance(value, dict):
+                data[name] = [value]
+            else:
+                data[name] = value[0] if value and isinstance(value[0], dict) else {}
+    elif kind == "duplicate" and arrays:
+        name = draw(st.sampled_from(arrays))
+        data[name].append(copy.deepcopy(draw(st.sampled_from(data[name]))))
+    elif kind == "transplant":               # a builder table or section of another scene
+        other = base_scene(draw(st.sampled_from(VARIANTS)))
+        name = draw(st.sampled_from(sorted(other)))
+        if isinstance(data.get(name), list) and isinstance(other[name], list):
+            data[name] = data[name] + other[name]
+        else:
+            data[name] = other[name]
+
+
+def override_texts(draw, data):
+    """Random ``--set`` strings: existing or random paths (list indices in and out of range,
+    paths through scalars) with TOML or bare values, and malformed ones."""
+    paths = [".".join(str(k) for k in p) for p in nodes(data)]
+    kind = draw(st.sampled_from(["existing", "existing", "deeper", "random", "index", "malformed"]))
+    value = draw(st.one_of(st.sampled_from(["1", "0", "-1", "nan", "inf", "[]", "[1,0,0]", "[1, 2]", "{}", "true",
+                                            '"text"', "1e400", "99999999999999999999999", "[[1]]", "x", "=", "",
+                                            "[1,", "{a = 1}", "[{a = 1}]", '"\\u0000"']),
+                           st.builds(toml_value, values)))
+    if kind == "existing" and paths:
+        path = draw(st.sampled_from(paths))
+    elif kind == "deeper" and paths:             # through a scalar or a list
+        path = draw(st.sampled_from(paths)) + "." + draw(st.sampled_from(["0", "x", "3", "99", "-1", "²"]))
+    elif kind == "index":
+        name = draw(st.sampled_from(sorted(BUILDERS) + ["walls"]))
+        path = f"{name}.{draw(st.sampled_from(['0', '1', '5', '-1', 'a', '00', '٣']))}.{draw(st.sampled_from(KNOWN_KEYS))}"
+    elif kind == "malformed":
+        return draw(st.sampled_from(["simulation.dt", "", "=", "=1", ".=1", "simulation..dt=1", "simulation.=1",
+                                     ".simulation.dt=1", " = 1", "a b=1", "simulation.dt==1", "\n=1"]))
+    else:
+        path = ".".join(draw(st.lists(st.one_of(NAMES, st.sampled_from(KNOWN_KEYS), st.sampled_from(["0", "1"])),
+                                      min_size=1, max_size=4)))
+    return f"{path}={value}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The property
+# ---------------------------------------------------------------------------------------------
+
+SECTIONS = {**SCHEMA, "walls": WALL_KEYS, **{name: builder.keys for name, builder in BUILDERS.items()}}
+
+
+def names_a_key(key, data):
+    """Whether the dotted ``key`` of an error message is a path of ``data`` (the scene after the
+    overrides) or of the schema."""
+    if key == "(builders)":
+        return True
+    parts = key.split(".")
+    node = data
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            break
+    else:
+        return True
+    head, rest = parts[0], parts[1:]
+    if head in SCHEMA:
+        return not rest or (len(rest) == 1 and rest[0] in SCHEMA[head])
+    if head in SECTIONS:
+        return (not rest or rest[0].isdigit()) and (len(rest) < 2 or (len(rest) == 2 and rest[1] in SECTIONS[head]))
+    return False
+
+
+def overridden(data, overrides):
+    """``data`` with the overrides applied as the loader does (None when one fails)."""
+    data = copy.deepcopy(data)
+    for text in overrides:
+        try:
+            dem.scene.apply_override(data, *dem.scene.parse_override(text), text)
+        except SceneError:
+            return None
+    return data
+
+
+def check_prepare(path, data, overrides=()):
+    """`prepare` returns, or raises a `SceneError` naming the file (or the ``--set``) and a key.
+    Returns the error, or None."""
+    try:
+        with mock.patch.object(dem.scene, "MAX_BODIES", FUZZ_MAX_BODIES):
+            prepare(path, list(overrides))
+    except SceneError as error:
+        message = str(error)
+        assert "\n" not in message and "Traceback" not in message, message
+        if message.startswith("--set "):
+            assert any(message.startswith(f"--set {dem.scene.printable(text)}") for text in overrides), message
+            return error
+        prefix = f"{path}: "
+        assert message.startswith(prefix), message
+        key = message[len(prefix):].split(": ", 1)[0]
+        after = overridden(data, overrides)
+        assert after is not None, message
+        assert names_a_key(key, after), (key, message)
+        return error
+    return None
+
+
+def check_main(path, tmp):
+    """Through the command line: exit status 2, one line on stderr, no traceback, no folder."""
+    out = Path(tmp) / "out"
+    stderr, stdout = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(tmp)
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout), \
+                mock.patch.object(dem.scene, "MAX_BODIES", FUZZ_MAX_BODIES):
+            code = main([str(path), "--out", str(out), "--quiet"])
+    finally:
+        os.chdir(cwd)
+    err = stderr.getvalue()
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"dem: error: {path}: ") and "Traceback" not in err, err
+    assert not out.exists() and not (Path(tmp) / "output").exists()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@fuzz(40)
+@given(data=st.data())
+def test_mutated_scene_loads_or_fails_cleanly(variant, data):
+    scene = base_scene(variant)
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        mutate(scene, data.draw)
+    text = dump(scene)
+    assert same(tomllib.loads(text), scene)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{variant.partition(':')[0]}.toml"
+        path.write_text(text, encoding="utf-8")
+        error = check_prepare(path, scene)
+        if error is not None and data.draw(st.integers(0, 7), label="through main") == 0:
+            check_main(path, tmp)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@fuzz(30)
+@given(data=st.data())
+def test_extreme_numbers_build_or_fail_cleanly(variant, data):
+    """Only numbers changed (scaled by up to 1e±300, negated, zeroed, made NaN, infinite, huge
+    integers): the scene keeps its shape, so most examples reach the builders."""
+    scene = base_scene(variant)
+    for _ in range(data.draw(st.integers(1, 4), label="perturbations")):
+        mutate(scene, data.draw, kinds=("perturb",))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{variant.partition(':')[0]}.toml"
+        path.write_text(dump(scene), encoding="utf-8")
+        check_prepare(path, scene)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@fuzz(25)
+@given(data=st.data())
+def test_overrides_load_or_fail_cleanly(variant, data):
+    scene = base_scene(variant)
+    if data.draw(st.booleans(), label="mutated"):
+        mutate(scene, data.draw)
+    overrides = [override_texts(data.draw, scene) for _ in range(data.draw(st.integers(1, 3), label="overrides"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{variant.partition(':')[0]}.toml"
+        path.write_text(dump(scene), encoding="utf-8")
+        check_prepare(path, scene, overrides)
+
+
+@fuzz(40)
+@given(data=st.data())
+def test_corrupted_toml_fails_cleanly(data):
+    """Raw text damage: TOML syntax errors, absurd nesting, huge literals, bytes that are not
+    UTF-8."""
+    variant = data.draw(st.sampled_from(VARIANTS), label="scene")
+    text = dump(base_scene(variant)).encode()
+    where = data.draw(st.integers(0, len(text)), label="where")
+    insert = data.draw(st.one_of(
+        st.binary(max_size=4),
+        st.sampled_from([b"[", b"]", b"=", b"\"", b"\n[x]\n", b"\n[[walls]]\n", b"\xff", b"\x00", b"#", b"\n",
+                         b"\nk = " + b"[" * 5000 + b"]" * 5000 + b"\n", b"\nk = " + b"9" * 5000 + b"\n",
+                         b"\nk = " + b"{a = " * 3000 + b"1" + b"}" * 3000 + b"\n"]),
+    ), label="insert")
+    cut = data.draw(st.integers(0, 3), label="cut")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "scene.toml"
+        path.write_bytes(text[:where] + insert + text[where + cut:])
+        try:
+            scene = tomllib.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, RecursionError):
+            scene = {}
+        error = check_prepare(path, scene) if scene else None
+        if not scene:
+            with pytest.raises(SceneError, match=f"^{re.escape(str(path))}: "):
+                prepare(path)
+        if error is not None or not scene:
+            check_main(path, tmp)
+
+
+def test_the_body_cap_is_a_clean_error():
+    """Absurd counts fail before anything is allocated, naming the key."""
+    cases = [
+        ("torus_impact", ["torus.0.n_particles=1000000000000"], "torus.0.n_particles"),
+        ("tetra_chain", ["tetra_chain.0.n_bodies=10000000000"], "tetra_chain.0.n_bodies"),
+        ("assembly_impact", ["assembly.0.particle_diameter=1e-6"], "assembly.0.particle_diameter"),
+        ("assembly_impact", ["assembly.0.packing_fraction=0.5", "assembly.0.diameter=1e6"],
+         "assembly.0.packing_fraction"),
+    ]
+    for name, overrides, key in cases:
+        with pytest.raises(SceneError, match=f": {re.escape(key)}: "):
+            prepare(ROOT / "scenes" / f"{name}.toml", overrides)
