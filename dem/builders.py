@@ -96,6 +96,8 @@ class SystemBuilder:
         i = np.asarray(i, np.int32).reshape(-1)
         j = np.asarray(j, np.int32).reshape(-1)
         n = len(i)
+        if n == 0:   # (an empty block would reach `_rest_bonds` as bonds with no colour)
+            return
         self._bond_blocks.append((i, j) + tuple(np.broadcast_to(np.asarray(k, float), (n,)).copy()
                                                for k in (k_axial, k_shear, k_bending)))
 
@@ -475,6 +477,12 @@ def _bond_problem(bonds):
     return int(bad[0]) if len(bad) else None
 
 
+def _coincident(path, tables, i, j):
+    table = next(table for first, end, table in tables if first <= i < end)
+    raise SceneError(f"{path}: {table}: bonds bodies {i} and {j} that are at the same place (values too large or "
+                     f"too small)")
+
+
 def build_system(scene):
     """``(Model, State)`` of a validated `dem.scene.Scene`; a builder that cannot make what the
     scene asks (including values that overflow, or bodies that coincide) raises `SceneError`
@@ -489,6 +497,9 @@ def build_system(scene):
                 BUILDERS[name].build(system, params)
             except ValueError as error:
                 raise SceneError(f"{scene.path}: {table}: {error}") from None
+            except ArithmeticError as error:   # OverflowError of a float power, …
+                raise SceneError(f"{scene.path}: {table}: values too large or too small to build with "
+                                 f"({error})") from None
             for block in system._blocks[blocks:]:
                 problem = _body_problem(block)
                 if problem:
@@ -501,14 +512,20 @@ def build_system(scene):
         if system.n_bodies == 0:
             raise SceneError(f"{scene.path}: {tables[-1][2] if tables else '(builders)'}: the scene makes no body")
         contact = scene.contact
-        model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
-                                     gravity=scene.fields["gravity"], skin=contact["skin"])
+        blocks, bond_blocks = list(system._blocks), list(system._bond_blocks)   # `finish` empties them
+        try:
+            model, state = system.finish(walls=scene.walls, k_pp=contact["k_pp"], k_pw=contact["k_pw"],
+                                         gravity=scene.fields["gravity"], skin=contact["skin"])
+        except ZeroDivisionError:   # raised by the rest-bond kernel: a bond of zero length
+            position = np.concatenate([block["position"] for block in blocks])
+            for i, j, *_ in bond_blocks:
+                same = np.flatnonzero(np.all(position[i] == position[j], axis=1))
+                if len(same):
+                    _coincident(scene.path, tables, i[same[0]], j[same[0]])
+            raise
         bad = _bond_problem(model.bonds)
         if bad is not None:
-            body = model.bonds.i[bad]
-            table = next(table for first, end, table in tables if first <= body < end)
-            raise SceneError(f"{scene.path}: {table}: bonds bodies {model.bonds.i[bad]} and {model.bonds.j[bad]} that "
-                             f"are at the same place (values too large or too small)")
+            _coincident(scene.path, tables, model.bonds.i[bad], model.bonds.j[bad])
         if not np.isfinite(model.skin):
             raise SceneError(f"{scene.path}: contact.skin: the mean particle diameter is not finite")
     model.damping = damping_from_restitution(contact["restitution"])

@@ -18,9 +18,7 @@ from numba import njit, prange
 from ..neighbors import _update_kernel
 from ..state import AXIAL, BENDING, BROKEN, DISSIPATED, ENERGY_COMPONENTS, EXTERNAL, GRAVITY, HERTZ_PP, HERTZ_PW, LJ, SHEAR
 from .binder import ENERGIES, FORCES, _binder_range
-from .contact import (
-    _hertz_pair_energy, _hertz_pair_particle, _hertz_wall_energy, _hertz_wall_particle, damping_from_restitution, hertz,
-)
+from .contact import _hertz_pair_particle, _hertz_wall_particle, damping_from_restitution, hertz
 from .external import _applied_force_kernel, _ortolan_saccon_kernel, ortolan_saccon
 from .gravity import _gravity_energy, _gravity_particle
 from .lennard_jones import _lennard_jones_kernel, lennard_jones
@@ -53,15 +51,15 @@ def _body_range(lo, hi, h, st, md, start, index):
         power = 0.0
         if md.diameter[i] > 0.0:
             if md.k_pp > 0.0:
-                px, py, pz, p = _hertz_pair_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
-                                                     md.k_pp, md.damping, start, index)
+                px, py, pz, p, _ = _hertz_pair_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                        md.k_pp, md.damping, start, index)
                 fx += px
                 fy += py
                 fz += pz
                 power += p
             if md.k_pw > 0.0:
-                px, py, pz, p = _hertz_wall_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
-                                                     md.k_pw, md.damping, md.wall_point, md.wall_normal)
+                px, py, pz, p, _ = _hertz_wall_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                        md.k_pw, md.damping, md.wall_point, md.wall_normal)
                 fx += px
                 fy += py
                 fz += pz
@@ -131,10 +129,14 @@ def _energy_kernel(st, md, start, index):
                   md.bond_rest_dir_i, md.bond_rest_dir_j, md.bond_rest_relative, md.bond_broken, md.break_limits, False,
                   st.force, st.moment, st.broken_energy, binder)
     energy[AXIAL], energy[SHEAR], energy[BENDING] = binder[0, 0], binder[0, 1], binder[0, 2]
-    if md.k_pp > 0.0:
-        energy[HERTZ_PP] = _hertz_pair_energy(st.position, md.diameter, md.k_pp, start, index)
-    if md.k_pw > 0.0:
-        energy[HERTZ_PW] = _hertz_wall_energy(st.position, md.diameter, md.k_pw, md.wall_point, md.wall_normal)
+    for i in range(st.position.shape[0]):
+        if md.diameter[i] > 0.0:
+            if md.k_pp > 0.0:
+                energy[HERTZ_PP] += _hertz_pair_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                         md.k_pp, 0.0, start, index)[4]
+            if md.k_pw > 0.0:
+                energy[HERTZ_PW] += _hertz_wall_particle(i, st.position, st.velocity, md.diameter, md.inverse_mass,
+                                                         md.k_pw, 0.0, md.wall_point, md.wall_normal)[4]
     energy[GRAVITY] = _gravity_energy(st.position, st.orientation, md.mass, md.com_offset, md.gravity)
     if md.lj_pair_i.shape[0] or md.stress_body.shape[0] or md.applied_body.shape[0]:
         scratch_force = np.zeros_like(st.force)

@@ -45,12 +45,14 @@ def _damping_force(delta, stiffness, length, inverse_mass, approach_speed, dampi
 
 @njit(inline="always")
 def _hertz_pair_particle(i, position, velocity, diameter, inverse_mass, k_pp, damping, start, index):
-    """Hertz force on particle ``i`` from its neighbours, ``(fx, fy, fz, power)`` with ``power``
-    half the damping power of its contacts (the other half is booked to the partners)."""
+    """Hertz force on particle ``i`` from its neighbours, ``(fx, fy, fz, power, energy)`` with
+    ``power`` and ``energy`` half the damping power and elastic energy of its contacts (the other
+    halves belong to the partners)."""
     fx = 0.0
     fy = 0.0
     fz = 0.0
     power = 0.0
+    energy = 0.0
     radius = 0.5 * diameter[i]
     for k in range(start[i], start[i + 1]):
         j = index[k]
@@ -63,7 +65,8 @@ def _hertz_pair_particle(i, position, velocity, diameter, inverse_mass, k_pp, da
             continue
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
-        f = hertz(delta, k_pp, reach)[1]
+        u, f = hertz(delta, k_pp, reach)
+        energy += 0.5 * u
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
@@ -74,36 +77,19 @@ def _hertz_pair_particle(i, position, velocity, diameter, inverse_mass, k_pp, da
         fx += f * dx
         fy += f * dy
         fz += f * dz
-    return fx, fy, fz, power
-
-
-@njit(cache=True)
-def _hertz_pair_energy(position, diameter, k_pp, start, index):
-    """Hertz particle–particle energy over pairs ``i < j`` (serial, fixed order)."""
-    energy = 0.0
-    for i in range(position.shape[0]):
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            if j < i:
-                continue
-            dx = position[i, 0] - position[j, 0]
-            dy = position[i, 1] - position[j, 1]
-            dz = position[i, 2] - position[j, 2]
-            r2 = dx * dx + dy * dy + dz * dz
-            reach = 0.5 * (diameter[i] + diameter[j])
-            if r2 < reach * reach:
-                energy += hertz(1.0 - np.sqrt(r2) / reach, k_pp, reach)[0]
-    return energy
+    return fx, fy, fz, power, energy
 
 
 @njit(inline="always")
 def _hertz_wall_particle(i, position, velocity, diameter, inverse_mass, k_pw, damping, wall_point, wall_normal):
-    """Hertz force of all walls on particle ``i``, ``(fx, fy, fz, power)``. Wall ``w`` is the plane
-    through ``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the particles' side."""
+    """Hertz force of all walls on particle ``i``, ``(fx, fy, fz, power, energy)``. Wall ``w`` is
+    the plane through ``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the
+    particles' side."""
     fx = 0.0
     fy = 0.0
     fz = 0.0
     power = 0.0
+    energy = 0.0
     radius = 0.5 * diameter[i]
     for w in range(wall_point.shape[0]):
         nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
@@ -112,7 +98,8 @@ def _hertz_wall_particle(i, position, velocity, diameter, inverse_mass, k_pw, da
         if gap >= radius:
             continue
         delta = 1.0 - gap / radius
-        f = hertz(delta, k_pw, radius)[1]
+        u, f = hertz(delta, k_pw, radius)
+        energy += u
         if damping != 0.0:
             speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
             f_d = _damping_force(delta, k_pw, radius, inverse_mass[i], speed, damping)
@@ -121,20 +108,4 @@ def _hertz_wall_particle(i, position, velocity, diameter, inverse_mass, k_pw, da
         fx += f * nx
         fy += f * ny
         fz += f * nz
-    return fx, fy, fz, power
-
-
-@njit(cache=True)
-def _hertz_wall_energy(position, diameter, k_pw, wall_point, wall_normal):
-    energy = 0.0
-    for i in range(position.shape[0]):
-        radius = 0.5 * diameter[i]
-        if radius <= 0.0:
-            continue
-        for w in range(wall_point.shape[0]):
-            nw = wall_normal[w]
-            gap = ((position[i, 0] - wall_point[w, 0]) * nw[0] + (position[i, 1] - wall_point[w, 1]) * nw[1]
-                   + (position[i, 2] - wall_point[w, 2]) * nw[2])
-            if gap < radius:
-                energy += hertz(1.0 - gap / radius, k_pw, radius)[0]
-    return energy
+    return fx, fy, fz, power, energy
