@@ -1,6 +1,8 @@
-"""Stepping speed on a bonded FCC block hitting a wall (issue: assemblies at scale).
+"""Stepping speed on a bonded FCC block hitting a wall (issue: assemblies at scale), or of a
+scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
+    python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
 interior sphere; K_a = K_s = 200, K_m = 10), Hertz contact K = 1e5 between spheres and with a wall
@@ -18,6 +20,7 @@ import numba
 import numpy as np
 
 from dem import Simulation, SystemBuilder
+from dem.cli import prepare
 from dem.packing import bond_pairs, fcc_block
 
 
@@ -42,13 +45,21 @@ def main():
     parser.add_argument("--n", type=int, default=100_000, help="approximate number of spheres")
     parser.add_argument("--steps", type=int, default=200, help="timed steps")
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
+    parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
-    model, state = build_block(args.n)
+    if args.scene:
+        scene, model, state, _ = prepare(args.scene)
+        args.steps = scene.n_steps
+        warm = Simulation(*prepare(args.scene)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
+        warm.advance(20)  # compile (or load the cache) on a copy
+        sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
+    else:
+        model, state = build_block(args.n)
+        sim = Simulation(model, state, "rrp2", 1e-3)
+        sim.advance(20)  # compile (or load the cache) and warm up
     n = model.n_bodies
-    sim = Simulation(model, state, "rrp2", 1e-3)
-    sim.advance(20)  # compile (or load the cache) and warm up
     start = time.perf_counter()
     sim.advance(args.steps)
     seconds = time.perf_counter() - start
@@ -59,7 +70,8 @@ def main():
     print(f"threads: {args.threads} (parallel kernels: {sim.parallel and args.threads > 1})")
     print(f"steps: {args.steps}")
     print(f"seconds: {seconds:.3f}")
-    print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
+    if bonds:
+        print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
     print(f"particle-steps/s: {n * args.steps / seconds:.4g}")
 
