@@ -5,6 +5,7 @@ that adds to a `SystemBuilder`. `build_system` turns a validated scene into ``(M
 the rest state of bonds is the configuration at ``t = 0``.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -322,12 +323,27 @@ def build_top(system, p):
 def check_top(p):
     if min(p["inertia"]) <= 0:
         return "inertia", f"principal moments must be positive, got {list(p['inertia'])}"
+    try:   # the parallel-axis term of build_top
+        transfer = p["mass"] * p["length"] ** 2
+    except OverflowError:
+        transfer = math.inf
+    if not transfer + max(p["inertia"]) < math.inf:
+        return "length", f"mass × length² = {p['mass']:g} × {p['length']:g}² is out of floating-point range"
     return None
 
 
 def check_tetra_chain(p):
     problem = too_many(p["n_bodies"])
-    return ("n_bodies", problem) if problem else None
+    if problem:
+        return "n_bodies", problem
+    try:   # the Lennard-Jones stiffness scale (and the critical time step from it)
+        scale = p["epsilon"] / p["sigma"] ** 2 / p["site_mass"]
+    except (OverflowError, ZeroDivisionError):
+        scale = math.inf
+    if not 0.0 < scale < math.inf:
+        return "sigma", (f"epsilon/sigma²/site_mass = {p['epsilon']:g}/{p['sigma']:g}²/{p['site_mass']:g} is out of "
+                         f"floating-point range")
+    return None
 
 
 TETRAHEDRON = np.array([(-1 / 2, -1 / 3, -1 / 4), (1 / 2, -1 / 3, -1 / 4), (0, 2 / 3, -1 / 4), (0, 0, 3 / 4)])
@@ -479,8 +495,8 @@ def _bond_problem(bonds):
 
 def _coincident(path, tables, i, j):
     table = next(table for first, end, table in tables if first <= i < end)
-    raise SceneError(f"{path}: {table}: bonds bodies {i} and {j} that are at the same place (values too large or "
-                     f"too small)")
+    raise SceneError(f"{path}: {table}: bonds bodies {i} and {j} at zero distance (values too large or too small "
+                     f"to tell them apart)")
 
 
 def build_system(scene):
@@ -499,13 +515,12 @@ def build_system(scene):
                 raise SceneError(f"{scene.path}: {table}: {error}") from None
             except ArithmeticError as error:   # OverflowError of a float power, …
                 raise SceneError(f"{scene.path}: {table}: values too large or too small to build with "
-                                 f"({error})") from None
+                                 f"({error.args[-1] if error.args else type(error).__name__})") from None
             for block in system._blocks[blocks:]:
                 problem = _body_problem(block)
                 if problem:
                     raise SceneError(f"{scene.path}: {table}: {problem}")
-            if any(not np.isfinite(system._sites[body]).all() for body in range(first, system.n_bodies)
-                   if body in system._sites):
+            if any(body >= first and not np.isfinite(sites).all() for body, sites in system._sites.items()):
                 raise SceneError(f"{scene.path}: {table}: gives non-finite interaction sites (values too large or "
                                  f"too small)")
             tables.append((first, system.n_bodies, table))
@@ -519,10 +534,11 @@ def build_system(scene):
         except ZeroDivisionError:   # raised by the rest-bond kernel: a bond of zero length
             position = np.concatenate([block["position"] for block in blocks])
             for i, j, *_ in bond_blocks:
-                same = np.flatnonzero(np.all(position[i] == position[j], axis=1))
-                if len(same):
-                    _coincident(scene.path, tables, i[same[0]], j[same[0]])
-            raise
+                d = position[i] - position[j]
+                zero = np.flatnonzero(np.sum(d * d, axis=1) == 0)   # |d|² as the kernel sums it
+                if len(zero):
+                    _coincident(scene.path, tables, i[zero[0]], j[zero[0]])
+            _coincident(scene.path, tables, bond_blocks[0][0][0], bond_blocks[0][1][0])
         bad = _bond_problem(model.bonds)
         if bad is not None:
             _coincident(scene.path, tables, model.bonds.i[bad], model.bonds.j[bad])

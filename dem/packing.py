@@ -739,8 +739,13 @@ def check_assembly(p):
         return problem
     shape = make_shape(p["shape"], **{k: p[k] for k in ("size", "diameter", "height", "tube_diameter", "center")
                                       if p[k] is not None})
-    if not 0.0 < shape.volume < math.inf:
-        return SHAPE_DIMENSIONS[p["shape"]][0], f"the {p['shape']}'s volume {shape.volume:g} is not a usable number"
+    try:
+        volume = shape.volume
+    except OverflowError:
+        volume = math.inf
+    if not 0.0 < volume < math.inf:
+        return SHAPE_DIMENSIONS[p["shape"]][0], (f"the {p['shape']} is too large or too small: its volume {volume:g} "
+                                                 f"is not a usable number")
     if p["bond_gap_tolerance"] > MAX_BOND_GAP_TOLERANCE:
         return "bond_gap_tolerance", (f"must be at most {MAX_BOND_GAP_TOLERANCE:g} (a gap of one mean diameter), "
                                       f"got {p['bond_gap_tolerance']:g}")
@@ -763,12 +768,12 @@ def check_assembly(p):
         fraction = p["packing_fraction"]
         key = "packing_fraction"
         if fraction is None:
-            fraction = p["n_particles"] * mean_volume / shape.volume
+            fraction = p["n_particles"] * mean_volume / volume
             key = "n_particles"
         if fraction > RANDOM_FRACTION_LIMIT:
             return key, (f"asks for a packing fraction of {fraction:.3f}; a random packing reaches at most "
                          f"{RANDOM_FRACTION_LIMIT} (0.61 monodisperse, 0.62 polydisperse in practice)")
-        count = p["n_particles"] if p["n_particles"] is not None else fraction * shape.volume / mean_volume
+        count = p["n_particles"] if p["n_particles"] is not None else fraction * volume / mean_volume
         if not count <= scene.MAX_BODIES:
             return key, (f"asks for {count:.3g} spheres, more than the {scene.MAX_BODIES} a builder table may "
                          f"make")
@@ -787,8 +792,8 @@ def check_assembly(p):
             return "distribution", f"a lattice has one diameter: must be 'mono' for lattice = {p['lattice']!r}"
         largest, largest_key = p["particle_diameter"], "particle_diameter"
         # the lattice is laid over the shape's bounding box, then clipped: count its sites
-        cell, basis = _lattice_cell(p["lattice"], largest)
         with np.errstate(all="ignore"):
+            cell, basis = _lattice_cell(p["lattice"], largest)
             sites = len(basis) * float(np.prod(np.maximum(2.0 * shape.half_extent - largest, 0.0) / cell + 3.0))
         if not sites <= scene.MAX_BODIES:
             return "particle_diameter", (f"spheres of diameter {largest:g} in this {p['shape']} make about "

@@ -42,10 +42,12 @@ class Key:
     choices: tuple = ()
 
 
-def printable(text):
-    """``text`` for a one-line message: non-printable characters (newlines, NUL, …) escaped."""
+def printable(text, limit=200):
+    """``text`` for a one-line message: non-printable characters (newlines, NUL, …) escaped,
+    cut to ``limit`` characters."""
     text = str(text)
-    return text if text.isprintable() else repr(text)[1:-1]
+    text = text if text.isprintable() else repr(text)[1:-1]
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 _SHORT = reprlib.Repr()
@@ -79,7 +81,7 @@ def nonzero_vector(value):
         return "must be a non-zero vector"
     squared = sum(c * c for c in value)   # as the builders normalise it
     if not 0.0 < squared < math.inf:
-        return "must have a length between 1e-154 and 1e154 (it is normalised)"
+        return "is too short or too long to normalise (its squared length under- or overflows)"
     return None
 
 
