@@ -126,7 +126,11 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         raise SceneError(f"{scene.path}: simulation.t_end: the checkpoint is at t = {state.time:g}, already at or "
                          f"past t_end = {scene.simulation['t_end']:g}; extend it with --set simulation.t_end=LATER")
     check_time_step(scene, model, state)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
+                         f"{error.strerror}") from None
     resume_step = state.step if restart is not None else None
     guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],
                         tuple(energy_reference) if energy_reference is not None else None)
