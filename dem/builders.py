@@ -13,7 +13,7 @@ from numba import njit
 
 from .rotations import (
     _quat_conjugate, _quat_from_rrp, _quat_multiply, _quat_rotate, _quat_rotate_inverse, matrix_quat, quat_from_rotvec,
-    quat_matrix,
+    quat_matrix, quat_multiply,
 )
 from .interactions import damping_from_restitution
 from .interactions.binder import BREAK_CRITERIA
@@ -271,20 +271,14 @@ def euler_zxz(angles, rates):
     ``(φ, θ, ψ)``, ``R = R_z(φ) R_x(θ) R_z(ψ)``, and their rates (seed 004 §6)."""
     phi, theta, psi = angles
     dphi, dtheta, dpsi = rates
-    q = quat_multiply_all(quat_from_rotvec([0, 0, phi]), quat_from_rotvec([theta, 0, 0]), quat_from_rotvec([0, 0, psi]))
+    q = quat_multiply(quat_multiply(quat_from_rotvec([0, 0, phi]), quat_from_rotvec([theta, 0, 0])),
+                      quat_from_rotvec([0, 0, psi]))
     body = np.array([
         dphi * np.sin(theta) * np.sin(psi) + dtheta * np.cos(psi),
         dphi * np.sin(theta) * np.cos(psi) - dtheta * np.sin(psi),
         dpsi + dphi * np.cos(theta),
     ])
     return q, quat_matrix(q) @ body
-
-
-def quat_multiply_all(*quaternions):
-    out = np.array([1.0, 0, 0, 0])
-    for q in quaternions:
-        out = np.asarray(_quat_multiply(out, q))
-    return out
 
 
 def build_rigid_body(system, p):

@@ -160,6 +160,7 @@ def validate(scene_path, overrides=(), out=None):
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
     critical = critical_time_step(model, state)
     dt = scene.simulation["dt"]
+    memory = memory_estimate(model)
     lines = [
         f"scene        {scene.path}",
         f"bodies       {model.n_bodies} in {len(set(model.group.tolist()))} group(s) from "
@@ -172,7 +173,7 @@ def validate(scene_path, overrides=(), out=None):
         f"{scene.simulation['t_end']:g}",
         f"stability    {critical.describe(dt)}"
         + ("  <- above the safe fraction" if dt > SAFE_FRACTION * critical.dt else ""),
-        f"memory       ≈ {memory_estimate(model) / 2**20:.3g} MiB ({memory_estimate(model) / model.n_bodies:.0f} B per body)",
+        f"memory       ≈ {memory / 2**20:.3g} MiB ({memory / model.n_bodies:.0f} B per body)",
         f"outputs      {output_dir}/ (energy.csv every {scene.output['log_every']} steps, VTK every "
         f"{scene.output['vtk_every'] or 'start and end only'}, checkpoint "
         + (f"every {scene.output['checkpoint_every']} steps" if scene.output["checkpoint_every"] else "at the end")

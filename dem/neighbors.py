@@ -127,24 +127,21 @@ def _build_kernel(position, diameter, skin, parallel, reference_position, start,
     for cell in range(n_cells, 0, -1):
         cell_start[cell] = cell_start[cell - 1]
     cell_start[0] = 0
-    # rows: count, prefix sum, fill (rows are independent: parallel over particles)
+    # rows: a counting sweep, the prefix sum, a filling sweep (rows are independent: parallel)
     start[0] = 0
-    if parallel:
-        for chunk in prange((n + CHUNK - 1) // CHUNK):
-            _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims, cell_start,
-                  cell_particles, start, index, False)
-    else:
-        _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, False)
-    for i in range(n):
-        start[i + 1] += start[i]
-    if start[n] > index.shape[0]:
-        index = np.empty(start[n] + start[n] // 4 + 16, np.int32)  # np.empty: no parallel fill
-    if parallel:
-        for chunk in prange((n + CHUNK - 1) // CHUNK):
-            _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims, cell_start,
-                  cell_particles, start, index, True)
-    else:
-        _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, True)
+    for sweep in range(2):
+        fill = sweep == 1
+        if fill:
+            for i in range(n):
+                start[i + 1] += start[i]
+            if start[n] > index.shape[0]:
+                index = np.empty(start[n] + start[n] // 4 + 16, np.int32)  # np.empty: no parallel fill
+        if parallel:
+            for chunk in prange((n + CHUNK - 1) // CHUNK):
+                _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims,
+                      cell_start, cell_particles, start, index, fill)
+        else:
+            _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, fill)
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
     for i in range(n):

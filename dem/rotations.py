@@ -82,25 +82,26 @@ def _quat_normalize(q):
 
 
 @njit(inline="always")
+def _rotate_scaled(q, v, scale):
+    """``v + w t + u × t`` with ``t = scale (u × v)``: ``R(q) v`` for ``scale = 2/|q|²``."""
+    t = _cross((q[1], q[2], q[3]), v)
+    t = (scale * t[0], scale * t[1], scale * t[2])
+    c = _cross((q[1], q[2], q[3]), t)
+    return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
+
+
+@njit(inline="always")
 def _quat_rotate(q, v):
     """``R(q) v`` for a unit quaternion ``q`` and a 3-vector ``v``; divides by ``|q|²`` so that a
     quaternion off unit length by round-off still rotates without stretching."""
-    u = (q[1], q[2], q[3])
-    t = _cross(u, v)
-    scale = 2.0 / (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    t = (scale * t[0], scale * t[1], scale * t[2])
-    c = _cross(u, t)
-    return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
+    return _rotate_scaled(q, v, 2.0 / (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]))
 
 
 @njit(inline="always")
 def _unit_quat_rotate(q, v):
     """``R(q) v`` assuming ``|q| = 1`` exactly (no renormalising division: for hot loops whose
     quaternions were just normalised)."""
-    t = _cross((q[1], q[2], q[3]), v)
-    t = (2.0 * t[0], 2.0 * t[1], 2.0 * t[2])
-    c = _cross((q[1], q[2], q[3]), t)
-    return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
+    return _rotate_scaled(q, v, 2.0)
 
 
 @njit(inline="always")

@@ -73,7 +73,7 @@ def memory_estimate(model):
     arrays = [v for v in vars(model).values() if isinstance(v, np.ndarray)]
     arrays += [v for v in vars(model.bonds).values() if isinstance(v, np.ndarray)]
     total = sum(a.nbytes for a in arrays)
-    total += n * (4 * 24 + 32 + 16)  # state: 4 vectors + forces… (x, v, Ω, F, τ: 5×24; q: 32; 2 booked energies)
+    total += n * (5 * 24 + 32 + 16)  # state: x, v, Ω, F, τ; the quaternion; two booked energies
     total += n * (24 + 24 + 32)  # lgvi momenta, inverse mass and inertia
     contact = int(np.count_nonzero(model.diameter > 0))
     total += contact * 14 * 4 * 1.25 + n * (24 + 8 + 16 + 4)  # neighbour rows and cells

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-#: Columns of the energy budget, in the order of SPEC §4. Potential terms are filled by the
-#: interactions at every force evaluation; kinetic terms by `dem.diagnostics`.
+#: Columns of the energy budget, in the order of SPEC §4. Potential, broken and dissipated terms
+#: come from `dem.interactions.potential_energies` (on report steps only), kinetic terms from
+#: `dem.diagnostics`.
 ENERGY_COMPONENTS = (
     "kinetic_translational",
     "kinetic_rotational",

@@ -8,7 +8,7 @@ from scipy.spatial.transform import Rotation
 from dem import Simulation
 from dem.cli import prepare, run
 from dem.diagnostics import energy_budget
-from dem.interactions import compute_forces, potential_energies
+from dem.interactions import compute_forces
 from dem.neighbors import NeighborList
 
 SCENE = """\

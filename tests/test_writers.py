@@ -12,8 +12,8 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 from dem.builders import SystemBuilder
 from dem.cli import run
 from dem.plotting import plot_energy
-from dem.rotations import _quat_from_rotvec, _quat_matrix
-from dem.writers.vtk import VTKWriter, rotation_matrices
+from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
+from dem.writers.vtk import VTKWriter
 
 SCENE = Path(__file__).resolve().parent.parent / "scenes" / "torus_impact.toml"
 
@@ -70,7 +70,7 @@ def test_snapshots_load_with_all_arrays(torus_run):
             assert arrays[array_name].GetNumberOfTuples() == 80
         orientation = vtk_to_numpy(arrays["orientation"])
         axes = np.stack([vtk_to_numpy(arrays[f"axis_{k}"]) for k in (1, 2, 3)], axis=-1)
-        np.testing.assert_allclose(axes, rotation_matrices(orientation), atol=1e-15)
+        np.testing.assert_allclose(axes, quat_matrix(orientation), atol=1e-15)
         np.testing.assert_array_equal(vtk_to_numpy(arrays["id"]), np.arange(80))
     for _, name in _collection(torus_run / "bonds.pvd"):
         bonds = _read(torus_run / name)

@@ -38,6 +38,7 @@ from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from ..interactions.binder import bond_measures
+from ..rotations import quat_matrix
 
 SERIES = ("particles", "bonds", "walls")
 _FILE_NAME = re.compile(r"(particles|bonds|walls)_(\d{9})\.vtp")
@@ -161,22 +162,11 @@ def _polydata(points):
     return polydata
 
 
-def rotation_matrices(orientation):
-    """``R`` of each unit quaternion (scalar first), ``(n, 4) -> (n, 3, 3)``; vectorised numpy
-    (the same matrix as `dem.rotations.quat_matrix`, without its per-process compile)."""
-    w, x, y, z = np.asarray(orientation, dtype=np.float64).T
-    return np.stack((
-        np.stack((1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)), axis=-1),
-        np.stack((2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)), axis=-1),
-        np.stack((2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)), axis=-1),
-    ), axis=-2)
-
-
 def _particles(model, state):
     n = model.n_bodies
     polydata = _polydata(state.position)
     polydata.SetVerts(_cells(np.arange(n + 1), np.arange(n)))
-    rotation = rotation_matrices(state.orientation)
+    rotation = quat_matrix(state.orientation)
     data = polydata.GetPointData()
     data.AddArray(_array(np.arange(n), "id", np.int32))
     data.AddArray(_array(model.group, "body", np.int32))
