@@ -37,7 +37,7 @@ Every implicit stage is solved by Newton's method with a finite-difference Jacob
 
 Potentials are a kind and a parameter vector (`Potential`), evaluated by one compiled switch
 (`_potential_of_matrix`), so that every kernel is cached on disk: `FREE` (``U = 0``) and
-`ortolan_saccon_potential` (seed 000 eq. 3, via `dem.interactions.external.ortolan_saccon`).
+`ortolan_saccon_potential` (seed 000 eq. 3, via `dem.interactions.ortolan_saccon.ortolan_saccon`).
 A new potential is a ``(Q, parameters) -> (U, M_body)`` ``@njit`` function plus one branch there.
 
 Example (seed 000 §6, the stress test)::
@@ -56,7 +56,7 @@ import numpy as np
 from numba import njit, types
 from scipy.integrate import solve_ivp
 
-from .interactions.external import ortolan_saccon
+from .interactions.ortolan_saccon import ortolan_saccon
 from .rotations import (
     _matrix_quat,
     _quat_from_rotvec,
@@ -290,12 +290,18 @@ def _liemid_step(q, w, J, h, kind, parameters):
 
 
 @njit(cache=True, inline='always')
+def _cayley_half_step(stage, q, w, J, h, kind, parameters):
+    """``ω_{k+½}`` from the implicit ``stage`` with right side ``J ω_k + (h/2) M(Q_k)``, then
+    ``Q⁺ = Q cay(h ω_{k+½})``: the first two lines of PRK (9a–b) and VLV (12a–b)."""
+    c = J * w + 0.5 * h * _moment(kind, q, parameters)
+    w_half, ok = _newton(stage, w, J, h, c, (q, w, kind, parameters))
+    return w_half, _times_cay(q, h * w_half), ok
+
+
+@njit(cache=True, inline='always')
 def _prk_step(q, w, J, h, kind, parameters):
     """Partitioned Runge–Kutta Munthe-Kaas (Lobatto IIIA–IIIB), seed 000 eq. (9)."""
-    at_k = (q, w, kind, parameters)
-    c = J * w + 0.5 * h * _moment(kind, q, parameters)
-    w_half, ok = _newton(_PRK_STAGE, w, J, h, c, at_k)                                     # (9a)
-    q_next = _times_cay(q, h * w_half)                                                     # (9b)
+    w_half, q_next, ok = _cayley_half_step(_PRK_STAGE, q, w, J, h, kind, parameters)      # (9a), (9b)
     w_next = w_half + 0.5 * h * (_moment(kind, q_next, parameters) - _cross(w_half, J * w_half)) / J  # (9c)
     return q_next, w_next, ok
 
@@ -325,10 +331,7 @@ def _new3_step(q, w, J, h, kind, parameters):
 @njit(cache=True, inline='always')
 def _vlv_step(q, w, J, h, kind, parameters):
     """Variational Lie–Verlet with the Cayley map, seed 000 eq. (12)."""
-    at_k = (q, w, kind, parameters)
-    c = J * w + 0.5 * h * _moment(kind, q, parameters)
-    w_half, ok = _newton(_VLV_STAGE, w, J, h, c, at_k)                                     # (12a)
-    q_next = _times_cay(q, h * w_half)                                                     # (12b)
+    w_half, q_next, ok = _cayley_half_step(_VLV_STAGE, q, w, J, h, kind, parameters)      # (12a), (12b)
     Jw = J * w_half
     w_next = w_half + 0.5 * h * (_cross(Jw, w_half) + 0.5 * h * (w_half @ Jw) * w_half
                                  + _moment(kind, q_next, parameters)) / J                  # (12c)
@@ -348,18 +351,18 @@ def _lgvi_step(q, w, J, h, kind, parameters):
 
 @njit(cache=True, inline='always')
 def _step(method, q, w, J, h, kind, parameters):
-    if method == _ELN:
-        return _eln_step(q, w, J, h, kind, parameters)
-    if method == _TLN:
-        return _tln_step(q, w, J, h, kind, parameters)
-    if method == _LIEMID:
+    """One step of ``method`` (in `METHODS` order: Lie–Newmark, midpoint, RK–Munthe-Kaas and
+    splitting methods, then the variational ones)."""
+    if method <= _LIEMID:
+        if method == _ELN:
+            return _eln_step(q, w, J, h, kind, parameters)
+        if method == _TLN:
+            return _tln_step(q, w, J, h, kind, parameters)
         return _liemid_step(q, w, J, h, kind, parameters)
-    if method == _PRK:
-        return _prk_step(q, w, J, h, kind, parameters)
-    if method == _MCG:
-        return _mcg_step(q, w, J, h, kind, parameters)
-    if method == _NEW3:
-        return _new3_step(q, w, J, h, kind, parameters)
+    if method <= _NEW3:
+        if method == _PRK:
+            return _prk_step(q, w, J, h, kind, parameters)
+        return _mcg_step(q, w, J, h, kind, parameters) if method == _MCG else _new3_step(q, w, J, h, kind, parameters)
     if method == _VLV:
         return _vlv_step(q, w, J, h, kind, parameters)
     return _lgvi_step(q, w, J, h, kind, parameters)

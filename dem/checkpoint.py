@@ -1,11 +1,13 @@
 """Checkpoints: everything a run needs to continue bit for bit as if it had never stopped.
 
 A checkpoint (``.npz``) holds the state (positions, velocities, orientations, angular velocities,
-the forces and moments of that configuration, the energy booked to breakage and damping), the
-bond table with its rest state and broken flags, the spatial angular momenta that ``lgvi``
-integrates, the neighbour list's reference positions (the list is rebuilt from them, so contact
-sums run in the same order), the step, the scene (file, overrides, text) and the version. It is
-written to a temporary file and renamed, so a checkpoint on disk is always complete.
+the forces and moments of that configuration), every interaction's own time-varying arrays
+(``interaction.<name>.<field>``: broken bonds, energy booked to breakage or damping, …), the
+scheme's state (``lgvi``: the spatial angular momenta), the contact table (the reference
+positions of its last build, from which the neighbour list is rebuilt so that contact sums run in
+the same order, and every per-contact history by pair key), the step, the scene (file,
+overrides, text) and the version. It is written to a temporary file and renamed, so a
+checkpoint on disk is always complete.
 """
 
 import os
@@ -14,13 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .neighbors import N_BUILDS
-
-FORMAT = 1
-STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment", "broken_energy",
-                "dissipated_energy")
-BOND_FIELDS = ("i", "j", "k_axial", "k_shear", "k_bending", "rest_length", "rest_dir_i", "rest_dir_j",
-               "rest_relative", "broken", "color_start")
+#: 2: named interaction state and keyed contact histories (format 1, before them, is refused)
+FORMAT = 2
+STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
 
 
 class CheckpointError(ValueError):
@@ -37,15 +35,16 @@ def package_version():
 def save_checkpoint(path, sim, scene_path, overrides, energy_reference):
     """Write ``sim``'s complete state to ``path`` atomically (``path.tmp``, then rename)."""
     path = Path(path)
-    state, model = sim.state, sim.model
+    state = sim.state
     arrays = {f"state_{name}": getattr(state, name) for name in STATE_FIELDS}
-    arrays.update({f"bond_{name}": getattr(model.bonds, name) for name in BOND_FIELDS})
+    for name, own in state.interactions.items():
+        arrays.update({f"interaction.{name}.{field}": value for field, value in zip(own._fields, own)})
+    arrays.update({f"scheme.{field}": value for field, value in zip(sim.aux._fields, sim.aux)})
+    arrays.update({f"contacts.{key}": value for key, value in sim.contacts.export().items()})
     arrays.update(
         format=FORMAT, version=package_version(), step=state.step, time=state.time, dt=sim.dt,
         integrator=sim.integrator, scene_path=str(scene_path), scene_text=Path(scene_path).read_text(encoding="utf-8"),
-        overrides=np.array(list(overrides), dtype=str), angular_momentum=sim.angular_momentum,
-        neighbor_reference=sim.neighbors.reference_position, neighbor_builds=sim.neighbors.counters[N_BUILDS],
-        energy_reference=np.asarray(energy_reference, dtype=float),
+        overrides=np.array(list(overrides), dtype=str), energy_reference=np.asarray(energy_reference, dtype=float),
     )
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "wb") as file:
@@ -54,32 +53,40 @@ def save_checkpoint(path, sim, scene_path, overrides, energy_reference):
 
 
 def load_checkpoint(path):
-    """The arrays of a checkpoint as a dict; raises `CheckpointError` for a missing or foreign file."""
+    """The arrays of a checkpoint as a dict; raises `CheckpointError` for a missing, foreign or
+    outdated file."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             content = {key: data[key] for key in data.files}
     except (OSError, ValueError) as error:
         raise CheckpointError(f"{path}: not a readable checkpoint ({error})") from None
-    if int(content.get("format", -1)) != FORMAT:
-        raise CheckpointError(f"{path}: not a dem checkpoint of format {FORMAT}")
+    found = int(content.get("format", -1))
+    if found == -1:
+        raise CheckpointError(f"{path}: not a dem checkpoint")
+    if found != FORMAT:
+        raise CheckpointError(f"{path}: written by another version of dem (checkpoint format {found}, this version "
+                              f"reads format {FORMAT}); rerun the scene from the start")
     return content
 
 
 def restore(checkpoint, model, state, path="checkpoint"):
-    """Put a checkpoint's state and bond table into the freshly built ``model`` and ``state`` of
-    the same scene (checked: same bodies and bonds). Returns ``(angular_momentum,
-    neighbor_reference, neighbor_builds, energy_reference)`` for `dem.simulation.Simulation`."""
+    """Put a checkpoint's state into the freshly built ``model`` and ``state`` of the same scene
+    (checked: same bodies, same interactions and bonds). Returns ``({scheme state field: array},
+    contact table export)`` for `dem.simulation.Simulation`, and the energy reference."""
     n = model.n_bodies
     if checkpoint["state_position"].shape != (n, 3):
         raise CheckpointError(f"{path}: holds {checkpoint['state_position'].shape[0]} bodies, the scene builds {n}")
-    if checkpoint["bond_i"].shape != model.bonds.i.shape:
-        raise CheckpointError(f"{path}: holds {len(checkpoint['bond_i'])} bonds, the scene builds {len(model.bonds)}")
     for name in STATE_FIELDS:
         getattr(state, name)[...] = checkpoint[f"state_{name}"]
-    for name in BOND_FIELDS:
-        setattr(model.bonds, name, np.ascontiguousarray(checkpoint[f"bond_{name}"]))
+    for name, own in state.interactions.items():
+        for field, value in zip(own._fields, own):
+            key = f"interaction.{name}.{field}"
+            if key not in checkpoint or checkpoint[key].shape != value.shape:
+                raise CheckpointError(f"{path}: does not match the scene: its {name} state differs ({key})")
+            value[...] = checkpoint[key]
     state.step = int(checkpoint["step"])
     state.time = float(checkpoint["time"])
-    return (checkpoint["angular_momentum"].copy(), checkpoint["neighbor_reference"].copy(),
-            int(checkpoint["neighbor_builds"]), checkpoint["energy_reference"].copy())
+    aux = {key.removeprefix("scheme."): value.copy() for key, value in checkpoint.items() if key.startswith("scheme.")}
+    contacts = {key.removeprefix("contacts."): value for key, value in checkpoint.items() if key.startswith("contacts.")}
+    return (aux, contacts), checkpoint["energy_reference"].copy()

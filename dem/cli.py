@@ -2,23 +2,13 @@
 
 import argparse
 import logging
-import signal
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from tqdm import tqdm
-
-from .builders import build_system
-from .checkpoint import CheckpointError, load_checkpoint, restore
-from .integrators import INTEGRATORS
-from .scene import SceneError, load_scene
-from .simulation import Simulation, SimulationError
-from .stability import SAFE_FRACTION, EnergyGuard, critical_time_step, memory_estimate
-from .writers import Checkpointer, EnergyLog, VTKWriter
-
-log = logging.getLogger("dem")
+from .runner import CHECKPOINT, describe, log, run
+from .scene import SceneError
+from .simulation import SimulationError
 
 EXAMPLES = """examples:
   python -m dem scenes/torus_impact.toml                     run a scene (same as: run SCENE)
@@ -32,9 +22,6 @@ EXAMPLES = """examples:
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
 """
-
-CHECKPOINT = "checkpoint.npz"
-
 
 def _parser():
     parser = argparse.ArgumentParser(
@@ -65,123 +52,6 @@ def _parser():
     return parser
 
 
-def prepare(scene_path, overrides=(), out=None):
-    """Validate the scene and build the system; nothing is written. Returns ``(scene, model,
-    state, output_dir)``; raises `SceneError`."""
-    scene = load_scene(scene_path, overrides)
-    model, state = build_system(scene)
-    integrator = scene.simulation["integrator"]
-    if INTEGRATORS[integrator][1] and not model.spherical:
-        raise SceneError(f"{scene.path}: simulation.integrator: {integrator!r} needs spherical bodies "
-                         f"(J1 = J2 = J3); use 'lgvi' for general inertia")
-    output_dir = Path(out) if out is not None else Path(scene.output["dir"] or Path("output") / scene.name)
-    return scene, model, state, output_dir
-
-
-def check_time_step(scene, model, state):
-    """Log the critical time step estimate; warn when dt is above a safe fraction of it."""
-    critical = critical_time_step(model, state)
-    dt = scene.simulation["dt"]
-    text = critical.describe(dt)
-    if dt > SAFE_FRACTION * critical.dt:
-        log.warning("%s: simulation.dt: %s — above the safe fraction %g; the run may go unstable or its energy "
-                    "creep: consider dt ≤ %.2g", scene.path, text, SAFE_FRACTION, SAFE_FRACTION * critical.dt)
-    else:
-        log.info(text)
-    return critical
-
-
-@contextmanager
-def _stop_on_signals(sim):
-    """SIGINT and SIGTERM ask the simulation to stop after the current chunk of steps."""
-    def handler(number, _frame):
-        sim.request_stop(signal.Signals(number).name)
-
-    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
-
-
-def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
-    """Run a scene end to end (or continue one from the checkpoint ``restart``); returns
-    ``(sim, output_dir)``. Raises `SceneError` before anything is written, `SimulationError`
-    (outputs and the last checkpoint kept) if the run breaks down. A run stopped by a signal
-    returns with ``sim.stop_requested`` set, after writing a final checkpoint."""
-    scene, model, state, output_dir = prepare(scene_path, overrides, out)
-    restored, energy_reference = None, None
-    if restart is not None:
-        try:
-            checkpoint = load_checkpoint(restart)
-            *restored, energy_reference = restore(checkpoint, model, state, restart)
-        except CheckpointError as error:
-            raise SceneError(f"--restart {error}") from None
-        if float(checkpoint["dt"]) != scene.simulation["dt"]:
-            log.warning("restarting with dt = %g; the checkpoint's run used %g", scene.simulation["dt"],
-                        float(checkpoint["dt"]))
-        log.info("restarting %s at step %d (t = %.6g)", scene.name, state.step, state.time)
-    if state.step >= scene.n_steps:
-        raise SceneError(f"{scene.path}: simulation.t_end: the checkpoint is at t = {state.time:g}, already at or "
-                         f"past t_end = {scene.simulation['t_end']:g}; extend it with --set simulation.t_end=LATER")
-    check_time_step(scene, model, state)
-    try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
-                         f"{error.strerror}") from None
-    resume_step = state.step if restart is not None else None
-    guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],
-                        tuple(energy_reference) if energy_reference is not None else None)
-    checkpointer = Checkpointer(output_dir / CHECKPOINT, scene.output["checkpoint_every"], scene.path, overrides,
-                                guard)
-    observers = [guard, EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
-                 VTKWriter(output_dir, scene.output["vtk_every"]), checkpointer]
-    sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
-                     restored=restored)
-    log.debug("%d bodies, %d bonds, parallel kernels: %s", model.n_bodies, len(model.bonds), sim.parallel)
-    with tqdm(total=scene.n_steps, initial=state.step, unit="step", disable=quiet, desc=scene.name,
-              dynamic_ncols=True, mininterval=0.5) as bar, _stop_on_signals(sim):
-        def progress(step):
-            bar.set_postfix_str(f"t={sim.state.time:.4g}/{scene.simulation['t_end']:g}", refresh=False)
-            bar.update(step - bar.n)
-
-        try:
-            sim.run(scene.n_steps, progress=progress)
-        finally:
-            checkpointer.write(sim)  # the last good state, also when the run breaks down
-    return sim, output_dir
-
-
-def validate(scene_path, overrides=(), out=None):
-    """Print what a scene builds: bodies per builder, bonds, walls, sites, the time step and its
-    critical estimate, steps, memory, outputs."""
-    scene, model, state, output_dir = prepare(scene_path, overrides, out)
-    critical = critical_time_step(model, state)
-    dt = scene.simulation["dt"]
-    memory = memory_estimate(model)
-    lines = [
-        f"scene        {scene.path}",
-        f"bodies       {model.n_bodies} in {len(set(model.group.tolist()))} group(s) from "
-        + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
-        f"bonds        {len(model.bonds)} ({len(model.bonds.color_start) - 1} colours)",
-        f"walls        {len(model.wall_point)}",
-        f"sites        {model.n_sites} ({len(model.lj_pairs)} Lennard-Jones body pairs)",
-        f"inertia      {'spherical' if model.spherical else 'general'}",
-        f"integrator   {scene.simulation['integrator']}, dt = {dt:g}, {scene.n_steps} steps to t = "
-        f"{scene.simulation['t_end']:g}",
-        f"stability    {critical.describe(dt)}"
-        + ("  <- above the safe fraction" if dt > SAFE_FRACTION * critical.dt else ""),
-        f"memory       ≈ {memory / 2**20:.3g} MiB ({memory / model.n_bodies:.0f} B per body)",
-        f"outputs      {output_dir}/ (energy.csv every {scene.output['log_every']} steps, VTK every "
-        f"{scene.output['vtk_every'] or 'start and end only'}, checkpoint "
-        + (f"every {scene.output['checkpoint_every']} steps" if scene.output["checkpoint_every"] else "at the end")
-        + ")",
-    ]
-    print("\n".join(lines))
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in ("run", "validate", "plot", "-h", "--help"):
@@ -198,7 +68,7 @@ def main(argv=None):
             print(plot_energy(args.run_dir, args.out))
             return 0
         if args.command == "validate":
-            validate(args.scene, args.overrides, args.out)
+            print("\n".join(describe(args.scene, args.overrides, args.out)))
             return 0
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except SceneError as error:

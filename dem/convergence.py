@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cli import prepare
-from .diagnostics import energy_budget
+from .runner import prepare
 from .simulation import Simulation, SimulationError
 
 __all__ = [
@@ -102,9 +101,7 @@ def trajectory(scene_path, dt, integrator, overrides=(), sample_every_time=None,
     t, energy, snapshots = [], [], []
 
     def total_energy():
-        if hasattr(sim, "energy_budget"):  # uses the simulation's neighbour list
-            return sim.energy_budget()["total"]
-        return energy_budget(model, sim.state)["total"]
+        return sim.energy_budget()["total"]
 
     def sample(e):
         t.append(len(t) * sample_every_time)  # the same floats for every dt

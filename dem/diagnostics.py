@@ -1,11 +1,14 @@
-"""Kinetic energies and momenta (SPEC §4): ``P = Σ m v``, ``L = Σ x × m v + Σ R J Rᵀ Ω`` about
-the origin (for a body on a pivot at the origin, ``v = 0`` and ``J`` is about the pivot)."""
+"""The energy budget and momenta of a state (SPEC §4): the kinetic energies, every active
+interaction's energy columns (`dem.interactions`), their ``total``, ``P = Σ m v`` and
+``L = Σ x × m v + Σ R J Rᵀ Ω`` about the origin (for a body on a pivot at the origin, ``v = 0``
+and ``J`` is about the pivot)."""
 
 import numpy as np
 from numba import njit
 
+from .engine import new_contacts
+from .interactions import CORE_COLUMNS, INTERACTIONS, KINETIC_COLUMNS, energy_columns
 from .rotations import _cross, _quat_rotate, _quat_rotate_inverse
-from .state import ENERGY_COMPONENTS, KINETIC_ROTATIONAL, KINETIC_TRANSLATIONAL
 
 
 @njit(cache=True)
@@ -30,24 +33,40 @@ def _diagnostics_kernel(mass, inertia, position, velocity, orientation, angular_
     return ke_t, ke_r, momentum, angular
 
 
-def energy_budget(model, state, neighbors=None, model_arrays=None):
-    """The full row of `ENERGY_COMPONENTS` plus ``total``, ``P`` and ``L`` as a dict. Contact
-    energies need a current neighbour list: pass the simulation's (`Simulation.energy_budget`
-    does), or one is built here."""
-    from .interactions import potential_energies
-    from .neighbors import NeighborList
+def interaction_energies(model, state, contacts, bodies=None):
+    """``{column: energy}`` of the active interactions (columns shared by several are summed in
+    registry order); ``contacts`` a `dem.contacts.ContactTable` current for ``state``."""
+    bodies = model.body_arrays() if bodies is None else bodies
+    values = dict.fromkeys(energy_columns(), 0.0)
+    st = state.arrays()
+    rows = contacts.contacts()
+    for name, params in model.interactions.items():
+        interaction = INTERACTIONS[name]
+        history = (contacts.histories[name],) if interaction.history else ()
+        energies = interaction.energy(st, bodies, rows, params, state.interactions.get(name, ()), *history)
+        for column, value in zip(interaction.columns, energies):
+            values[column] += value
+    return values
 
+
+def energy_budget(model, state, contacts=None, bodies=None):
+    """The log row: every column of `dem.interactions.energy_columns` plus ``total``, ``P`` and
+    ``L``, as a dict. Contact energies need a neighbour list current for ``state``: pass the
+    simulation's (`dem.simulation.Simulation.energy_budget` does), or one is built here."""
+    if contacts is None:  # (per-contact histories then start from zero)
+        contacts = new_contacts(model)
+        contacts.rebuild(state.position, model.diameter)
     ke_t, ke_r, momentum, angular = _diagnostics_kernel(
         model.mass, model.inertia, state.position, state.velocity, state.orientation, state.angular_velocity
     )
-    if neighbors is None:
-        neighbors = NeighborList(model.n_bodies)
-        neighbors.update(state.position, model.diameter, model.skin)
-    energy = potential_energies(model, state, neighbors, model_arrays)
-    energy[KINETIC_TRANSLATIONAL] = ke_t
-    energy[KINETIC_ROTATIONAL] = ke_r
-    row = dict(zip(ENERGY_COMPONENTS, energy.tolist()))
-    row["total"] = float(energy.sum())
+    row = interaction_energies(model, state, contacts, bodies)
+    row["kinetic_translational"] = ke_t
+    row["kinetic_rotational"] = ke_r
+    total = float(np.array([row[name] for name in KINETIC_COLUMNS + CORE_COLUMNS]).sum())
+    for name in row:
+        if name not in KINETIC_COLUMNS + CORE_COLUMNS:
+            total += row[name]
+    row["total"] = total
     for c, axis in enumerate("xyz"):
         row["P" + axis] = float(momentum[c])
     for c, axis in enumerate("xyz"):

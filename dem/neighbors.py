@@ -166,12 +166,18 @@ def _needs_rebuild(position, diameter, skin, reference_position):
 
 
 @njit(inline="always")
+def _rebuild_due(position, diameter, skin, reference_position, counters):
+    """Whether the list must be (re)built: never built, or a particle moved more than ``skin/2``."""
+    return counters[N_BUILDS] == 0 or _needs_rebuild(position, diameter, skin, reference_position)
+
+
+@njit(inline="always")
 def _update_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
                    counters):
     """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
     (its ``prange`` loops become part of the caller's parallel region: a separately compiled
     parallel function called from compiled code is costly)."""
-    if counters[N_BUILDS] == 0 or _needs_rebuild(position, diameter, skin, reference_position):
+    if _rebuild_due(position, diameter, skin, reference_position, counters):
         return _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
                              cell_particles, counters)
     return index

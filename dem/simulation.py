@@ -1,22 +1,19 @@
-"""`Simulation`: owns the model, the state, the integrator and the observers, and runs the loop.
+"""`Simulation`: owns the model, the state, the contact table, the scheme and the observers, and
+runs the loop.
 
 Loop order (`Simulation.run`): find the next step at which some observer is due (or at most
-`Simulation.max_chunk` steps ahead); advance to it with compiled steps
-(`dem.integrators._advance_kernel`, no Python per step); then every due observer reports, in the
-order given. Step 0 is reported before the first step; a restarted run reports from its next due
-step on. Between chunks the loop honours a stop request (`Simulation.request_stop`, set by the
-command line's signal handlers), leaving the state at a whole step.
+`Simulation.max_chunk` steps ahead); advance to it with compiled steps (`dem.engine`, no Python
+per step); then every due observer reports, in the order given. Step 0 is reported before the
+first step; a restarted run reports from its next due step on. Between chunks the loop honours a
+stop request (`Simulation.request_stop`, set by the command line's signal handlers), leaving the
+state at a whole step.
 """
 
-import numba
 import numpy as np
 
 from .diagnostics import energy_budget
-from .integrators import (
-    INTEGRATORS, NEWTON_FAILED, NOT_FINITE, OK, RRP_LIMIT, _advance_kernel, _angular_momentum_kernel,
-)
-from .interactions import compute_forces
-from .neighbors import N_BUILDS, NeighborList
+from .engine import FAILED, NOT_FINITE, OK, advance_module, arguments, compute_forces, new_contacts, store_contacts
+from .integrators import SCHEMES
 
 
 class SimulationError(RuntimeError):
@@ -28,53 +25,59 @@ PARALLEL_THRESHOLD = 4096
 
 
 class Simulation:
-    """Advance ``state`` under ``model`` with ``integrator`` (a name of `INTEGRATORS`).
+    """Advance ``state`` under ``model`` with ``integrator`` (a name of `dem.integrators.SCHEMES`).
 
     ``observers`` have ``every`` (steps; 0 = never except at the start and the end), ``report(sim)``
     and ``close(sim)``. Kernels run on numba's threads (``numba.set_num_threads``) when there are
     at least `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
-    bit for bit, whatever the choice and the number of threads.
+    bit for bit, whatever the choice and the number of threads. ``restored`` is what
+    `dem.checkpoint.restore` returns, to continue a run.
     """
 
     def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
-        if integrator not in INTEGRATORS:
-            raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-        scheme, spherical_only, _ = INTEGRATORS[integrator]
-        if spherical_only and not model.spherical:
+        if integrator not in SCHEMES:
+            raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(SCHEMES)}")
+        scheme = SCHEMES[integrator]
+        if scheme.spherical and not model.spherical:
             raise ValueError(f"integrator {integrator!r} needs spherical inertia (J1 = J2 = J3) for every body")
         if not dt > 0.0:
             raise ValueError(f"dt must be positive, got {dt}")
         self.model = model
         self.state = state
         self.integrator = integrator
+        self.scheme = scheme
         self.dt = float(dt)
         self.observers = list(observers)
-        self._scheme = scheme
-        self._model_arrays = model.arrays()
-        self.neighbors = NeighborList(model.n_bodies)
         self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
         self.stop_requested = None
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
+        self.bodies = model.body_arrays()
+        self.contacts = new_contacts(model)
         self._energy_row = (None, None)
-        # spatial angular momenta, integrated by lgvi for anisotropic bodies (Ω follows from them)
-        self.angular_momentum = np.zeros((model.n_bodies, 3))
+        self._engine = None
         if restored is None:
-            _angular_momentum_kernel(state.arrays(), self._model_arrays, self.angular_momentum)
-            compute_forces(model, state, self.neighbors, self._model_arrays, parallel=self.parallel)
+            self.aux = scheme.aux(state, self.bodies)
+            self.compute_forces()
         else:
-            # a checkpoint's state carries its forces; the neighbour list is rebuilt at the reference
-            # positions of the interrupted run's last build, so contact sums keep their order
-            self.angular_momentum[:], reference, builds = restored
-            if builds > 0 and model.k_pp > 0:
-                self.neighbors.update(reference, model.diameter, model.skin, parallel=self.parallel)
-                self.neighbors.counters[N_BUILDS] = builds
+            # a checkpoint's state carries its forces; the contact table is rebuilt where the
+            # interrupted run last built it, so contact sums keep their order
+            aux, contacts = restored
+            self.aux = scheme.aux(state, self.bodies)
+            if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
+                self.aux = type(self.aux)(**aux)
+            self.contacts.restore(contacts, model.diameter)
+
+    def compute_forces(self, dt=0.0):
+        """Evaluate every interaction at the current state (``dt`` books non-conservative work;
+        0: none), updating the contact table."""
+        compute_forces(self.model, self.state, self.contacts, self.bodies, dt, self.parallel)
 
     def energy_budget(self):
         """The log row of the current state (`dem.diagnostics.energy_budget`), computed once per
         step however many observers ask."""
         step, row = self._energy_row
         if step != self.state.step:
-            row = energy_budget(self.model, self.state, self.neighbors, self._model_arrays)
+            row = energy_budget(self.model, self.state, self.contacts, self.bodies)
             self._energy_row = (self.state.step, row)
         return row
 
@@ -86,25 +89,19 @@ class Simulation:
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
         if n_steps <= 0:
             return
-        parallel = self.parallel and numba.get_num_threads() > 1
-        status, body, done, self.neighbors.index = _advance_kernel(
-            n_steps, self._scheme, self.dt, parallel, self.state.arrays(), self._model_arrays, self.angular_momentum,
-            *self.neighbors.arrays(),
+        if self._engine is None:
+            self._engine = advance_module(self.scheme, tuple(self.model.interactions), self.parallel).advance
+        histories, parameters = arguments(self.model, self.state, self.contacts)
+        status, body, done, *carried = self._engine(
+            n_steps, self.dt, self.state.arrays(), self.bodies, self.aux, self.contacts.arrays(), self.contacts.index,
+            *histories, *parameters,
         )
+        store_contacts(self.model, self.contacts, carried)
         self.state.step += done
         self.state.time = self.state.step * self.dt
-        if status == RRP_LIMIT:
-            raise SimulationError(
-                f"step {self.state.step + 1}: body {body} would turn by π/2 or more in one step "
-                f"(h²|Ω + hτ/2J|² ≥ 1, the limit of the 'rrp' map, seed 001 eq. 16); "
-                f"reduce simulation.dt (now {self.dt:g})"
-            )
-        if status == NEWTON_FAILED:
-            raise SimulationError(
-                f"step {self.state.step + 1}: the 'lgvi' rotation update of body {body} has no solution "
-                f"(Newton did not converge: the body would turn too far in one step); "
-                f"reduce simulation.dt (now {self.dt:g})"
-            )
+        if status == FAILED:
+            raise SimulationError(f"step {self.state.step + 1}: body {body} {self.scheme.failure}; "
+                                  f"reduce simulation.dt (now {self.dt:g})")
         if status == NOT_FINITE:
             raise SimulationError(
                 f"step {self.state.step}: body {body} has a non-finite position or velocity "

@@ -1,8 +1,9 @@
 """The system on SE(3)ⁿ as structure-of-arrays: constant `Model`, time-varying `State`.
 
-Every array is contiguous float64 (int64 for indices, bool for flags) with the body index first.
-Kernels never see these dataclasses: launchers unpack them into plain arrays (`Model.arrays()`,
-`State.arrays()`), which numba takes as named tuples.
+Every array is contiguous float64 (int32/int64 for indices, bool for flags) with the body index
+first. Kernels never see these dataclasses: launchers unpack them into named tuples of plain
+arrays (`Model.body_arrays`, `State.arrays`) and each interaction's own named parameters
+(`Model.interactions`) and state (`State.interactions`).
 
 Units are those of the scene (consistent units; the reference scenes are non-dimensional).
 """
@@ -13,40 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-#: Columns of the energy budget, in the order of SPEC §4. Potential, broken and dissipated terms
-#: come from `dem.interactions.potential_energies` (on report steps only), kinetic terms from
-#: `dem.diagnostics`.
-ENERGY_COMPONENTS = (
-    "kinetic_translational",
-    "kinetic_rotational",
-    "axial",
-    "shear",
-    "bending",
-    "hertz_pp",
-    "hertz_pw",
-    "gravity",
-    "lj",
-    "external",
-    "broken",
-    "dissipated",
-)
-KINETIC_TRANSLATIONAL, KINETIC_ROTATIONAL, AXIAL, SHEAR, BENDING, HERTZ_PP, HERTZ_PW, GRAVITY, LJ, EXTERNAL, BROKEN, DISSIPATED = range(
-    len(ENERGY_COMPONENTS)
-)
-
-StateArrays = namedtuple(
-    "StateArrays",
-    "position velocity orientation angular_velocity force moment broken_energy dissipated_energy",
-)
-ModelArrays = namedtuple(
-    "ModelArrays",
-    "inverse_mass mass inertia inverse_inertia diameter com_offset gravity "
-    "bond_i bond_j bond_k_axial bond_k_shear bond_k_bending bond_rest_length "
-    "bond_rest_dir_i bond_rest_dir_j bond_rest_relative bond_broken bond_color_start break_limits breakable "
-    "wall_point wall_normal k_pp k_pw damping skin "
-    "site_start site_offset lj_pair_i lj_pair_j lj_epsilon lj_sigma "
-    "stress_body stress_alpha stress_attractor applied_body applied_force",
-)
+#: What every kernel may read of the bodies (constant).
+BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
+#: The bodies' configuration and velocities, and the force and moment buffers.
+StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment")
 
 
 @njit(cache=True)
@@ -77,12 +48,14 @@ def _vectors(values, n, name):
 
 @dataclass
 class Bonds:
-    """Binder bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3).
+    """Binder bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3), sorted by
+    colour: the bonds of colour ``c`` are ``color_start[c]:color_start[c+1]`` and share no body.
 
     ``rest_dir_i = R_i0ᵀ n0`` and ``rest_dir_j = R_j0ᵀ n0`` are the rest bond direction
     ``n0 = (x_i0 − x_j0)/r0`` in each end's body frame; ``rest_relative`` is the quaternion of
     ``R_j0ᵀ R_i0``, so that the bending rotation is ``log(R_j R_j0ᵀ R_i0 R_iᵀ)``.
-    Stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.).
+    Stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.). Whether a bond is broken is
+    time-varying: the binder's state (`dem.interactions.binder`).
     """
 
     i: np.ndarray
@@ -94,15 +67,13 @@ class Bonds:
     rest_dir_i: np.ndarray
     rest_dir_j: np.ndarray
     rest_relative: np.ndarray
-    broken: np.ndarray
     color_start: np.ndarray
 
     @classmethod
     def empty(cls):
         return cls(
             np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0),
-            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.int8),
-            np.zeros(1, np.int64),
+            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(1, np.int64),
         )
 
     def __len__(self):
@@ -111,17 +82,24 @@ class Bonds:
 
 @dataclass
 class Model:
-    """Constant data: bodies' mass properties, bonds, walls, contact and field parameters.
+    """Constant data: the bodies' mass properties, the topology the builders made (bonds, walls,
+    interaction sites, per-interaction inputs), the validated scene sections and, from them,
+    each active interaction's named parameters.
 
     Shapes: ``mass (n,)``, ``inertia (n, 3)`` principal moments in the body frame (about the pivot
     for pinned bodies), ``diameter (n,)`` contact diameter (0: no contact), ``com_offset (n, 3)``
     centre of mass in the body frame relative to the body's reference point (zero for free bodies;
     ``ρ`` for a body on a pivot), ``pinned (n,)`` bodies that do not translate (they turn about
-    ``position``), ``clamped (n,)`` bodies that do not rotate.
+    ``position``), ``clamped (n,)`` bodies that do not rotate, ``group (n,)`` the first body of
+    the builder table that made each body.
 
-    Rigid clusters carry interaction sites: the sites of body ``i`` are
-    ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point);
-    Lennard-Jones acts between the sites of the body pairs ``lj_pairs (p, 2)``.
+    Walls are planes through ``wall_point (w, 3)`` with unit normals ``wall_normal (w, 3)``
+    pointing to the particles' side (``wall_size``: the square drawn in VTK output). Rigid
+    clusters carry interaction sites: the sites of body ``i`` are
+    ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point).
+    ``inputs[name]`` is what builders hand to interaction ``name`` (e.g. the Lennard-Jones body
+    pairs); ``sections`` the scene sections' values; ``interactions`` maps the name of every
+    interaction that acts in this system to its parameters (registry order).
     """
 
     mass: np.ndarray
@@ -135,70 +113,46 @@ class Model:
     wall_point: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     wall_normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     wall_size: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    k_pp: float = 0.0
-    k_pw: float = 0.0
-    #: contact damping γ (`dem.interactions.contact.damping_from_restitution`); 0: none
-    damping: float = 0.0
-    #: breakage limits (axial strain in tension, in compression, shear 1 − s, angle |θ|); inf: off
-    break_limits: np.ndarray = field(default_factory=lambda: np.full(4, np.inf))
-    gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    skin: float = 0.0
     site_start: np.ndarray = None
     site_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    lj_pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
-    lj_epsilon: float = 0.0
-    lj_sigma: float = 1.0
-    #: Ortolan–Saccon stress potential (seed 000 eq. 3) on these bodies
-    stress_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    stress_alpha: float = 0.0
-    stress_attractor: np.ndarray = field(default_factory=lambda: np.eye(3))
-    #: constant forces ``applied_force[k]`` on bodies ``applied_body[k]``
-    applied_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    applied_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #: Verlet skin of the particles' neighbour list (`dem.contacts`)
+    skin: float = 0.0
+    inputs: dict = field(default_factory=dict)
+    sections: dict = field(default_factory=dict)
+    interactions: dict = field(default_factory=dict)
     #: extra log columns: name -> function(model, state) -> float
     invariants: dict = field(default_factory=dict)
-
-    @property
-    def n_bodies(self):
-        return len(self.mass)
-
-    @property
-    def spherical(self):
-        """True when every body has ``J1 = J2 = J3`` (the RRP maps of seed 001 apply)."""
-        return bool(np.all(self.inertia == self.inertia[:, :1]))
 
     def __post_init__(self):
         if self.site_start is None:  # no body has sites
             self.site_start = np.zeros(self.n_bodies + 1, np.int64)
 
     @property
+    def n_bodies(self):
+        return len(self.mass)
+
+    @property
     def n_sites(self):
         return len(self.site_offset)
 
-    def arrays(self):
+    @property
+    def spherical(self):
+        """True when every body has ``J1 = J2 = J3`` (the RRP maps of seed 001 apply)."""
+        return bool(np.all(self.inertia == self.inertia[:, :1]))
+
+    def body_arrays(self):
         inverse_mass = np.where(self.pinned, 0.0, 1.0 / self.mass)
         inverse_inertia = np.where(self.clamped[:, None], 0.0, 1.0 / self.inertia)
-        b = self.bonds
-        return ModelArrays(
-            inverse_mass, self.mass, self.inertia, inverse_inertia, self.diameter, self.com_offset, self.gravity,
-            b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length,
-            b.rest_dir_i, b.rest_dir_j, b.rest_relative, b.broken, b.color_start, self.break_limits,
-            bool(np.isfinite(self.break_limits).any()),
-            self.wall_point, self.wall_normal, float(self.k_pp), float(self.k_pw), float(self.damping),
-            float(self.skin),
-            self.site_start, self.site_offset, self.lj_pairs[:, 0].copy(), self.lj_pairs[:, 1].copy(),
-            float(self.lj_epsilon), float(self.lj_sigma),
-            self.stress_body, float(self.stress_alpha), self.stress_attractor, self.applied_body, self.applied_force,
-        )
+        return BodyArrays(self.mass, inverse_mass, self.inertia, inverse_inertia, self.diameter, self.com_offset)
 
 
 @dataclass
 class State:
     """Time-varying data: ``position (n,3)``, ``velocity (n,3)``, ``orientation (n,4)`` unit
     quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
-    spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration, and per
-    body the energy taken out so far by bond breakage (``broken_energy``) and contact damping
-    (``dissipated_energy``)."""
+    spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration, and
+    ``interactions[name]``: the time-varying arrays of each interaction that has any (broken
+    bonds, energy booked to breakage or damping, …)."""
 
     position: np.ndarray
     velocity: np.ndarray
@@ -206,13 +160,12 @@ class State:
     angular_velocity: np.ndarray
     force: np.ndarray
     moment: np.ndarray
-    broken_energy: np.ndarray
-    dissipated_energy: np.ndarray
+    interactions: dict = field(default_factory=dict)
     step: int = 0
     time: float = 0.0
 
     @classmethod
-    def new(cls, position, velocity, orientation, angular_velocity):
+    def new(cls, position, velocity, orientation, angular_velocity, interactions=None):
         n = len(position)
         return cls(
             _vectors(position, n, "position"),
@@ -221,12 +174,9 @@ class State:
             _vectors(angular_velocity, n, "angular_velocity"),
             np.zeros((n, 3)),
             np.zeros((n, 3)),
-            np.zeros(n),
-            np.zeros(n),
+            dict(interactions or {}),
         )
 
     def arrays(self):
-        return StateArrays(
-            self.position, self.velocity, self.orientation, self.angular_velocity,
-            self.force, self.moment, self.broken_energy, self.dissipated_energy,
-        )
+        return StateArrays(self.position, self.velocity, self.orientation, self.angular_velocity, self.force,
+                           self.moment)

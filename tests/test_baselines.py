@@ -141,17 +141,18 @@ def test_core_lgvi_runs_the_stress_scene_like_the_single_body_lgvi():
     """`python -m dem scenes/ortolan_saccon.toml` (the multi-body core's lgvi) and the baseline
     module's single-body LGVI are two transcriptions of SPEC §2: same trajectory to round-off."""
     from dem import Simulation
-    from dem.cli import prepare
+    from dem.runner import prepare
     from dem.rotations import quat_matrix
 
     scene, model, state, _ = prepare(Path(__file__).resolve().parents[1] / "scenes/ortolan_saccon.toml")
-    assert model.stress_body.tolist() == [0]
+    params = model.interactions["ortolan_saccon"]
+    assert params.body.tolist() == [0]
     rotation0 = quat_matrix(state.orientation[0])
     omega0 = rotation0.T @ state.angular_velocity[0]
     Simulation(model, state, "lgvi", scene.simulation["dt"]).advance(400)
     from dem import baselines
 
-    stress = baselines.ortolan_saccon_potential(model.stress_alpha, model.stress_attractor)
+    stress = baselines.ortolan_saccon_potential(params.alpha, params.attractor)
     single = baselines.integrate("LGVI", model.inertia[0], stress, rotation0, omega0, scene.simulation["dt"], 400)
     rotation = quat_matrix(state.orientation[0])
     assert np.abs(rotation - single.rotation[-1]).max() < 1e-9

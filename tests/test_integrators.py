@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dem import SystemBuilder, Simulation
-from dem.cli import run
+from dem.runner import run
 from dem.diagnostics import energy_budget
 from dem.rotations import quat_from_rotvec, quat_matrix
 

@@ -1,17 +1,27 @@
-"""One battery for every interaction (SPEC §3): forces and moments equal minus the
-central-difference gradient of the energy, internal interactions have ΣF = 0 and
-Σ(x × F + τ) = 0, and nothing acts beyond reach."""
+"""One battery for every registered interaction (SPEC §3), generated from the registry:
+
+* the kernels equal an independent plain-numpy implementation (`reference_laws`) to 1e-12 on a
+  table of configurations (energy, forces, moments);
+* forces and moments equal minus the central-difference gradient of the energy;
+* internal interactions have ΣF = 0 and Σ(x × F + τ) = 0;
+* nothing acts beyond reach, bonds at rest are unloaded.
+
+Every interaction of `dem.interactions.INTERACTIONS` must have configurations in `CASES`."""
 
 import numpy as np
 import pytest
+from reference_laws import REFERENCE
 
 from dem import SystemBuilder
-from dem.interactions import INTERACTIONS, compute_forces, potential_energies
-from dem.neighbors import NeighborList
+from dem.builders.tetra_chain import TETRAHEDRON
+from dem.diagnostics import interaction_energies
+from dem.engine import compute_forces
+from dem.interactions import INTERACTIONS, hertz
 from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
-from dem.state import ENERGY_COMPONENTS
 
-RNG_SEEDS = range(5)
+SEEDS = range(5)
+#: columns that book work taken out of the system: not potential energy
+BOOKED = ("broken", "dissipated")
 
 
 def random_quaternions(rng, n, angle=np.pi):
@@ -20,19 +30,22 @@ def random_quaternions(rng, n, angle=np.pi):
     return quat_from_rotvec(axes * rng.uniform(0, angle, size=(n, 1)))
 
 
-def bonded_chain(rng, k_axial=0.0, k_shear=0.0, k_bending=0.0, k_pp=0.0):
+def bonded_chain(k_axial=0.0, k_shear=0.0, k_bending=0.0):
     """Four bonded spheres at rest in a random configuration, then displaced and turned."""
-    system = SystemBuilder()
-    position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
-    orientation = random_quaternions(rng, 4)
-    for x, q in zip(position, orientation):
-        system.add_body(x, mass=1.0, inertia=1.0, orientation=q, diameter=rng.uniform(1.0, 1.4))
-    for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
-        system.add_bond(i, j, k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
-    model, state = system.finish(k_pp=k_pp)
-    state.position += rng.normal(scale=0.1, size=(4, 3))
-    state.orientation[:] = quat_multiply(random_quaternions(rng, 4, angle=1.0), state.orientation)
-    return model, state
+    def make(rng):
+        system = SystemBuilder()
+        position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
+        orientation = random_quaternions(rng, 4)
+        for x, q in zip(position, orientation):
+            system.add_body(x, mass=1.0, inertia=1.0, orientation=q, diameter=rng.uniform(1.0, 1.4))
+        for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
+            system.add_bond(i, j, k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
+        model, state = system.finish()
+        state.position += rng.normal(scale=0.1, size=(4, 3))
+        state.orientation[:] = quat_multiply(random_quaternions(rng, 4, angle=1.0), state.orientation)
+        return model, state
+
+    return make
 
 
 def overlapping_cloud(rng):
@@ -40,7 +53,7 @@ def overlapping_cloud(rng):
     system = SystemBuilder()
     for x in rng.uniform(0, 2.0, size=(12, 3)):
         system.add_body(x, mass=1.0, inertia=1.0, diameter=rng.uniform(0.6, 1.2))
-    return system.finish(k_pp=50.0)
+    return system.finish(contact={"k_pp": 50.0})
 
 
 def spheres_near_walls(rng):
@@ -50,7 +63,7 @@ def spheres_near_walls(rng):
                         orientation=random_quaternions(rng, 1)[0])
     walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
              dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0)]
-    return system.finish(walls=walls, k_pw=30.0)
+    return system.finish(walls, contact={"k_pw": 30.0})
 
 
 def pendulum_in_gravity(rng):
@@ -59,81 +72,97 @@ def pendulum_in_gravity(rng):
         system.add_body(rng.normal(size=3), mass=rng.uniform(0.5, 2), inertia=1.0, com_offset=rng.normal(size=3),
                         orientation=random_quaternions(rng, 1)[0], pinned=True)
     system.add_body(rng.normal(size=3), mass=1.5, inertia=1.0)
-    return system.finish(gravity=(0.3, -0.2, -9.81))
+    return system.finish(fields={"gravity": (0.3, -0.2, -9.81)})
 
 
 def tetrahedra_close_together(rng):
     """Three rigid tetrahedral clusters, randomly turned, with Lennard-Jones between neighbours."""
-    from dem.builders import TETRAHEDRON
-
     system = SystemBuilder()
     for k in range(3):
         turned = TETRAHEDRON @ quat_matrix(random_quaternions(rng, 1)[0]).T
         system.add_cluster([1.6 * k, 0.2 * k, 0] + turned, rng.uniform(0.5, 2.0, 4))
-    system.lj_pairs += [(0, 1), (1, 2), (0, 2)]
-    system.lj = (5.0, 1.0)
+    for pair in ((0, 1), (1, 2), (0, 2)):
+        system.append_input("lennard_jones", "pairs", pair)
+    system.set_input("lennard_jones", "epsilon", 5.0)
+    system.set_input("lennard_jones", "sigma", 1.0)
     return system.finish()
 
 
-def body_in_stress_potential(rng):
+def bodies_in_stress_potential(rng):
     system = SystemBuilder()
     for _ in range(2):
-        system.add_body(rng.normal(size=3), mass=1.0, inertia=(2.0, 2.0, 4.0), orientation=random_quaternions(rng, 1)[0])
-    model, state = system.finish()
-    model.stress_body = np.array([0, 1])
-    model.stress_alpha = 0.3
-    model.stress_attractor = quat_matrix(quat_from_rotvec(np.array([2.5, 0, 2.5]) / np.sqrt(2)))
-    return model, state
+        body = system.add_body(rng.normal(size=3), mass=1.0, inertia=(2.0, 2.0, 4.0),
+                               orientation=random_quaternions(rng, 1)[0])
+        system.append_input("ortolan_saccon", "bodies", body)
+    return system.finish(ortolan_saccon={"alpha": 0.3})
 
 
 def bodies_with_applied_forces(rng):
     system = SystemBuilder()
     for _ in range(3):
         system.add_body(rng.normal(size=3), mass=1.0, inertia=1.0)
-    system.applied += [(0, rng.normal(size=3)), (2, rng.normal(size=3))]
+    for body in (0, 2):
+        system.append_input("applied_force", "bodies", body)
+        system.append_input("applied_force", "forces", rng.normal(size=3))
     return system.finish()
 
 
+#: interaction name -> {variant: configuration(rng) -> (model, state)}; each configuration
+#: activates that interaction alone
 CASES = {
-    "binder_axial": lambda rng: bonded_chain(rng, k_axial=200.0),
-    "binder_shear": lambda rng: bonded_chain(rng, k_shear=200.0),
-    "binder_bending": lambda rng: bonded_chain(rng, k_bending=10.0),
-    "hertz_pp": overlapping_cloud,
-    "hertz_pw": spheres_near_walls,
-    "gravity": pendulum_in_gravity,
-    "lennard_jones": tetrahedra_close_together,
-    "ortolan_saccon": body_in_stress_potential,
-    "applied_force": bodies_with_applied_forces,
+    "binder": {"axial": bonded_chain(k_axial=200.0), "shear": bonded_chain(k_shear=200.0),
+               "bending": bonded_chain(k_bending=10.0),
+               "all": bonded_chain(k_axial=200.0, k_shear=150.0, k_bending=10.0)},
+    "hertz_pp": {"cloud": overlapping_cloud},
+    "hertz_pw": {"walls": spheres_near_walls},
+    "gravity": {"pinned and free": pendulum_in_gravity},
+    "lennard_jones": {"tetrahedra": tetrahedra_close_together},
+    "ortolan_saccon": {"two bodies": bodies_in_stress_potential},
+    "applied_force": {"three bodies": bodies_with_applied_forces},
 }
+PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
+
+
+def configuration(name, variant, seed):
+    model, state = CASES[name][variant](np.random.default_rng(seed))
+    assert list(model.interactions) == [name]  # the configuration loads this interaction alone
+    return model, state
 
 
 def evaluate(model, state):
-    """Forces, moments, potential energy components."""
-    neighbors = NeighborList(model.n_bodies)
-    compute_forces(model, state, neighbors)
-    return state.force.copy(), state.moment.copy(), potential_energies(model, state, neighbors)
+    """Forces, moments and the potential energy (every column but the booked ones)."""
+    contacts = compute_forces(model, state)
+    energies = interaction_energies(model, state, contacts)
+    return state.force.copy(), state.moment.copy(), sum(v for k, v in energies.items() if k not in BOOKED)
 
 
 def energy_at(model, state, position=None, orientation=None):
     trial = type(state).new(state.position if position is None else position, state.velocity,
-                            state.orientation if orientation is None else orientation, state.angular_velocity)
-    return evaluate(model, trial)[2].sum()
+                            state.orientation if orientation is None else orientation, state.angular_velocity,
+                            state.interactions)
+    return evaluate(model, trial)[2]
 
 
 def test_every_interaction_is_in_the_battery():
-    assert set(CASES) == set(INTERACTIONS)
+    assert set(CASES) == set(INTERACTIONS) == set(REFERENCE)
 
 
-@pytest.mark.parametrize("seed", RNG_SEEDS)
-@pytest.mark.parametrize("name", list(CASES))
-def test_forces_and_moments_are_minus_the_energy_gradient(name, seed):
-    rng = np.random.default_rng(seed)
-    model, state = CASES[name](rng)
-    force, moment, energies = evaluate(model, state)
-    components, _ = INTERACTIONS[name]
-    energy = energies.sum()
-    assert energy != 0.0 and max(np.abs(force).max(), np.abs(moment).max()) > 0, "the configuration must load it"
-    assert energy == sum(energies[c] for c in components)  # nothing else is loaded
+@pytest.mark.parametrize("name, variant, seed", PARAMETERS)
+def test_kernels_equal_the_reference_implementation(name, variant, seed):
+    model, state = configuration(name, variant, seed)
+    force, moment, energy = evaluate(model, state)
+    ref_energy, ref_force, ref_moment = REFERENCE[name](model, state)
+    scale = max(np.abs(ref_force).max(), np.abs(ref_moment).max())
+    assert scale > 0 and ref_energy != 0.0, "the configuration must load the interaction"
+    assert energy == pytest.approx(ref_energy, rel=1e-12, abs=1e-12 * scale)
+    assert np.abs(force - ref_force).max() <= 1e-12 * scale
+    assert np.abs(moment - ref_moment).max() <= 1e-12 * scale
+
+
+@pytest.mark.parametrize("name, variant, seed", PARAMETERS)
+def test_forces_and_moments_are_minus_the_energy_gradient(name, variant, seed):
+    model, state = configuration(name, variant, seed)
+    force, moment, energy = evaluate(model, state)
     eps = 1e-6
     fd_force = np.zeros_like(force)
     fd_moment = np.zeros_like(moment)
@@ -155,10 +184,9 @@ def test_forces_and_moments_are_minus_the_energy_gradient(name, seed):
     assert np.abs(moment - fd_moment).max() < 1e-6 * scale
 
 
-@pytest.mark.parametrize("seed", RNG_SEEDS)
-@pytest.mark.parametrize("name", [n for n, (_, internal) in INTERACTIONS.items() if internal])
-def test_internal_interactions_have_no_net_force_or_moment(name, seed):
-    model, state = CASES[name](np.random.default_rng(seed))
+@pytest.mark.parametrize("name, variant, seed", [p for p in PARAMETERS if INTERACTIONS[p[0]].internal])
+def test_internal_interactions_have_no_net_force_or_moment(name, variant, seed):
+    model, state = configuration(name, variant, seed)
     force, moment, _ = evaluate(model, state)
     scale = np.abs(force).max() * (1 + np.abs(state.position).max()) + np.abs(moment).max()
     assert np.abs(force.sum(axis=0)).max() < 1e-13 * scale
@@ -171,34 +199,31 @@ def test_nothing_acts_beyond_reach():
     system.add_body((0, 0, 0), mass=1, inertia=1, diameter=1.0)
     system.add_body((1.0 + 1e-12, 0, 0), mass=1, inertia=1, diameter=1.0)   # just apart
     system.add_body((5.0, 0.5 + 1e-12, 0), mass=1, inertia=1, diameter=1.0)  # just off the wall
-    model, state = system.finish(k_pp=100.0, k_pw=100.0,
-                                 walls=[dict(point=(0, 0, 0), normal=(0, 1, 0), size=0.0)])
+    model, state = system.finish([dict(point=(0, 0, 0), normal=(0, 1, 0), size=0.0)],
+                                 contact={"k_pp": 100.0, "k_pw": 100.0})
     state.position[:2, 1] = 3.0
     force, moment, energy = evaluate(model, state)
-    assert not energy.any() and not force.any() and not moment.any()
+    assert list(model.interactions) == ["hertz_pp", "hertz_pw"]
+    assert energy == 0.0 and not force.any() and not moment.any()
 
 
 def test_bonds_at_rest_are_unloaded():
-    rng = np.random.default_rng(1)
     system = SystemBuilder()
+    rng = np.random.default_rng(1)
     position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
-    orientation = random_quaternions(rng, 4)
-    for x, q in zip(position, orientation):
+    for x, q in zip(position, random_quaternions(rng, 4)):
         system.add_body(x, mass=1.0, inertia=1.0, orientation=q)
     for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
         system.add_bond(i, j, k_axial=200.0, k_shear=200.0, k_bending=10.0)
     model, state = system.finish()
     force, moment, energy = evaluate(model, state)
-    assert energy.sum() < 1e-25 and np.abs(force).max() < 1e-12 and np.abs(moment).max() < 1e-12
+    assert energy < 1e-25 and np.abs(force).max() < 1e-12 and np.abs(moment).max() < 1e-12
 
 
 def test_hertz_energy_is_consistent_with_the_force():
     """U = (2/5) K δ^{5/2} integrates F = (K/R_s) δ^{3/2} (not the paper's 5/2 prefactor)."""
-    from dem.interactions import hertz
-
     reach, k = 0.7, 3.0
     r = np.linspace(0.2, 0.7, 2001)
     forces = np.array([hertz(1 - x / reach, k, reach)[1] for x in r])
     work = np.sum(0.5 * (forces[1:] + forces[:-1]) * np.diff(r))
     assert hertz(1 - 0.2 / reach, k, reach)[0] == pytest.approx(work, rel=1e-6)
-    assert ENERGY_COMPONENTS.index("hertz_pp") == 5

@@ -10,47 +10,15 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
+from granule import granule_file
 
-from dem.checkpoint import STATE_FIELDS, load_checkpoint
-from dem.cli import main, run
+from dem.checkpoint import load_checkpoint
+from dem.cli import main
+from dem.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 TORUS = str(ROOT / "scenes/torus_impact.toml")
 
-SMALL_ASSEMBLY = """\
-[simulation]
-dt = 1e-3
-t_end = 0.6
-
-[output]
-vtk_every = 100
-log_every = 10
-
-[contact]
-k_pp = 1e4
-k_pw = 1e4
-restitution = 0.7
-
-[breakage]
-tension = 0.005
-shear = 0.01
-
-[[walls]]
-point = [0.0, 0.0, 0.0]
-normal = [1.0, 0.0, 0.0]
-
-[[assembly]]
-shape = "sphere"
-diameter = 5.0
-center = [2.6, 0.0, 0.0]
-lattice = "fcc"
-particle_diameter = 1.0
-velocity = [-3.0, 0.0, 0.0]
-angular_velocity = [0.0, 0.0, 1.0]
-k_axial = 200.0
-k_shear = 200.0
-k_bending = 10.0
-"""
 
 
 def outputs(folder):
@@ -66,9 +34,10 @@ def assert_same_run(first, second):
     log2, pvd2, checkpoint2 = second
     assert log1 == log2
     assert pvd1 == pvd2
-    for name in STATE_FIELDS:
-        assert np.array_equal(checkpoint1[f"state_{name}"], checkpoint2[f"state_{name}"]), name
-    assert np.array_equal(checkpoint1["bond_broken"], checkpoint2["bond_broken"])
+    assert checkpoint1.keys() == checkpoint2.keys()
+    for name in checkpoint1:  # state, the interactions' own arrays, scheme state, contact table
+        if name.startswith(("state_", "interaction.", "scheme.", "contacts.")):
+            assert np.array_equal(checkpoint1[name], checkpoint2[name]), name
     assert int(checkpoint1["step"]) == int(checkpoint2["step"])
 
 
@@ -77,9 +46,9 @@ def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
     if case == "assembly":
-        scene = tmp_path / "assembly.toml"
-        scene.write_text(SMALL_ASSEMBLY)
-        settings = ["simulation.t_end=0.6"]
+        scene = granule_file(tmp_path)
+        settings = ["simulation.t_end=0.6", "output.vtk_every=100", "contact.restitution=0.7",
+                    "breakage.tension=0.005", "breakage.shear=0.01"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     stop = "0.7" if case == "torus" else "0.3"  # on the VTK grid: a run always snapshots its last step
@@ -87,7 +56,7 @@ def test_restart_is_exact(tmp_path, case):
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
     if case == "assembly":
-        assert np.count_nonzero(sim.model.bonds.broken) > 0  # breakage happened, before and after the restart
+        assert np.count_nonzero(sim.state.interactions["binder"].broken) > 0  # breakage happened, before and after the restart
         assert float(outputs(straight)[0].splitlines()[-1].split(",")[13]) > 0  # dissipated energy booked
 
 
@@ -169,6 +138,17 @@ def test_restart_of_a_finished_run_needs_a_later_end(tmp_path, capsys):
     code = main(["run", TORUS, "--out", str(out), "--quiet", "--set", "simulation.t_end=0.2",
                  "--restart", str(out / "checkpoint.npz")])
     assert code == 2 and "simulation.t_end" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_format_is_refused_clearly(tmp_path, capsys):
+    """Checkpoints written before the interaction redesign (format 1: bond flags in the model,
+    no keyed contact table) are refused, not misread."""
+    old = tmp_path / "old.npz"
+    np.savez(old, format=1, step=10, state_position=np.zeros((80, 3)))
+    code = main(["run", TORUS, "--out", str(tmp_path / "run"), "--quiet", "--restart", str(old)])
+    err = capsys.readouterr().err
+    assert code == 2 and "checkpoint format 1" in err and "rerun the scene from the start" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_validate_prints_what_it_builds_and_writes_nothing(tmp_path, capsys):

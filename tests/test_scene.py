@@ -99,5 +99,5 @@ def test_bad_overrides(override, message):
 def test_defaults_are_filled_in():
     scene = load_scene(ROOT / "scenes/pendulum.toml")
     assert scene.output["log_every"] == 1
-    assert scene.contact["k_pp"] == 0.0
+    assert scene.sections["contact"]["k_pp"] == 0.0
     assert scene.n_steps == 1000

@@ -7,7 +7,7 @@ a traceback. Through `dem.cli.main` a failing scene exits with status 2, one lin
 no output folder.
 
 Most examples stop at `dem.cli.prepare` (validate and build, nothing written). The assembly
-scene is shrunk to a few dozen particles first, and `dem.scene.MAX_BODIES` is lowered while
+scene is shrunk to a few dozen particles first, and `dem.schema.MAX_BODIES` is lowered while
 fuzzing, so that a mutation that asks for many bodies fails fast with the cap's message instead
 of packing them.
 """
@@ -27,9 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import dem.schema
 import dem.scene
 from dem.builders import BUILDERS
-from dem.cli import main, prepare
+from dem.cli import main
+from dem.runner import prepare
 from dem.scene import SCHEMA, WALL_KEYS, SceneError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -326,7 +328,7 @@ def names_a_key(key, data):
     parts = key.split(".")
     node = data
     for part in parts:
-        shown = {dem.scene.printable(k): k for k in node} if isinstance(node, dict) else {}
+        shown = {dem.schema.printable(k): k for k in node} if isinstance(node, dict) else {}
         if part in shown:                         # (keys are quoted with newlines &c. escaped)
             node = node[shown[part]]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -358,13 +360,13 @@ def check_prepare(path, data, overrides=()):
     """`prepare` returns, or raises a `SceneError` naming the file (or the ``--set``) and a key.
     Returns the error, or None."""
     try:
-        with mock.patch.object(dem.scene, "MAX_BODIES", FUZZ_MAX_BODIES):
+        with mock.patch.object(dem.schema, "MAX_BODIES", FUZZ_MAX_BODIES):
             prepare(path, list(overrides))
     except SceneError as error:
         message = str(error)
         assert "\n" not in message and "Traceback" not in message, message
         if message.startswith("--set "):
-            assert any(message.startswith(f"--set {dem.scene.printable(text)}") for text in overrides), message
+            assert any(message.startswith(f"--set {dem.schema.printable(text)}") for text in overrides), message
             return error
         prefix = f"{path}: "
         assert message.startswith(prefix), message
@@ -384,7 +386,7 @@ def check_main(path, tmp):
     os.chdir(tmp)
     try:
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout), \
-                mock.patch.object(dem.scene, "MAX_BODIES", FUZZ_MAX_BODIES):
+                mock.patch.object(dem.schema, "MAX_BODIES", FUZZ_MAX_BODIES):
             code = main([str(path), "--out", str(out), "--quiet"])
     finally:
         os.chdir(cwd)
@@ -549,10 +551,10 @@ def test_found_by_fuzzing(case, variant, edits, overrides, key):
     ("assembly_impact:random", ["assembly.0.diameter=3000"], "assembly.0.packing_fraction"),
 ])
 def test_the_real_body_cap(variant, overrides, key):
-    """Without the fuzzing cap: counts above `dem.scene.MAX_BODIES` fail before anything is
+    """Without the fuzzing cap: counts above `dem.schema.MAX_BODIES` fail before anything is
     allocated."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scene.toml"
         path.write_text(dump(base_scene(variant)), encoding="utf-8")
-        with pytest.raises(SceneError, match=f"^{re.escape(str(path))}: {re.escape(key)}: .*{dem.scene.MAX_BODIES}"):
+        with pytest.raises(SceneError, match=f"^{re.escape(str(path))}: {re.escape(key)}: .*{dem.schema.MAX_BODIES}"):
             prepare(path, overrides)

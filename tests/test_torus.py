@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dem import Simulation
-from dem.cli import prepare, run
+from dem.runner import prepare, run
 from dem.diagnostics import energy_budget
 
 SCENE = "scenes/torus_impact.toml"

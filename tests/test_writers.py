@@ -1,4 +1,4 @@
-"""ParaView output (`dem.writers.vtk`) read back with the vtk package, and the energy plot."""
+"""ParaView output (`dem.observers.vtk`) read back with the vtk package, and the energy plot."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,11 +9,11 @@ import pytest
 from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
-from dem.builders import SystemBuilder
-from dem.cli import run
+from dem.system import SystemBuilder
+from dem.runner import run
 from dem.plotting import plot_energy
 from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
-from dem.writers.vtk import VTKWriter
+from dem.observers.vtk import VTKWriter
 
 SCENE = Path(__file__).resolve().parent.parent / "scenes" / "torus_impact.toml"
 
@@ -59,15 +59,22 @@ def test_collections_list_the_snapshots(torus_run):
         assert not (torus_run / f"{series}.pvd.tmp").exists()
 
 
+def _arrays_with(data, expected, count):
+    """The arrays of ``data``, checked to hold ``expected`` (name -> components) with ``count``
+    tuples each."""
+    arrays = _arrays(data)
+    for array_name, components in expected.items():
+        assert arrays[array_name].GetNumberOfComponents() == components, array_name
+        assert arrays[array_name].GetNumberOfTuples() == count
+    return arrays
+
+
 def test_snapshots_load_with_all_arrays(torus_run):
     for _, name in _collection(torus_run / "particles.pvd"):
         particles = _read(torus_run / name)
         assert particles.GetNumberOfPoints() == 80
         assert particles.GetNumberOfVerts() == 80
-        arrays = _arrays(particles.GetPointData())
-        for array_name, components in PARTICLE_ARRAYS.items():
-            assert arrays[array_name].GetNumberOfComponents() == components, array_name
-            assert arrays[array_name].GetNumberOfTuples() == 80
+        arrays = _arrays_with(particles.GetPointData(), PARTICLE_ARRAYS, 80)
         orientation = vtk_to_numpy(arrays["orientation"])
         axes = np.stack([vtk_to_numpy(arrays[f"axis_{k}"]) for k in (1, 2, 3)], axis=-1)
         np.testing.assert_allclose(axes, quat_matrix(orientation), atol=1e-15)
@@ -76,10 +83,7 @@ def test_snapshots_load_with_all_arrays(torus_run):
         bonds = _read(torus_run / name)
         assert bonds.GetNumberOfPoints() == 80
         assert bonds.GetNumberOfLines() == 80
-        arrays = _arrays(bonds.GetCellData())
-        for array_name, components in BOND_ARRAYS.items():
-            assert arrays[array_name].GetNumberOfComponents() == components, array_name
-            assert arrays[array_name].GetNumberOfTuples() == 80
+        _arrays_with(bonds.GetCellData(), BOND_ARRAYS, 80)
     for _, name in _collection(torus_run / "walls.pvd"):
         walls = _read(torus_run / name)
         assert walls.GetNumberOfPolys() == 1

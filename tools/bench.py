@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from dem import Simulation, SystemBuilder
-from dem.cli import prepare
+from dem.runner import prepare
 from dem.packing import bond_pairs, fcc_block
 
 
@@ -37,7 +37,7 @@ def build_block(n_target):
     system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
     del position, pairs
     wall = dict(point=(-1.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0)
-    return system.finish(walls=[wall], k_pp=1e5, k_pw=1e5)
+    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5})
 
 
 def main():

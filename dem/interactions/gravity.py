@@ -2,24 +2,50 @@
 frame relative to the body's reference point (zero for free bodies, the pivot arm for pinned
 ones). Force ``m g``; spatial moment ``(R ρ) × m g``."""
 
+from collections import namedtuple
+
+import numpy as np
 from numba import njit
 
 from ..rotations import _cross, _quat_rotate
+from ..schema import Key
+from .contract import ROW, Interaction
+
+GravityParams = namedtuple("GravityParams", "gravity")
+
+KEYS = {"fields": {
+    "gravity": Key("vec3", (0.0, 0.0, 0.0), "uniform gravitational acceleration g", "length/time²"),
+}}
 
 
 @njit(inline="always")
-def _gravity_particle(i, orientation, mass, com_offset, gravity):
-    """Weight ``m g`` and moment ``(R ρ) × m g`` of body ``i``: ``(F, τ)``."""
-    m = mass[i]
-    weight = (m * gravity[0], m * gravity[1], m * gravity[2])
-    return weight, _cross(_quat_rotate(orientation[i], com_offset[i]), weight)
+def gravity_forces(i, h, st, bodies, contacts, p, own, f):
+    """Weight ``m g`` and moment ``(R ρ) × m g`` of body ``i``."""
+    m = bodies.mass[i]
+    g = p.gravity
+    weight = (m * g[0], m * g[1], m * g[2])
+    tau = _cross(_quat_rotate(st.orientation[i], bodies.com_offset[i]), weight)
+    return f[0] + weight[0], f[1] + weight[1], f[2] + weight[2], f[3] + tau[0], f[4] + tau[1], f[5] + tau[2]
 
 
 @njit(cache=True)
-def _gravity_energy(position, orientation, mass, com_offset, gravity):
+def gravity_energy(st, bodies, contacts, p, own):
+    """``(gravity,)``: ``−Σ m g·(x + R ρ)``."""
+    g = p.gravity
     energy = 0.0
-    for i in range(position.shape[0]):
-        arm = _quat_rotate(orientation[i], com_offset[i])
-        energy -= mass[i] * (gravity[0] * (position[i, 0] + arm[0]) + gravity[1] * (position[i, 1] + arm[1])
-                             + gravity[2] * (position[i, 2] + arm[2]))
-    return energy
+    for i in range(st.position.shape[0]):
+        arm = _quat_rotate(st.orientation[i], bodies.com_offset[i])
+        energy -= bodies.mass[i] * (g[0] * (st.position[i, 0] + arm[0]) + g[1] * (st.position[i, 1] + arm[1])
+                                    + g[2] * (st.position[i, 2] + arm[2]))
+    return (energy,)
+
+
+def setup(model):
+    gravity = np.asarray(model.sections["fields"]["gravity"], float)
+    return GravityParams(gravity) if gravity.any() else None
+
+
+GRAVITY = Interaction(
+    name="gravity", doc=__doc__, kind=ROW, columns=("gravity",), internal=False, keys=KEYS, setup=setup,
+    forces=gravity_forces, energy=gravity_energy,
+)

@@ -1,13 +1,20 @@
 """The energy/momentum log ``energy.csv`` (SPEC §4), appended while the run goes."""
 
-from ..state import ENERGY_COMPONENTS
+from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 
-COLUMNS = ("step", "t") + ENERGY_COMPONENTS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
+#: SPEC §4's columns, in its order; `columns` appends the others.
+COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
+
+
+def columns(model):
+    """Every column of ``model``'s log: SPEC §4's, the energy columns of interactions beyond them
+    (registry order), then the scene's invariants."""
+    return COLUMNS + extra_columns() + tuple(model.invariants)
 
 
 class EnergyLog:
-    """Writes one row every ``every`` steps (and at the start and end of a run); extra columns
-    come from ``model.invariants``. Rows are flushed as they are written, so the file is complete
+    """Writes one row every ``every`` steps (and at the start and end of a run), the `columns` of
+    the model. Rows are flushed as they are written, so the file is complete
     up to the last row whenever the run stops. A run restarted at step ``resume_step`` keeps the
     rows up to that step and appends after them (rows a stopped run wrote later are dropped)."""
 
@@ -31,13 +38,13 @@ class EnergyLog:
     def report(self, sim):
         if self._last_step == sim.state.step:
             return
-        extra = sim.model.invariants
+        invariants = sim.model.invariants
         if self._file is None:
-            self._open(",".join(COLUMNS + tuple(extra)))
+            self._open(",".join(columns(sim.model)))
         row = sim.energy_budget()
         values = [str(sim.state.step), repr(sim.state.time)]
-        values += [repr(row[name]) for name in COLUMNS[2:]]
-        values += [repr(function(sim.model, sim.state)) for function in extra.values()]
+        values += [repr(row[name]) for name in COLUMNS[2:] + extra_columns()]
+        values += [repr(function(sim.model, sim.state)) for function in invariants.values()]
         self._file.write(",".join(values) + "\n")
         self._file.flush()
         self._last_step = sim.state.step

@@ -1,0 +1,205 @@
+"""Per-contact state: the particle neighbour list (`dem.neighbors`) and, for every interaction
+that keeps one (``Interaction.history > 0``), a fixed-width history vector per particle pair
+that survives neighbour rebuilds.
+
+Storage, O(N): the list is full (each pair appears in both rows, so force rows stay
+independent), but a pair ``(a, b)`` with ``a < b`` is *owned* by row ``a`` and its history is
+stored once, in slot ``owner_start[a] + m`` where ``m`` counts the entries of row ``a`` that are
+greater than ``a`` and come before ``b`` (`pair_slot`). Rows are never reordered, so scenes
+without history sum their contacts exactly as before.
+
+Rules (what an interaction's ``update`` kernel and the rebuild guarantee):
+
+* an update pass over the rows writes only the owner slots of its rows, before any force is
+  computed, and the force rows then only read — so the result is the same for any number of
+  threads;
+* a contact that ends is dropped: its interaction zeroes its slot;
+* particle–wall contacts (no partner row) keep their history in the interaction's own state, in
+  per-particle slots keyed by the wall (`wall_slot`, `free_wall_slot`): each particle's row
+  owns its slots.
+* at a rebuild every slot that is not all zero is saved with its key ``(a, b)``, the list is
+  rebuilt, and the saved vectors are put back at their pairs' new slots (matched by key); new
+  pairs start at zero. A pair in contact is always in the new list (it is closer than the list's
+  reach), so no live history is lost.
+
+Checkpoints store the reference positions of the last build and the keyed histories
+(`ContactTable.export`), which restart on any rank or thread count.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .neighbors import N_BUILDS, NeighborList, _update_serial
+from .schema import Key, non_negative
+
+KEYS = {"contact": {
+    "skin": Key("float", 0.0, "Verlet skin of the neighbour list (0: a quarter of the mean diameter)", "length",
+                non_negative),
+}}
+
+#: What the force kernels see of the list (rows ``start``/``index``, owner offsets).
+Contacts = namedtuple("Contacts", "start index owner_start")
+#: The table's fixed arrays, for the compiled loop (``index`` and the histories travel apart:
+#: a rebuild may replace them).
+ContactArrays = namedtuple("ContactArrays",
+                           "skin reference_position start cell_start cell_particles counters owner_start")
+
+
+def contact_skin(skin, diameter):
+    """The Verlet skin: ``skin``, or a quarter of the mean contact diameter when it is 0."""
+    if skin > 0.0:
+        return float(skin)
+    contact = diameter[diameter > 0]
+    return 0.25 * float(contact.mean()) if len(contact) else 0.0
+
+
+@njit(cache=True)
+def _owner_offsets(start, index, owner_start):
+    """``owner_start[i]``: owner entries (``j > i``) in the rows before ``i``."""
+    owner_start[0] = 0
+    for i in range(start.shape[0] - 1):
+        count = 0
+        for k in range(start[i], start[i + 1]):
+            if index[k] > i:
+                count += 1
+        owner_start[i + 1] = owner_start[i] + count
+
+
+@njit(inline="always")
+def pair_slot(contacts, a, b):
+    """History slot of the pair ``(a, b)``, ``a < b`` (−1 if ``b`` is not in row ``a``)."""
+    m = 0
+    for k in range(contacts.start[a], contacts.start[a + 1]):
+        j = contacts.index[k]
+        if j == b:
+            return contacts.owner_start[a] + m
+        if j > a:
+            m += 1
+    return -1
+
+
+@njit(inline="always")
+def wall_slot(keys, i, w):
+    """Slot of wall ``w`` in particle ``i``'s wall-contact slots ``keys (n, k)`` (−1: free):
+    its slot if it has one, else a free slot (claimed), else −1 (all taken)."""
+    free = -1
+    for s in range(keys.shape[1]):
+        if keys[i, s] == w:
+            return s
+        if keys[i, s] < 0 and free < 0:
+            free = s
+    if free >= 0:
+        keys[i, free] = w
+    return free
+
+
+@njit(inline="always")
+def free_wall_slot(keys, values, i, w):
+    """Drop the contact of particle ``i`` with wall ``w``: its slot's key and values."""
+    for s in range(keys.shape[1]):
+        if keys[i, s] == w:
+            keys[i, s] = -1
+            values[i, s] = 0.0
+
+
+@njit(cache=True)
+def _save_history(start, index, owner_start, history):
+    """``(keys (m, 2), values (m, w))`` of the owner slots that are not all zero."""
+    width = history.shape[1]
+    live = 0
+    for slot in range(owner_start[-1]):
+        for c in range(width):
+            if history[slot, c] != 0.0:
+                live += 1
+                break
+    keys = np.empty((live, 2), np.int32)
+    values = np.empty((live, width))
+    m = 0
+    for i in range(start.shape[0] - 1):
+        slot = owner_start[i]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j <= i:
+                continue
+            for c in range(width):
+                if history[slot, c] != 0.0:
+                    keys[m, 0] = i
+                    keys[m, 1] = j
+                    values[m] = history[slot]
+                    m += 1
+                    break
+            slot += 1
+    return keys, values
+
+
+@njit(cache=True)
+def _restore_history(start, index, owner_start, keys, values, history):
+    """Zero the slots of the rebuilt list and put ``values`` back at their keys' slots; returns
+    the history array (``history`` reused, or a larger one)."""
+    rows = owner_start[-1]
+    if rows > history.shape[0]:
+        history = np.zeros((rows + rows // 4 + 16, history.shape[1]))
+    else:
+        history[:rows] = 0.0
+    contacts = Contacts(start, index, owner_start)
+    for m in range(keys.shape[0]):
+        slot = pair_slot(contacts, keys[m, 0], keys[m, 1])
+        if slot >= 0:
+            history[slot] = values[m]
+    return history
+
+
+class ContactTable(NeighborList):
+    """The neighbour list of the particles (``skin``: its Verlet skin) with the per-contact
+    histories of the interactions named in ``history_widths`` (``{name: width}``); ``histories``
+    maps each name to its array ``(≥ owner entries, width)``."""
+
+    def __init__(self, n_bodies, skin, history_widths=None):
+        super().__init__(n_bodies)
+        self.skin = float(skin)
+        self.owner_start = np.zeros(n_bodies + 1, np.int64)
+        self.histories = {name: np.zeros((16, width)) for name, width in (history_widths or {}).items()}
+
+    def arrays(self):
+        return ContactArrays(self.skin, self.reference_position, self.start, self.cell_start, self.cell_particles,
+                             self.counters, self.owner_start)
+
+    def contacts(self):
+        return Contacts(self.start, self.index, self.owner_start)
+
+    def rebuild(self, position, diameter):
+        """Build the list at ``position`` (outside a run), carrying the histories over."""
+        saved = {name: _save_history(self.start, self.index, self.owner_start, h) for name, h in self.histories.items()}
+        self.counters[N_BUILDS] = 0
+        self.index = _update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
+                                    self.cell_start, self.cell_particles, self.counters)
+        _owner_offsets(self.start, self.index, self.owner_start)
+        for name, (keys, values) in saved.items():
+            self.histories[name] = _restore_history(self.start, self.index, self.owner_start, keys, values,
+                                                    self.histories[name])
+
+    def export(self):
+        """The table as a checkpoint holds it: the reference positions of the last build, the
+        number of builds, and each history's live entries by key."""
+        out = {"reference_position": self.reference_position.copy(), "builds": int(self.counters[N_BUILDS])}
+        for name, history in self.histories.items():
+            out[f"history_keys.{name}"], out[f"history_values.{name}"] = _save_history(
+                self.start, self.index, self.owner_start, history)
+        return out
+
+    def restore(self, saved, diameter):
+        """Rebuild the list where the exported table was last built, then put its histories back
+        by key (so contact sums keep their order and the run continues bit for bit)."""
+        builds = int(saved["builds"])
+        if builds > 0:
+            self.counters[N_BUILDS] = 0
+            self.index = _update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
+                                        self.start, self.index, self.cell_start, self.cell_particles, self.counters)
+            _owner_offsets(self.start, self.index, self.owner_start)
+        self.counters[N_BUILDS] = builds
+        for name in self.histories:
+            self.histories[name] = _restore_history(
+                self.start, self.index, self.owner_start, np.ascontiguousarray(saved[f"history_keys.{name}"]),
+                np.ascontiguousarray(saved[f"history_values.{name}"]), self.histories[name])

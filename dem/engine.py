@@ -1,0 +1,301 @@
+"""The compiled loop, written from the interaction registry and the scheme.
+
+numba compiles a loop only over the functions it can see, and a function passed as an argument
+defeats its on-disk cache. So, for the interactions that act in a system (registry order), a
+scheme and a serial or parallel build, `forces_module` and `advance_module` write a small Python
+module that calls exactly those kernels, in the contract's order (`dem.interactions.contract`),
+import it and return it. The modules live in the compile cache folder next to numba's cache
+(`dem._numba_cache`), so a scene compiles only what it uses, once per machine. Their text is
+plain Python; `python -m dem.engine SCHEME NAME…` prints it.
+
+One force evaluation, `forces(h, st, bodies, table, index, *histories, *parameters)`:
+
+1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
+   acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
+2. each history interaction's ``update`` pass writes its owner slots;
+3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels;
+4. the `BOND` kernels add their loads colour by colour;
+5. the `GLOBAL` kernels add theirs, serially.
+
+It returns ``(index, *histories)``: a rebuild may have replaced them. ``parameters`` is
+``params, own`` of each interaction (``own`` its state, an empty tuple when it has none).
+
+One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
+``n_steps`` steps: the scheme's ``before_forces`` on every body, the forces, ``after_forces``
+(`dem.integrators`). It returns ``(status, body, steps_done, index, *histories)``; on a status
+other than `OK` the state is the one where the problem was found. Parallel builds run every
+per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
+writes only its own rows), so the result is the same for any number of threads.
+"""
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numba
+
+from .contacts import Contacts, ContactTable, _owner_offsets, _restore_history, _save_history
+from .integrators.stages import first_not_finite
+from .interactions import BOND, GLOBAL, INTERACTIONS, ROW
+from .neighbors import _build_kernel, _rebuild_due
+
+OK, FAILED, NOT_FINITE = 0, 1, 2
+#: rows of work per parallel task (fixed, so that chunking never depends on the thread count)
+CHUNK = 2048
+
+_LOADED = {}
+
+
+def generated_folder():
+    """Where the generated modules go: beside numba's cache (keyed by the package's source), or a
+    temporary folder when there is no cache folder."""
+    if numba.config.CACHE_DIR:
+        folder = Path(numba.config.CACHE_DIR) / "generated"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"dem-generated-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _function(function):
+    """``(module, name)`` that imports a numba dispatcher or a function."""
+    python = getattr(function, "py_func", function)
+    return python.__module__, python.__name__
+
+
+def _source_stamp(names):
+    """A hash of the modules of the interactions outside `dem` (e.g. a test's): the generated
+    text changes when they do, so numba does not keep a stale compiled loop."""
+    digest = hashlib.sha256()
+    for name in names:
+        module = sys.modules[_function(INTERACTIONS[name].forces)[0]]
+        if not module.__name__.startswith("dem."):
+            digest.update(Path(inspect.getfile(module)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.imports = {}
+
+    def use(self, function, alias):
+        module, name = _function(function)
+        self.imports[alias] = f"from {module} import {name} as {alias}"
+        return alias
+
+    def __call__(self, text="", indent=0):
+        self.lines.append("    " * indent + text if text else "")
+
+
+def _arguments(names):
+    """The per-interaction arguments: histories, then ``p_<name>, o_<name>`` of each."""
+    histories = [f"hist_{n}" for n in names if INTERACTIONS[n].history]
+    parameters = [a for n in names for a in (f"p_{n}", f"o_{n}")]
+    return histories, parameters
+
+
+def _chunked(w, call, lo, hi, parallel, indent):
+    """``call(lo, hi)`` over ``[lo, hi)``: in chunks under prange, or in one call."""
+    if parallel:
+        w(f"for chunk in prange(({hi} - {lo} + CHUNK - 1) // CHUNK):", indent)
+        w(call(f"{lo} + chunk * CHUNK", f"min({hi}, {lo} + (chunk + 1) * CHUNK)"), indent + 1)
+    else:
+        w(call(lo, hi), indent)
+
+
+def _forces_text(names, parallel):
+    w = _Writer()
+    interactions = [INTERACTIONS[n] for n in names]
+    histories, parameters = _arguments(names)
+    rows = [i for i in interactions if i.kind == ROW]
+    neighbors = any(i.neighbors for i in interactions)
+    row_arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+
+    w("@njit(cache=True)")
+    w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
+    w('"""Set the force and moment of bodies lo <= i < hi from the row interactions."""', 1)
+    w("for i in range(lo, hi):", 1)
+    w("f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)", 2)
+    for i in rows:
+        kernel = w.use(i.forces, f"{i.name}_forces")
+        extra = f", hist_{i.name}" if i.history else ""
+        w(f"f = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra}, f)", 2)
+    for c in range(3):
+        w(f"st.force[i, {c}] = f[{c}]", 2)
+    for c in range(3):
+        w(f"st.moment[i, {c}] = f[{c + 3}]", 2)
+    w()
+    w()
+    w('@njit(inline="always")')
+    w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
+    w("n = st.position.shape[0]", 1)
+    if neighbors:
+        w.use(_rebuild_due, "_rebuild_due")
+        w.use(_build_kernel, "_build_kernel")
+        w("if _rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
+        for name in (n for n in names if INTERACTIONS[n].history):
+            w.use(_save_history, "_save_history")
+            w(f"keys_{name}, values_{name} = _save_history(table.start, index, table.owner_start, hist_{name})", 2)
+        w(f"index = _build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
+          f"table.start, index, table.cell_start, table.cell_particles, table.counters)", 2)
+        if histories:
+            w.use(_owner_offsets, "_owner_offsets")
+            w("_owner_offsets(table.start, index, table.owner_start)", 2)
+        for name in (n for n in names if INTERACTIONS[n].history):
+            w.use(_restore_history, "_restore_history")
+            w(f"hist_{name} = _restore_history(table.start, index, table.owner_start, keys_{name}, values_{name}, "
+              f"hist_{name})", 2)
+    w("contacts = Contacts(table.start, index, table.owner_start)", 1)
+    for i in interactions:
+        if i.history:
+            update = w.use(i.update, f"{i.name}_update")
+            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
+                     f"hist_{i.name})", "0", "n", parallel, 1)
+    _chunked(w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
+             "0", "n", parallel, 1)
+    for i in interactions:
+        if i.kind == BOND:
+            kernel = w.use(i.forces, f"{i.name}_forces")
+            w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
+            w(f"lo = p_{i.name}.color_start[color]", 2)
+            w(f"hi = p_{i.name}.color_start[color + 1]", 2)
+            _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name})", "lo", "hi",
+                     parallel, 2)
+    for i in interactions:
+        if i.kind == GLOBAL:
+            kernel = w.use(i.forces, f"{i.name}_forces")
+            w(f"{kernel}(h, st, bodies, p_{i.name}, o_{i.name})", 1)
+    w(f"return (index,{''.join(' ' + h + ',' for h in histories)})", 1)
+    w()
+    w()
+    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
+    signature = f"h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}"
+    w(f"def forces({signature}):")
+    w(f"return _forces({signature})", 1)
+    w.use(Contacts, "Contacts")
+    return w
+
+
+def _advance_text(scheme, names, parallel, forces_module):
+    w = _Writer()
+    histories, parameters = _arguments(names)
+    w.imports["_forces"] = f"from {forces_module} import _forces"
+    before = w.use(scheme.module.before_forces, "before_forces")
+    after = w.use(scheme.module.after_forces, "after_forces")
+    w.use(first_not_finite, "first_not_finite")
+    carried = "index" + "".join(", " + h for h in histories)
+    signature = f"n_steps, h, st, bodies, aux, table, {carried}{''.join(', ' + p for p in parameters)}"
+    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
+    w(f"def advance({signature}):")
+    w("n = st.position.shape[0]", 1)
+    w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
+    w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
+    w("for k in range(n_steps):", 1)
+    if parallel:
+        w("for chunk in prange(n_chunks):", 2)
+        w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)", 3)
+    else:
+        w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", 2)
+    w("for chunk in range(n_chunks):", 2)
+    w("if failed[chunk] >= 0:", 3)
+    w(f"return {FAILED}, failed[chunk], k, {carried}", 4)
+    w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
+    for k, name in enumerate(["index"] + histories):
+        w(f"{name} = out[{k}]", 2)
+    _chunked(w, lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 2)
+    w("body = first_not_finite(st)", 1)
+    w("if body >= 0:", 1)
+    w(f"return {NOT_FINITE}, body, n_steps, {carried}", 2)
+    w(f"return {OK}, -1, n_steps, {carried}", 1)
+    return w
+
+
+def _module(kind, describe, writer, stamp):
+    header = [f'"""Generated by dem.engine: {describe}. Do not edit (see dem/engine.py)."""',
+              f"# interactions outside dem: {stamp}", "",
+              "import numpy as np", "from numba import njit, prange", ""]
+    header += sorted(writer.imports.values()) + ["", f"CHUNK = {CHUNK}", "", ""]
+    text = "\n".join(header + writer.lines) + "\n"
+    name = f"dem_generated_{kind}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
+    return name, text
+
+
+def _load(name, text):
+    """Import the generated module ``name`` (writing it first if need be)."""
+    if name in _LOADED:
+        return _LOADED[name]
+    path = generated_folder() / f"{name}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache re-imports the module by name
+    spec.loader.exec_module(module)
+    _LOADED[name] = module
+    return module
+
+
+def forces_module(names, parallel):
+    """The module whose ``forces`` evaluates the interactions ``names`` (registry order)."""
+    names = tuple(names)
+    what = f"forces of {', '.join(names) or 'no interaction'} ({'parallel' if parallel else 'serial'})"
+    return _load(*_module("forces", what, _forces_text(names, parallel), _source_stamp(names)))
+
+
+def advance_module(scheme, names, parallel):
+    """The module whose ``advance`` steps ``scheme`` (a `dem.integrators.Scheme`) with the
+    interactions ``names``."""
+    names = tuple(names)
+    forces = forces_module(names, parallel)
+    what = f"{scheme.name} with {', '.join(names) or 'no interaction'} ({'parallel' if parallel else 'serial'})"
+    return _load(*_module("advance", what, _advance_text(scheme, names, parallel, forces.__name__),
+                          _source_stamp(names)))
+
+
+def arguments(model, state, contacts):
+    """``(histories, parameters)`` for the generated functions of ``model``'s interactions."""
+    names = list(model.interactions)
+    histories = [contacts.histories[n] for n in names if INTERACTIONS[n].history]
+    parameters = [a for n in names for a in (model.interactions[n], state.interactions.get(n, ()))]
+    return histories, parameters
+
+
+def new_contacts(model):
+    """An empty `dem.contacts.ContactTable` for ``model`` (with the histories its interactions keep)."""
+    return ContactTable(model.n_bodies, model.skin, {name: INTERACTIONS[name].history for name in model.interactions
+                                                     if INTERACTIONS[name].history})
+
+
+def store_contacts(model, contacts, carried):
+    """Keep what a generated function returned: ``(index, *histories)``."""
+    contacts.index = carried[0]
+    for name, history in zip((n for n in model.interactions if INTERACTIONS[n].history), carried[1:]):
+        contacts.histories[name] = history
+
+
+def compute_forces(model, state, contacts=None, bodies=None, dt=0.0, parallel=False):
+    """Evaluate every interaction of ``model`` at ``state``: sets ``state.force`` and
+    ``state.moment`` and updates ``contacts`` (a new table when None), which it returns; ``dt``
+    books the work of non-conservative effects (0: none)."""
+    contacts = new_contacts(model) if contacts is None else contacts
+    bodies = model.body_arrays() if bodies is None else bodies
+    histories, parameters = arguments(model, state, contacts)
+    out = forces_module(tuple(model.interactions), parallel).forces(
+        float(dt), state.arrays(), bodies, contacts.arrays(), contacts.index, *histories, *parameters)
+    store_contacts(model, contacts, out)
+    return contacts
+
+if __name__ == "__main__":
+    from .integrators import SCHEMES
+
+    chosen = tuple(sys.argv[2:])
+    forces = _module("forces", f"forces of {', '.join(chosen)}", _forces_text(chosen, False), "")
+    print(forces[1])
+    print(_module("advance", sys.argv[1], _advance_text(SCHEMES[sys.argv[1]], chosen, False, forces[0]), "")[1])

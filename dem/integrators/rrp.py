@@ -1,0 +1,32 @@
+"""``rrp``: seed 001 eq. (23), the exact variational map of the RRP discrete Lagrangian for
+spherical bodies (SPEC §2). As ``rrp2`` but the rotation increment solves the quadratic (15):
+
+    w = Ω + hτ/2J,   Δα = 2h w/(1 + √(1 − h²|w|²))
+
+which has a real root only while ``h²|w|² < 1`` (a turn of less than π/2 per step).
+"""
+
+from numba import njit
+
+from .stages import drift, kick, rotate_exact
+
+FAILURE = ("would turn by π/2 or more in one step (h²|Ω + hτ/2J|² ≥ 1, the limit of the 'rrp' map, "
+           "seed 001 eq. 16)")
+
+
+@njit(cache=True)
+def before_forces(lo, hi, h, st, bodies, aux):
+    """Bodies ``lo ≤ i < hi`` up to the new configuration; returns the first body whose
+    increment has no solution, or −1."""
+    for i in range(lo, hi):
+        kick(i, 0.5 * h, st, bodies)  # v_½ = v + hF/2m, w = Ω_½ = Ω + hτ/2J
+        drift(i, h, st)  # x⁺ = x + h v_½
+        if not rotate_exact(i, h, st):  # Δα = 2hw/(1 + √(1 − h²|w|²)), R⁺ = R(Δα) R   (eq. 16)
+            return i
+    return -1
+
+
+@njit(cache=True)
+def after_forces(lo, hi, h, st, bodies, aux):
+    for i in range(lo, hi):
+        kick(i, 0.5 * h, st, bodies)  # v⁺ = v_½ + hF⁺/2m, Ω⁺ = w + hτ⁺/2J

@@ -1,0 +1,63 @@
+"""The contract every interaction follows (SPEC §3).
+
+An `Interaction` is a small record: its scene keys (a documented, typed parameter table per
+section — the single source of that part of ``docs/scenes.md``), a ``setup`` that turns the
+model into the interaction's named parameters (or None when it does not act in this system),
+optionally a ``state`` with the time-varying arrays it owns (broken bonds, booked energy, …),
+a compiled ``forces`` kernel, an ``energy`` kernel with the same inputs that returns one value
+per name of ``columns``, and whether it is ``internal`` (zero net force and moment).
+
+How the compiled loop (`dem.engine`) applies ``forces`` depends on ``kind``:
+
+* `ROW` — per body, in one fused pass over the bodies (each body's row is independent, so the
+  pass runs in parallel with no races): ``forces(i, h, st, bodies, contacts, params, own, f)``
+  returns the accumulator ``f = (fx, fy, fz, τx, τy, τz)`` of body ``i`` with its contribution
+  added (``inline="always"``). With ``neighbors`` it reads the particle neighbour list
+  ``contacts`` (`dem.contacts.Contacts`, a full list: each pair is seen from both rows).
+* `BOND` — over the bonds of one colour at a time (bonds of a colour share no body):
+  ``forces(lo, hi, h, st, bodies, params, own)`` adds into ``st.force``/``st.moment`` for the
+  bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.
+* `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms).
+
+``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
+interactions may share a column (``external``, ``dissipated``): the log sums them in registry
+order. An interaction with per-contact ``history`` (a width > 0) gets, after ``own``, its own
+history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
+its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
+runs over the rows before the forces (it may write only the rows' owner entries, see
+`dem.contacts`). ``h`` is the time step (0 outside a run): kernels book the work of
+non-conservative effects with it.
+
+Optional hooks: ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
+`dem.stability`; ``extra_columns(model, params)`` returns log columns ``name -> f(model, state)``.
+"""
+
+from dataclasses import dataclass
+
+ROW, BOND, GLOBAL = "row", "bond", "global"
+
+
+@dataclass(frozen=True)
+class Interaction:
+    name: str
+    doc: str
+    kind: str
+    columns: tuple
+    internal: bool
+    keys: dict
+    setup: object
+    forces: object
+    energy: object
+    state: object = None
+    neighbors: bool = False
+    history: int = 0
+    update: object = None
+    critical_step: object = None
+    extra_columns: object = None
+
+    def __post_init__(self):
+        if self.kind not in (ROW, BOND, GLOBAL):
+            raise ValueError(f"interaction {self.name!r}: kind must be one of row, bond, global")
+        if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
+            raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
+                             f"neighbour list and an update kernel")

@@ -1,0 +1,223 @@
+"""Hertzian contact (SPEC §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
+particle–wall (`HERTZ_PW`), with optional viscous normal damping.
+
+Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (the paper's 5/2
+prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
+between particles and ``δ = 1 − gap/(D/2)`` against a wall. Particle–particle pairs come from the
+full neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
+sums the forces on itself only, so rows are independent. A wall ``w`` is the plane through
+``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the particles' side.
+
+Damping (off when ``restitution = 1``): a normal force ``−γ √(m* k_n) v_n`` with the contact
+stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``,
+where ``γ = −2 √(5/6) ln e / √(ln² e + π²)`` for a coefficient of restitution ``e``
+(`damping_from_restitution`, the usual Hertz–Tsuji form). Its work is booked as ``dissipated``.
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..schema import Key, non_negative, restitution
+from .contract import ROW, Interaction
+
+HertzParams = namedtuple("HertzParams", "stiffness damping wall_point wall_normal")
+#: ``dissipated (n,)``: the damping work booked to each particle so far.
+HertzState = namedtuple("HertzState", "dissipated")
+
+RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of Hertz contacts (1: no damping; the damping "
+                  "work is logged as 'dissipated')", "", restitution)
+KEYS_PP = {"contact": {
+    "k_pp": Key("float", 0.0, "Hertz particle–particle stiffness K_pp (0: off)", "energy", non_negative),
+    "restitution": RESTITUTION,
+}}
+KEYS_PW = {"contact": {
+    "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
+    "restitution": RESTITUTION,
+}}
+
+
+def damping_from_restitution(restitution):
+    """``γ`` for a coefficient of restitution ``0 < e ≤ 1`` (``e = 1``: no damping)."""
+    if restitution >= 1.0:
+        return 0.0
+    log_e = math.log(restitution)
+    return -2.0 * math.sqrt(5.0 / 6.0) * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
+
+
+@njit(inline="always")
+def hertz(delta, stiffness, length):
+    """Scalar Hertz law: ``(U, |F|)`` for the dimensionless overlap ``δ ≥ 0`` and the contact
+    length scale (``R_s = (D_i + D_j)/2`` or ``D/2``)."""
+    root = np.sqrt(delta)
+    return 0.4 * stiffness * delta * delta * root, stiffness / length * delta * root
+
+
+@njit(inline="always")
+def _damped(force, power, share, delta, stiffness, length, inverse_mass, approach_speed, damping):
+    """``(force, power)`` with the normal damping force ``f_d`` of the Hertz law above added to
+    the force and ``share · f_d · v_n`` taken from the power (a pair's row books half)."""
+    if damping == 0.0 or inverse_mass == 0.0:
+        return force, power
+    contact_stiffness = 1.5 * stiffness / (length * length) * np.sqrt(delta)
+    f_d = -damping * np.sqrt(contact_stiffness / inverse_mass) * approach_speed
+    return force + f_d, power - share * f_d * approach_speed
+
+
+@njit(inline="always")
+def _pair_overlap(i, j, radius, position, diameter):
+    """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``; they touch
+    when ``r² < reach²``."""
+    dx = position[i, 0] - position[j, 0]
+    dy = position[i, 1] - position[j, 1]
+    dz = position[i, 2] - position[j, 2]
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz, radius + 0.5 * diameter[j]
+
+
+@njit(inline="always")
+def _wall_gap(i, w, position, wall_point, wall_normal):
+    """Distance of particle ``i``'s centre from wall ``w`` along its normal."""
+    return ((position[i, 0] - wall_point[w, 0]) * wall_normal[w, 0]
+            + (position[i, 1] - wall_point[w, 1]) * wall_normal[w, 1]
+            + (position[i, 2] - wall_point[w, 2]) * wall_normal[w, 2])
+
+
+@njit(inline="always")
+def _pair_row(i, st, bodies, contacts, p, damping):
+    """Particle ``i``'s contacts with other particles: ``(fx, fy, fz, power, energy)``, the
+    Hertz (and damping) force on ``i``, and half the damping power and elastic energy of its
+    contacts (the other halves belong to the partners)."""
+    position, velocity = st.position, st.velocity
+    fx = fy = fz = power = energy = 0.0
+    radius = 0.5 * bodies.diameter[i]
+    for k in range(contacts.start[i], contacts.start[i + 1]):
+        j = contacts.index[k]
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, bodies.diameter)
+        if r2 >= reach * reach:
+            continue
+        r = np.sqrt(r2)
+        delta = 1.0 - r / reach
+        u, force = hertz(delta, p.stiffness, reach)
+        energy += 0.5 * u
+        if damping != 0.0:
+            speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                     + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+            force, power = _damped(force, power, 0.5, delta, p.stiffness, reach,
+                                   bodies.inverse_mass[i] + bodies.inverse_mass[j], speed, damping)
+        force /= r
+        fx += force * dx
+        fy += force * dy
+        fz += force * dz
+    return fx, fy, fz, power, energy
+
+
+@njit(inline="always")
+def _wall_row(i, st, bodies, p, damping):
+    """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)``."""
+    fx = fy = fz = power = energy = 0.0
+    radius = 0.5 * bodies.diameter[i]
+    for w in range(p.wall_point.shape[0]):
+        gap = _wall_gap(i, w, st.position, p.wall_point, p.wall_normal)
+        if gap >= radius:
+            continue
+        nx, ny, nz = p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2]
+        delta = 1.0 - gap / radius
+        u, force = hertz(delta, p.stiffness, radius)
+        energy += u
+        if damping != 0.0:
+            speed = st.velocity[i, 0] * nx + st.velocity[i, 1] * ny + st.velocity[i, 2] * nz
+            force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed,
+                                   damping)
+        fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
+    return fx, fy, fz, power, energy
+
+
+@njit(inline="always")
+def _with_row(i, h, own, f, row):
+    """The accumulator ``f`` with a row's force added; books the row's damping work."""
+    if row[3] != 0.0:
+        own.dissipated[i] += h * row[3]
+    return f[0] + row[0], f[1] + row[1], f[2] + row[2], f[3], f[4], f[5]
+
+
+@njit(inline="always")
+def hertz_pp_forces(i, h, st, bodies, contacts, p, own, f):
+    """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each."""
+    if bodies.diameter[i] <= 0.0:
+        return f
+    return _with_row(i, h, own, f, _pair_row(i, st, bodies, contacts, p, p.damping))
+
+
+@njit(cache=True)
+def hertz_pp_energy(st, bodies, contacts, p, own):
+    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs (half from each row)."""
+    energy = 0.0
+    for i in range(st.position.shape[0]):
+        if bodies.diameter[i] > 0.0:
+            energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
+    return energy, np.sum(own.dissipated)
+
+
+@njit(inline="always")
+def hertz_pw_forces(i, h, st, bodies, contacts, p, own, f):
+    """Hertz forces of all walls on particle ``i``; books the damping work."""
+    if bodies.diameter[i] <= 0.0:
+        return f
+    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, p.damping))
+
+
+@njit(cache=True)
+def hertz_pw_energy(st, bodies, contacts, p, own):
+    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts."""
+    energy = 0.0
+    for i in range(st.position.shape[0]):
+        if bodies.diameter[i] > 0.0:
+            energy += _wall_row(i, st, bodies, p, 0.0)[4]
+    return energy, np.sum(own.dissipated)
+
+
+def _setup(stiffness_key, needs_walls):
+    def setup(model):
+        contact = model.sections["contact"]
+        stiffness = contact[stiffness_key]
+        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and not len(model.wall_point)):
+            return None
+        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_point,
+                           model.wall_normal)
+
+    return setup
+
+
+def initial_state(model, params):
+    return HertzState(np.zeros(model.n_bodies))
+
+
+def _critical_step(what, reach_factor, pair_factor):
+    """The contact oscillator of the fastest particle at the overlap its kinetic energy would
+    reach, ``(2/5) K δ*^{5/2} = ½ m v²`` (at least 1 %): stiffness ``1.5 K/L² √δ*``."""
+    def critical_step(model, state, p):
+        inverse_mass = np.where(model.pinned, 0.0, 1.0 / model.mass)
+        energy = 0.5 * model.mass * np.sum(state.velocity ** 2, axis=1) + 1e-300
+        overlap = np.maximum((energy / (0.4 * p.stiffness)) ** 0.4, 0.01)
+        stiffness = 1.5 * p.stiffness / (reach_factor * model.diameter) ** 2 * np.sqrt(overlap)
+        omega2 = np.where(model.diameter > 0, stiffness * inverse_mass * pair_factor, 0.0)
+        k = int(np.argmax(omega2))
+        return [(2.0 / np.sqrt(omega2[k]), what, k)]
+
+    return critical_step
+
+
+HERTZ_PP = Interaction(
+    name="hertz_pp", doc="Hertz contact between every pair of touching particles (bonded or not).", kind=ROW,
+    columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False),
+    state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True,
+    critical_step=_critical_step("Hertz particle–particle", 1.0, 2.0),
+)
+HERTZ_PW = Interaction(
+    name="hertz_pw", doc="Hertz contact between particles and the walls.", kind=ROW,
+    columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
+    state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy,
+    critical_step=_critical_step("Hertz particle–wall", 0.5, 1.0),
+)

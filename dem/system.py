@@ -1,0 +1,288 @@
+"""Building a system: `SystemBuilder` collects bodies, bonds, sites and the inputs builders hand
+to interactions, and makes the `dem.state.Model` and `dem.state.State`; `build_system` runs the
+builders of a validated scene (SPEC §5). The rest state of every bond is the configuration at
+t = 0.
+"""
+
+import numpy as np
+from numba import njit
+
+from .builders import BUILDERS
+from .contacts import KEYS as CONTACT_KEYS, contact_skin
+from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
+from .rotations import _quat_conjugate, _quat_multiply, _quat_rotate_inverse, matrix_quat
+from .schema import SceneError, defaults
+from .state import Bonds, Model, State, color_bonds
+
+#: Every section an interaction (or the contact table) reads, with its keys.
+SECTION_KEYS = {**section_keys()}
+for _section, _keys in CONTACT_KEYS.items():
+    SECTION_KEYS[_section] = {**SECTION_KEYS.get(_section, {}), **_keys}
+
+
+class SystemBuilder:
+    """Accumulates bodies and bonds (in blocks of arrays, so that a builder can add 10⁶ bodies at
+    once with `add_bodies`); `finish` makes the `Model` and `State`."""
+
+    def __init__(self):
+        self._blocks = []
+        self._bond_blocks = []
+        self._sites = {}  # body index -> its sites (body frame), for the few bodies that have any
+        self._count = 0
+        self.inputs = {}  # interaction name -> {key: value or list}: what builders hand to interactions
+        self.invariants = {}
+
+    @property
+    def n_bodies(self):
+        return self._count
+
+    def add_bodies(self, position, *, mass, inertia, velocity=(0, 0, 0), orientation=(1, 0, 0, 0),
+                   angular_velocity=(0, 0, 0), diameter=0.0, com_offset=(0, 0, 0), pinned=False, clamped=False,
+                   group=0):
+        """Add ``n = len(position)`` bodies; every other argument is broadcast to ``n`` rows
+        (``inertia``: scalar or three principal moments per body). Returns their indices."""
+        position = np.asarray(position, float).reshape(-1, 3)
+        n = len(position)
+
+        def rows(value, shape, dtype=float):
+            return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype), (n,) + shape)).copy()
+
+        pinned = rows(pinned, (), np.bool_)
+        clamped = rows(clamped, (), np.bool_)
+        inertia = np.asarray(inertia, float)
+        inertia = rows(inertia[..., None] if inertia.ndim == 0 or inertia.shape == (n,) else inertia, (3,))
+        orientation = rows(orientation, (4,))
+        self._blocks.append(dict(
+            position=position.copy(), velocity=np.where(pinned[:, None], 0.0, rows(velocity, (3,))),
+            orientation=orientation / np.linalg.norm(orientation, axis=1, keepdims=True),
+            angular_velocity=np.where(clamped[:, None], 0.0, rows(angular_velocity, (3,))), mass=rows(mass, ()),
+            inertia=inertia, diameter=rows(diameter, ()), com_offset=rows(com_offset, (3,)), pinned=pinned,
+            clamped=clamped, group=rows(group, (), np.int32),
+        ))
+        first = self._count
+        self._count += n
+        return np.arange(first, self._count)
+
+    def add_body(self, position, *, sites=(), **properties):
+        """Add one body; ``inertia`` is a scalar (sphere) or three principal moments; ``sites``
+        are interaction sites in the body frame. Returns its index."""
+        index = int(self.add_bodies(np.asarray(position, float)[None], **properties)[0])
+        if len(sites):
+            self._sites[index] = np.asarray(sites, float).reshape(-1, 3)
+        return index
+
+    def add_cluster(self, site_positions, site_masses, *, velocity=(0, 0, 0), angular_velocity=(0, 0, 0), **kwargs):
+        """Add a rigid body made of point-mass sites (spatial positions): mass, centre of mass
+        and inertia tensor come from the sites; the body frame is the principal frame, its axes
+        ordered and signed to stay as close to the inertial axes as possible. Returns its index."""
+        sites = np.asarray(site_positions, float)
+        masses = np.broadcast_to(np.asarray(site_masses, float), (len(sites),))
+        mass = masses.sum()
+        centre = masses @ sites / mass
+        arms = sites - centre
+        tensor = np.sum(masses[:, None, None] * (np.sum(arms * arms, axis=1)[:, None, None] * np.eye(3)
+                                                 - arms[:, :, None] * arms[:, None, :]), axis=0)
+        moments, axes = principal_axes(tensor)
+        return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
+                             angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
+
+    def add_bonds(self, i, j, *, k_axial, k_shear, k_bending):
+        """Bond bodies ``i[b]`` and ``j[b]`` (stiffnesses scalars or per bond)."""
+        i = np.asarray(i, np.int32).reshape(-1)
+        j = np.asarray(j, np.int32).reshape(-1)
+        n = len(i)
+        if n == 0:   # (an empty block would reach `_rest_bonds` as bonds with no colour)
+            return
+        self._bond_blocks.append((i, j) + tuple(np.broadcast_to(np.asarray(k, float), (n,)).copy()
+                                               for k in (k_axial, k_shear, k_bending)))
+
+    def add_bond(self, i, j, *, k_axial, k_shear, k_bending):
+        self.add_bonds([i], [j], k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
+
+    def append_input(self, interaction, key, value):
+        """Append ``value`` to the list ``key`` of what ``interaction`` gets from the builders
+        (``model.inputs[interaction][key]``), e.g. a Lennard-Jones body pair."""
+        self.inputs.setdefault(interaction, {}).setdefault(key, []).append(value)
+
+    def set_input(self, interaction, key, value):
+        """Set the parameter ``key`` of ``interaction``'s inputs; every builder that sets it must
+        give the same value (raises ValueError otherwise)."""
+        given = self.inputs.setdefault(interaction, {})
+        if given.setdefault(key, value) != value:
+            raise ValueError(f"all {interaction.replace('_', '-')} parameters of a scene must agree: {key} is "
+                             f"{given[key]!r} and {value!r}")
+
+    def finish(self, walls=(), **sections):
+        """The `Model` and `State` of what was added. ``walls`` are ``[[walls]]`` tables (``point``,
+        ``normal``, ``size``); ``sections`` the scene sections the interactions read (``contact``,
+        ``fields``, ``breakage``, …), as dicts of key values (missing keys: defaults)."""
+        bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
+        self._blocks = []
+        state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
+        counts = np.zeros(self._count, np.int64)
+        for body, sites in self._sites.items():
+            counts[body] = len(sites)
+        model = Model(
+            mass=bodies["mass"], inertia=bodies["inertia"], diameter=bodies["diameter"],
+            com_offset=bodies["com_offset"], pinned=bodies["pinned"], clamped=bodies["clamped"],
+            group=bodies["group"], bonds=self._rest_bonds(state),
+            site_start=np.concatenate(([0], np.cumsum(counts))).astype(np.int64) if self._sites else None,
+            site_offset=np.concatenate([self._sites[b] for b in sorted(self._sites)]) if self._sites
+            else np.zeros((0, 3)),
+            inputs={name: dict(values) for name, values in self.inputs.items()}, invariants=dict(self.invariants),
+        )
+        if len(walls):
+            model.wall_point = np.array([w["point"] for w in walls], dtype=float)
+            normal = np.array([w["normal"] for w in walls], dtype=float)
+            model.wall_normal = normal / np.linalg.norm(normal, axis=1, keepdims=True)
+            model.wall_size = np.array([w["size"] for w in walls], dtype=float)
+        unknown = set(sections) - set(SECTION_KEYS)
+        if unknown:
+            raise TypeError(f"finish() got sections no interaction reads: {', '.join(sorted(unknown))}")
+        model.sections = {name: {**defaults(keys), **sections.get(name, {})} for name, keys in SECTION_KEYS.items()}
+        model.skin = contact_skin(model.sections["contact"]["skin"], model.diameter)
+        model.interactions = setup_interactions(model)
+        state.interactions = initial_states(model)
+        for name, params in model.interactions.items():
+            extra = INTERACTIONS[name].extra_columns
+            if extra:
+                model.invariants.update(extra(model, params))
+        return model, state
+
+    def _rest_bonds(self, state):
+        """Bonds with their rest state at ``state``, sorted by colour (`color_bonds`); built with
+        one temporary array at a time, so that 10⁶ bodies fit."""
+        if not self._bond_blocks:
+            return Bonds.empty()
+        columns = [_joined([block[k] for block in self._bond_blocks]) for k in range(5)]
+        self._bond_blocks = []
+        color = color_bonds(columns[0], columns[1], state.position.shape[0])
+        order = np.argsort(color, kind="stable")
+        color_start = np.searchsorted(color[order], np.arange(color.max() + 2)).astype(np.int64)
+        del color
+        for k in range(5):
+            columns[k] = columns[k][order]
+        del order
+        i, j = columns[0], columns[1]
+        m = len(i)
+        rest_length, rest_dir_i, rest_dir_j, rest_relative = np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 4))
+        _rest_bond_kernel(state.position, state.orientation, i, j, rest_length, rest_dir_i, rest_dir_j, rest_relative)
+        return Bonds(i, j, columns[2], columns[3], columns[4], rest_length, rest_dir_i, rest_dir_j, rest_relative,
+                     color_start)
+
+
+def _joined(arrays):
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+@njit(cache=True)
+def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_dir_i, rest_dir_j, rest_relative):
+    """Rest state of each bond: ``r0``, ``n0`` in each end's body frame, and ``R_j0ᵀ R_i0``."""
+    for b in range(bond_i.shape[0]):
+        i = bond_i[b]
+        j = bond_j[b]
+        d = (position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2])
+        r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        n = (d[0] / r, d[1] / r, d[2] / r)
+        rest_length[b] = r
+        rest_dir_i[b] = np.asarray(_quat_rotate_inverse(orientation[i], n))
+        rest_dir_j[b] = np.asarray(_quat_rotate_inverse(orientation[j], n))
+        rest_relative[b] = np.asarray(_quat_multiply(_quat_conjugate(orientation[j]), orientation[i]))
+
+
+def principal_axes(tensor):
+    """``(moments, axes)`` of a symmetric inertia tensor: ``tensor = axes diag(moments) axesᵀ``
+    with ``axes`` a rotation whose columns follow the coordinate axes as closely as possible
+    (a tensor that is already diagonal keeps its frame and order)."""
+    moments, vectors = np.linalg.eigh(tensor)
+    order = []
+    for axis in range(3):
+        ranked = np.argsort(-np.abs(vectors[axis]))
+        order.append(next(k for k in ranked if k not in order))
+    moments, vectors = moments[order], vectors[:, order]
+    vectors *= np.where(np.diag(vectors) < 0, -1.0, 1.0)
+    if np.linalg.det(vectors) < 0:
+        vectors[:, 2] *= -1
+    return moments, vectors
+
+
+#: Body arrays that must be finite, and those that must also be positive.
+_FINITE_BODY_ARRAYS = ("position", "velocity", "orientation", "angular_velocity", "diameter", "com_offset")
+_POSITIVE_BODY_ARRAYS = ("mass", "inertia")
+
+
+def _body_problem(block):
+    """What is wrong with a block of bodies a builder added (values that overflowed, underflowed
+    or lost all precision), or None."""
+    for key in _FINITE_BODY_ARRAYS:
+        if not np.isfinite(block[key]).all():
+            return f"gives a non-finite {key.replace('_', ' ')} (values too large or too small)"
+    for key in _POSITIVE_BODY_ARRAYS:
+        values = block[key]
+        if not (np.isfinite(values).all() and (values > 0).all()):
+            return f"gives a {key} that is not a positive finite number (values too large or too small)"
+    return None
+
+
+def _bond_problem(bonds):
+    """Index of the first bond whose rest state is degenerate (coincident ends, non-finite), or
+    None."""
+    good = np.isfinite(bonds.rest_length) & (bonds.rest_length > 0)
+    for values in (bonds.rest_dir_i, bonds.rest_dir_j, bonds.rest_relative):
+        good &= np.isfinite(values).all(axis=1)
+    bad = np.flatnonzero(~good)
+    return int(bad[0]) if len(bad) else None
+
+
+def _coincident(path, tables, i, j):
+    table = next(table for first, end, table in tables if first <= i < end)
+    raise SceneError(f"{path}: {table}: bonds bodies {i} and {j} at zero distance (values too large or too small "
+                     f"to tell them apart)")
+
+
+def build_system(scene):
+    """``(Model, State)`` of a validated `dem.scene.Scene`; a builder that cannot make what the
+    scene asks (including values that overflow, or bodies that coincide) raises `SceneError`
+    naming the builder table."""
+    system = SystemBuilder()
+    tables = []   # (first body, end, table) of each builder table
+    with np.errstate(all="ignore"):   # non-finite results are reported below, not warned about
+        for name, index, params in scene.builders:
+            table = f"{name}.{index}"
+            first, blocks = system.n_bodies, len(system._blocks)
+            try:
+                BUILDERS[name].build(system, params)
+            except ValueError as error:
+                raise SceneError(f"{scene.path}: {table}: {error}") from None
+            except ArithmeticError as error:   # OverflowError of a float power, …
+                raise SceneError(f"{scene.path}: {table}: values too large or too small to build with "
+                                 f"({error.args[-1] if error.args else type(error).__name__})") from None
+            for block in system._blocks[blocks:]:
+                problem = _body_problem(block)
+                if problem:
+                    raise SceneError(f"{scene.path}: {table}: {problem}")
+            if any(body >= first and not np.isfinite(sites).all() for body, sites in system._sites.items()):
+                raise SceneError(f"{scene.path}: {table}: gives non-finite interaction sites (values too large or "
+                                 f"too small)")
+            tables.append((first, system.n_bodies, table))
+        if system.n_bodies == 0:
+            raise SceneError(f"{scene.path}: {tables[-1][2] if tables else '(builders)'}: the scene makes no body")
+        blocks, bond_blocks = list(system._blocks), list(system._bond_blocks)   # `finish` empties them
+        try:
+            model, state = system.finish(scene.walls, **{name: scene.sections[name] for name in SECTION_KEYS})
+        except ZeroDivisionError:   # raised by the rest-bond kernel: a bond of zero length
+            position = np.concatenate([block["position"] for block in blocks])
+            for i, j, *_ in bond_blocks:
+                d = position[i] - position[j]
+                zero = np.flatnonzero(np.sum(d * d, axis=1) == 0)   # |d|² as the kernel sums it
+                if len(zero):
+                    _coincident(scene.path, tables, i[zero[0]], j[zero[0]])
+            _coincident(scene.path, tables, bond_blocks[0][0][0], bond_blocks[0][1][0])
+        except SceneError as error:   # an interaction's parameters (key named, file not)
+            raise SceneError(f"{scene.path}: {error}") from None
+        bad = _bond_problem(model.bonds)
+        if bad is not None:
+            _coincident(scene.path, tables, model.bonds.i[bad], model.bonds.j[bad])
+        if not np.isfinite(model.skin):
+            raise SceneError(f"{scene.path}: contact.skin: the mean particle diameter is not finite")
+    return model, state

@@ -1,0 +1,42 @@
+"""A small polydisperse bonded granule next to a wall (the scene several tests start from)."""
+
+GRANULE = """\
+[simulation]
+dt = 1e-3
+t_end = 0.5
+
+[output]
+log_every = 10
+
+[contact]
+k_pp = 1e4
+k_pw = 1e4
+
+[[walls]]
+point = [0.0, 0.0, 0.0]
+normal = [1.0, 0.0, 0.0]
+
+[[assembly]]
+shape = "sphere"
+diameter = 9.0
+center = [4.6, 0.0, 0.0]
+lattice = "random"
+packing_fraction = 0.55
+distribution = "uniform"
+diameter_min = 0.7
+diameter_max = 1.3
+seed = 3
+velocity = [-2.0, 0.0, 0.0]
+angular_velocity = [0.3, -0.2, 0.5]
+bond_gap_tolerance = 0.05
+k_axial = 200.0
+k_shear = 200.0
+k_bending = 10.0
+"""
+
+
+def granule_file(folder, name="granule.toml"):
+    """Write `GRANULE` into ``folder``; returns its path."""
+    path = folder / name
+    path.write_text(GRANULE)
+    return path

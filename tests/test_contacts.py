@@ -1,0 +1,158 @@
+"""Per-contact state (`dem.contacts`): a test interaction with history (`history_probe`) checked
+against a brute-force reference across many neighbour rebuilds and a restart, for any number of
+threads."""
+
+import numba
+import numpy as np
+import pytest
+from history_probe import PROBE
+
+from dem import Simulation, SystemBuilder
+from dem.checkpoint import load_checkpoint, restore, save_checkpoint
+from dem.interactions import register, unregister
+
+N = 60
+
+
+@pytest.fixture
+def probe():
+    register(PROBE)
+    yield PROBE
+    unregister(PROBE.name)
+
+
+def gas(seed=0, walls=True, n=N):
+    """``n`` spheres in a box of six walls (or none), fast enough to cross many skins, including
+    one pair held pressed together by a stiff bond that flies through the box (a persistent
+    contact)."""
+    rng = np.random.default_rng(seed)
+    system = SystemBuilder()
+    side = int(np.ceil((n - 2) ** (1 / 3)))
+    box = 0.9 * side + 0.4
+    grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)[:n - 2]
+    position = 0.6 + 0.9 * grid + rng.uniform(-0.05, 0.05, size=(n - 2, 3))
+    system.add_bodies(position, mass=1.0, inertia=0.1, diameter=rng.uniform(0.6, 0.8, n - 2),
+                      velocity=rng.normal(scale=3.0, size=(n - 2, 3)))
+    pair = system.add_bodies([(1.0, box - 0.8, box - 0.8), (1.55, box - 0.8, box - 0.8)], mass=1.0, inertia=0.1,
+                             diameter=0.6, velocity=(2.0, 0.0, 0.0))
+    system.add_bond(*pair, k_axial=1e5, k_shear=0.0, k_bending=0.0)  # holds them pressed together
+    planes = []
+    if walls:
+        for axis in range(3):
+            for side_point, normal in ((0.0, 1.0), (box, -1.0)):
+                point, vector = np.zeros(3), np.zeros(3)
+                point[axis], vector[axis] = side_point, normal
+                planes.append(dict(point=tuple(point), normal=tuple(vector), size=0.0))
+    return system.finish(planes, contact={"k_pp": 500.0, "k_pw": 500.0 if walls else 0.0, "skin": 0.1})
+
+
+def brute_force_step(reference, position, diameter):
+    """Advance the reference ``{(i, j): [age, Σδ]}`` by one step: every touching pair, all pairs."""
+    d = position[:, None, :] - position[None, :, :]
+    r = np.sqrt(d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1] + d[..., 2] * d[..., 2])
+    delta = 1.0 - r / (0.5 * (diameter[:, None] + diameter[None, :]))
+    touching = {(i, j) for i, j in zip(*np.nonzero(delta > 0)) if i < j}
+    for key in list(reference):
+        if key not in touching:
+            del reference[key]
+    for i, j in touching:
+        age, total = reference.get((i, j), (0.0, 0.0))
+        reference[(i, j)] = (age + 1.0, total + delta[i, j])
+
+
+def table(sim):
+    """The probe's live histories by pair key."""
+    saved = sim.contacts.export()
+    keys, values = saved["history_keys.history_probe"], saved["history_values.history_probe"]
+    return {(int(i), int(j)): tuple(v) for (i, j), v in zip(keys, values)}
+
+
+def test_history_matches_brute_force_across_rebuilds(probe):
+    model, state = gas()
+    sim = Simulation(model, state, "rrp2", 2e-3)
+    reference = {}
+    brute_force_step(reference, state.position, model.diameter)  # the forces of step 0 count too
+    persistent = (N - 2, N - 1)
+    for step in range(1, 601):
+        sim.advance(1)
+        brute_force_step(reference, state.position, model.diameter)
+        live = table(sim)
+        assert live.keys() == reference.keys(), f"step {step}"
+        for key, (age, total) in reference.items():
+            assert live[key][0] == age and live[key][1] == pytest.approx(total, rel=1e-13), f"step {step} {key}"
+    assert sim.contacts.n_builds > 50  # the list was rebuilt many times
+    travelled = state.position[persistent[0], 0] - 1.0
+    assert travelled > 10 * sim.contacts.skin
+    # the pressed pair never let go: its history counts every step, as if the list never rebuilt
+    assert reference[persistent][0] == 601
+    # particle–wall slots: the age of each wall contact, against the same kind of reference
+    own = state.interactions["history_probe"]
+    assert (own.wall_key >= 0).sum() > 0 and own.wall_age.max() > 1
+
+
+def test_particle_wall_history_matches_brute_force(probe):
+    model, state = gas(seed=1)
+    sim = Simulation(model, state, "rrp2", 2e-3)
+    radius = 0.5 * model.diameter
+    reference = {}
+    for step in range(401):
+        if step:
+            sim.advance(1)
+        gap = np.einsum("iwc,wc->iw", state.position[:, None, :] - model.wall_point[None], model.wall_normal)
+        touching = {(i, w) for i, w in zip(*np.nonzero(gap < radius[:, None]))}
+        reference = {key: reference.get(key, 0.0) + 1.0 for key in touching}
+        own = state.interactions["history_probe"]
+        live = {(i, int(own.wall_key[i, s])): own.wall_age[i, s] for i in range(N) for s in range(3)
+                if own.wall_key[i, s] >= 0}
+        assert live == reference
+    assert max(reference.values()) > 5
+
+
+def test_pair_forces_read_one_history_from_both_rows(probe):
+    """Without walls the probe and Hertz are internal: the momenta are conserved to round-off,
+    which needs both rows of a pair to read the same slot."""
+    model, state = gas(walls=False)
+    state.velocity *= 0.3
+    sim = Simulation(model, state, "rrp2", 2e-3)
+    start = sim.energy_budget()
+    sim.advance(500)
+    end = sim.energy_budget()
+    assert max(v[0] for v in table(sim).values()) > 20  # long-lived contacts pushed with their age
+    scale = np.abs(state.velocity).sum()
+    for key in ("Px", "Py", "Pz"):
+        assert abs(end[key] - start[key]) < 1e-13 * scale
+
+
+def test_restart_continues_bit_for_bit(probe, tmp_path):
+    scene = tmp_path / "scene.toml"
+    scene.write_text("# stand-in for the scene file a checkpoint records\n")
+    model, state = gas(seed=2)
+    sim = Simulation(model, state, "rrp2", 2e-3)
+    sim.advance(150)
+    save_checkpoint(tmp_path / "checkpoint.npz", sim, scene, (), (0.0, 1.0))
+    sim.advance(150)
+
+    model2, state2 = gas(seed=2)
+    restored, _ = restore(load_checkpoint(tmp_path / "checkpoint.npz"), model2, state2)
+    resumed = Simulation(model2, state2, "rrp2", 2e-3, restored=restored)
+    resumed.advance(150)
+    assert np.array_equal(state2.position, state.position) and np.array_equal(state2.velocity, state.velocity)
+    assert table(resumed) == table(sim) and len(table(sim)) > 5
+    for field in ("wall_key", "wall_age"):
+        assert np.array_equal(getattr(state2.interactions["history_probe"], field),
+                              getattr(state.interactions["history_probe"], field))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_history_is_independent_of_the_thread_count(probe, threads):
+    runs = []
+    for parallel, count in ((False, 1), (True, threads)):
+        numba.set_num_threads(count)
+        try:
+            model, state = gas(seed=3, n=5000)  # three parallel chunks
+            sim = Simulation(model, state, "rrp2", 2e-3, parallel=parallel)
+            sim.advance(300)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        runs.append((state.position.copy(), table(sim)))
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]

@@ -1,0 +1,80 @@
+"""The package's layering: no import cycles between `dem`'s modules, nothing below the command
+line imports it, and the public API is what `dem/__init__.py` exports."""
+
+import ast
+from pathlib import Path
+
+import dem
+
+PACKAGE = Path(dem.__file__).resolve().parent
+
+
+def module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports():
+    """``{module: {dem modules it imports}}`` from the sources (relative imports resolved; a
+    ``from package import name`` counts as importing the package, or the submodule ``name``)."""
+    modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[:len(anchor) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in node.names:
+                    target = f"{base}.{alias.name}"
+                    edges.add(target if target in modules else base)
+            elif isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = imports()
+    # a package's __init__ imports its submodules: the package and its submodules are one node
+    # only when a submodule imports its own package back, which is exactly a cycle we forbid
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(path + [node, target]))
+            if target not in state:
+                visit(target, path + [node])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert len(graph) > 30
+
+
+def test_nothing_below_the_command_line_imports_it():
+    importers = [name for name, targets in imports().items() if "dem.cli" in targets and name != "dem.__main__"]
+    assert importers == []
+
+
+def test_the_layers_point_down():
+    """Numerics (rotations, interactions, integrators, contacts, engine) import nothing of the
+    scene, the builders, the runner or the observers."""
+    graph = imports()
+    numerics = [n for n in graph if n.startswith(("dem.rotations", "dem.interactions", "dem.integrators",
+                                                  "dem.contacts", "dem.neighbors", "dem.engine", "dem.state"))]
+    upper = ("dem.scene", "dem.builders", "dem.system", "dem.runner", "dem.observers", "dem.simulation")
+    for name in numerics:
+        assert not {t for t in graph[name] if t.startswith(upper)}, name
+
+
+def test_the_public_api():
+    assert set(dem.__all__) <= set(dir(dem))
+    assert {"Simulation", "SystemBuilder", "Interaction", "register", "load_scene"} <= set(dem.__all__)
