@@ -4,6 +4,7 @@ import argparse
 import logging
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,6 +95,10 @@ def check_time_step(scene, model, state):
 @contextmanager
 def _stop_on_signals(sim):
     """SIGINT and SIGTERM ask the simulation to stop after the current chunk of steps."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread (a run on a Dask worker's thread: the worker handles them)
+        return
+
     def handler(number, _frame):
         sim.request_stop(signal.Signals(number).name)
 
