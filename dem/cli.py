@@ -1,4 +1,4 @@
-"""Command line: ``python -m dem [run|validate|plot] …`` (see `main` and ``--help``)."""
+"""Command line: ``python -m dem [run|validate|plot|sweep] …`` (see `main` and ``--help``)."""
 
 import argparse
 import logging
@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
+  python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -28,7 +29,7 @@ def _parser():
         prog="python -m dem", description="Discrete-element simulation with variational RRP integrators.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -49,12 +50,15 @@ def _parser():
     plot = commands.add_parser("plot", help="plot a run's energy budget, error and momenta (PNG)")
     plot.add_argument("run_dir", type=Path, help="a run's output folder (with energy.csv)")
     plot.add_argument("--out", type=Path, help="PNG file (default RUN_DIR/energy.png)")
+    from .sweep import add_sweep_command
+
+    add_sweep_command(commands)
     return parser
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in ("run", "validate", "plot", "-h", "--help"):
+    if argv and argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     level = logging.WARNING if getattr(args, "quiet", False) else (
@@ -70,6 +74,10 @@ def main(argv=None):
         if args.command == "validate":
             print("\n".join(describe(args.scene, args.overrides, args.out)))
             return 0
+        if args.command == "sweep":
+            from .sweep import sweep_command
+
+            return sweep_command(args)
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except SceneError as error:
         print(f"dem: error: {error}", file=sys.stderr)

@@ -5,6 +5,7 @@ The command line (`dem.cli`) and the tools call these.
 
 import logging
 import signal
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def check_time_step(scene, model, state):
 @contextmanager
 def _stop_on_signals(sim):
     """SIGINT and SIGTERM ask the simulation to stop after the current chunk of steps."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread (a run on a Dask worker's thread: the worker handles them)
+        return
     def handler(number, _frame):
         sim.request_stop(signal.Signals(number).name)
 
