@@ -15,6 +15,7 @@ EXAMPLES = """examples:
   python -m dem run scenes/pendulum.toml --set simulation.integrator=rrp1 --set simulation.dt=0.005
   python -m dem run scenes/torus_impact.toml --set torus.0.velocity=[1,0,0] --set walls=[] --out output/free
   python -m dem validate scenes/assembly_impact.toml         check a scene, print what it builds
+  python -m dem validate scenes/torus_impact.toml --show-loop  ... and the compiled loop it runs
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
@@ -47,6 +48,8 @@ def _parser():
                      help="continue from a checkpoint of this scene, appending to its log and .pvd files")
     validate = commands.add_parser("validate", help="check a scene and print what it would build (writes nothing)")
     scene_arguments(validate)
+    validate.add_argument("--show-loop", action="store_true",
+                          help="also print the compiled loop generated for the scene (dem/engine.py)")
     plot = commands.add_parser("plot", help="plot a run's energy budget, error and momenta (PNG)")
     plot.add_argument("run_dir", type=Path, help="a run's output folder (with energy.csv)")
     plot.add_argument("--out", type=Path, help="PNG file (default RUN_DIR/energy.png)")
@@ -72,7 +75,7 @@ def main(argv=None):
             print(plot_energy(args.run_dir, args.out))
             return 0
         if args.command == "validate":
-            print("\n".join(describe(args.scene, args.overrides, args.out)))
+            print("\n".join(describe(args.scene, args.overrides, args.out, args.show_loop)))
             return 0
         if args.command == "sweep":
             from .sweep import sweep_command

@@ -17,7 +17,7 @@ import sys
 from .builders import BUILDERS
 from .interactions import INTERACTIONS
 from .scene import SCHEMA, WALL_KEYS
-from .schema import REQUIRED
+from .schema import REQUIRED, toml_text
 
 #: What each kind of key looks like in TOML.
 KIND_NAMES = {"float": "float", "int": "int", "str": "string", "bool": "bool", "vec3": "vec3"}
@@ -135,26 +135,13 @@ def _default(key):
         return "**REQUIRED**"
     if key.default is None:
         return "—"
-    return f"`{_cell(_toml(key.default))}`"
-
-
-def _toml(value):
-    """A default value as it would be written in the scene file."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    return f"`{_cell(toml_text(key.default))}`"
 
 
 def _description(key):
     parts = [_cell(_sentence(key.doc)) if key.doc else "*(no description)*"]
     if key.choices:
-        parts.append("One of " + ", ".join(f"`{_cell(_toml(c))}`" for c in key.choices) + ".")
+        parts.append("One of " + ", ".join(f"`{_cell(toml_text(c))}`" for c in key.choices) + ".")
     constraint = _constraint(key)
     if constraint:
         parts.append(_cell(constraint))

@@ -15,7 +15,8 @@ from .checkpoint import CheckpointError, load_checkpoint, restore
 from .integrators import SCHEMES
 from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter
 from .scene import SceneError, load_scene
-from .simulation import Simulation
+from .engine import loop_source
+from .simulation import PARALLEL_THRESHOLD, Simulation
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
 from .system import build_system
 
@@ -116,9 +117,10 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     return sim, output_dir
 
 
-def describe(scene_path, overrides=(), out=None):
+def describe(scene_path, overrides=(), out=None, show_loop=False):
     """What a scene builds, as lines of text: bodies per builder, bonds, walls, sites, the acting
-    interactions, the time step and its critical estimate, steps, memory, outputs."""
+    interactions, the time step and its critical estimate, steps, memory, outputs; with
+    ``show_loop``, the source of the compiled loop generated for it (`dem.engine`)."""
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
     critical = critical_time_step(model, state)
     dt = scene.simulation["dt"]
@@ -142,6 +144,9 @@ def describe(scene_path, overrides=(), out=None):
         + (f"every {scene.output['checkpoint_every']} steps" if scene.output["checkpoint_every"] else "at the end")
         + ")",
     ]
+    if show_loop:
+        parallel = model.n_bodies >= PARALLEL_THRESHOLD
+        lines += ["", loop_source(SCHEMES[scene.simulation["integrator"]], model.interactions, parallel)]
     return lines
 
 

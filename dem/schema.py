@@ -6,6 +6,7 @@ interaction of `dem.interactions` (its parameter table), every builder of `dem.b
 imports nothing of `dem`, so any module may declare keys.
 """
 
+import json
 import math
 import reprlib
 from dataclasses import dataclass
@@ -63,6 +64,25 @@ def show(value):
     except (ValueError, RecursionError):
         text = f"<a {type(value).__name__}>"
     return printable(text)
+
+
+def toml_text(value):
+    """``value`` (as `tomllib` returns it) as TOML text, on one line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_text(str(key))} = {toml_text(item)}" for key, item in value.items()) + "}"
+    return value.isoformat()  # dates and times
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ when a sweep runs.
 import csv
 import hashlib
 import itertools
-import json
 import logging
 import math
 import os
@@ -51,7 +50,7 @@ from tqdm import tqdm
 from .checkpoint import CheckpointError, load_checkpoint
 from .runner import CHECKPOINT, run
 from .scene import load_scene, parse_override
-from .schema import SceneError, printable, show
+from .schema import SceneError, printable, show, toml_text
 
 log = logging.getLogger("dem")
 
@@ -99,25 +98,6 @@ class Sweep:
 
     def point_overrides(self, point):
         return list(self.overrides) + list(point.overrides)
-
-
-def toml_text(value):
-    """``value`` (as `tomllib` returns it) as TOML text, on one line."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_text(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{toml_text(str(key))} = {toml_text(item)}" for key, item in value.items()) + "}"
-    return value.isoformat()  # dates and times
 
 
 def csv_text(value):

@@ -27,12 +27,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dem.schema
 import dem.scene
+import dem.schema
 from dem.builders import BUILDERS
 from dem.cli import main
 from dem.runner import prepare
 from dem.scene import SCHEMA, WALL_KEYS, SceneError
+from dem.schema import toml_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = sorted(path.stem for path in (ROOT / "scenes").glob("*.toml"))
@@ -90,48 +91,9 @@ def test_base_scenes_are_valid():
             assert 0 < model.n_bodies <= FUZZ_MAX_BODIES
 
 
-BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
-
-
-def toml_string(text):
-    escaped = []
-    for char in text:
-        if char in '"\\':
-            escaped.append("\\" + char)
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            escaped.append(f"\\u{ord(char):04x}")
-        else:
-            escaped.append(char)
-    return '"' + "".join(escaped) + '"'
-
-
-def toml_key(key):
-    return key if BARE_KEY.match(key) else toml_string(key)
-
-
-def toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return toml_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(value)
-
-
 def dump(data):
     """TOML text of ``data`` (every table inline: the parse is the same as with headers)."""
-    return "".join(f"{toml_key(key)} = {toml_value(value)}\n" for key, value in data.items())
+    return "".join(f"{toml_text(key)} = {toml_text(value)}\n" for key, value in data.items())
 
 
 def same(a, b):
@@ -292,11 +254,11 @@ def override_texts(draw, data):
     kind = draw(st.sampled_from(["number", "number", "existing", "deeper", "random", "index", "malformed"]))
     if kind == "number" and leaves:               # a number or vector changed in place
         path = draw(st.sampled_from(leaves))
-        return f"{'.'.join(str(k) for k in path)}={toml_value(perturbed(draw, resolve(data, path)))}"
+        return f"{'.'.join(str(k) for k in path)}={toml_text(perturbed(draw, resolve(data, path)))}"
     value = draw(st.one_of(st.sampled_from(["1", "0", "-1", "nan", "inf", "[]", "[1,0,0]", "[1, 2]", "{}", "true",
                                             '"text"', "1e400", "99999999999999999999999", "[[1]]", "x", "=", "",
                                             "[1,", "{a = 1}", "[{a = 1}]", '"\\u0000"']),
-                           st.builds(toml_value, values)))
+                           st.builds(toml_text, values)))
     if kind == "existing" and paths:
         path = draw(st.sampled_from(paths))
     elif kind == "deeper" and paths:             # through a scalar or a list
