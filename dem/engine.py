@@ -28,6 +28,7 @@ per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (
 writes only its own rows), so the result is the same for any number of threads.
 """
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -46,8 +47,6 @@ from .neighbors import _build_kernel, _rebuild_due
 OK, FAILED, NOT_FINITE = 0, 1, 2
 #: rows of work per parallel task (fixed, so that chunking never depends on the thread count)
 CHUNK = 2048
-
-_LOADED = {}
 
 
 def generated_folder():
@@ -118,15 +117,17 @@ def _forces_text(names, parallel):
     w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
     w('"""Set the force and moment of bodies lo <= i < hi from the row interactions."""', 1)
     w("for i in range(lo, hi):", 1)
-    w("f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)", 2)
+    w("fx = fy = fz = tx = ty = tz = 0.0", 2)
     for i in rows:
         kernel = w.use(i.forces, f"{i.name}_forces")
         extra = f", hist_{i.name}" if i.history else ""
-        w(f"f = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra}, f)", 2)
-    for c in range(3):
-        w(f"st.force[i, {c}] = f[{c}]", 2)
-    for c in range(3):
-        w(f"st.moment[i, {c}] = f[{c + 3}]", 2)
+        w(f"share = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})", 2)
+        w("fx, fy, fz = fx + share[0], fy + share[1], fz + share[2]", 2)
+        w("tx, ty, tz = tx + share[3], ty + share[4], tz + share[5]", 2)
+    for c, axis in enumerate("xyz"):
+        w(f"st.force[i, {c}] = f{axis}", 2)
+    for c, axis in enumerate("xyz"):
+        w(f"st.moment[i, {c}] = t{axis}", 2)
     w()
     w()
     w('@njit(inline="always")')
@@ -226,8 +227,6 @@ def _module(kind, describe, writer, stamp):
 
 def _load(name, text):
     """Import the generated module ``name`` (writing it first if need be)."""
-    if name in _LOADED:
-        return _LOADED[name]
     path = generated_folder() / f"{name}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -237,7 +236,6 @@ def _load(name, text):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # numba's cache re-imports the module by name
     spec.loader.exec_module(module)
-    _LOADED[name] = module
     return module
 
 
@@ -255,16 +253,19 @@ def _advance_spec(scheme, names, parallel, forces_name):
                    _advance_text(scheme, names, parallel, forces_name), _source_stamp(names))
 
 
+@functools.cache
 def forces_module(names, parallel):
-    """The module whose ``forces`` evaluates the interactions ``names`` (registry order)."""
-    return _load(*_forces_spec(tuple(names), parallel))
+    """The module whose ``forces`` evaluates the interactions ``names`` (a tuple, registry
+    order)."""
+    return _load(*_forces_spec(names, parallel))
 
 
+@functools.cache
 def advance_module(scheme, names, parallel):
     """The module whose ``advance`` steps ``scheme`` (a `dem.integrators.Scheme`) with the
-    interactions ``names``."""
+    interactions ``names`` (a tuple)."""
     forces = forces_module(names, parallel)
-    return _load(*_advance_spec(scheme, tuple(names), parallel, forces.__name__))
+    return _load(*_advance_spec(scheme, names, parallel, forces.__name__))
 
 
 def loop_source(scheme, names, parallel):
