@@ -11,7 +11,7 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
 from dem.builders import TETRAHEDRON, SystemBuilder
 from dem.cli import run
-from dem.plotting import plot_energy
+from dem.plotting import SCENE_UNITS, plot_energy, units_of
 from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
 from dem.writers.vtk import VTKWriter
 
@@ -240,3 +240,16 @@ def test_plot_energy_writes_a_png(torus_run, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     other = plot_energy(torus_run, tmp_path / "sub" / "budget.png")
     assert other.is_file() and other.stat().st_size > 10_000
+
+
+def test_plot_energy_units(torus_run, tmp_path):
+    assert units_of(None) == dict.fromkeys(("time", "energy", "momentum", "angular momentum"), SCENE_UNITS)
+    assert units_of("SI")["energy"] == "J"
+    assert units_of({"time": "ms"}) == {"time": "ms", "energy": SCENE_UNITS, "momentum": SCENE_UNITS,
+                                        "angular momentum": SCENE_UNITS}
+    with pytest.raises(ValueError, match="unknown unit system"):
+        units_of("imperial")
+    with pytest.raises(ValueError, match="unknown quantities"):
+        units_of({"length": "m"})
+    assert plot_energy(torus_run, tmp_path / "si.png", units="SI").stat().st_size > 10_000
+
