@@ -155,15 +155,14 @@ def test_paraview_script_refuses_a_folder_without_a_run(tmp_path, display):
 
 
 def test_paraview_macro_as_the_gui_runs_it(tmp_path, display):
-    """The GUI runs a macro as a script in its own interpreter, with ``paraview.fromGUI`` set,
-    after the user opened particles.pvd."""
+    """The GUI runs a macro as a script (``__name__ == "__main__"``) in its interpreter, after the
+    user opened particles.pvd."""
     run_dir = tmp_path / "torus"
     run(ROOT / "scenes" / "torus_impact.toml", overrides=["simulation.t_end=0.2", "output.vtk_every=100"],
         out=run_dir, quiet=True)
     driver = tmp_path / "gui.py"
     driver.write_text(f"""
-import paraview, paraview.simple as pvs
-paraview.fromGUI = True
+import paraview.simple as pvs
 view = pvs.CreateView("RenderView")
 view.ViewSize = [800, 500]
 pvs.SetActiveView(view)

@@ -154,10 +154,12 @@ def _tubes(source, name, radius):
 
 
 def _place(bar, slot):
-    """Put a colour bar in the right-hand column: slot 0 at the bottom, 1 above it."""
+    """Put a colour bar in the lower (slot 0) or upper (slot 1) right-hand corner."""
     bar.ScalarBarLength = 0.33
-    if _set_enum(bar, "WindowLocation", "Any Location", "AnyLocation"):
-        bar.Position = [0.89, 0.06 + 0.45 * slot]
+    if slot == 0:
+        _set_enum(bar, "WindowLocation", "Lower Right Corner", "LowerRightCorner")
+    else:
+        _set_enum(bar, "WindowLocation", "Upper Right Corner", "UpperRightCorner")
 
 
 def _shiny(display):
@@ -489,7 +491,7 @@ def point_camera(view, sources, direction, time):
     view.CameraPosition = [c + 4.0 * size * d for c, d in zip(centre, toward)]
     view.CameraViewUp = list(up)
     view.CameraParallelProjection = 0 if direction == "iso" else 1
-    view.ResetCamera(False) if _accepts_argument(view.ResetCamera) else view.ResetCamera()
+    pvs.ResetCamera(view)
     if direction != "iso":
         # fit the box projected on the screen's axes (ResetCamera fits the bounding sphere)
         right = [toward[1] * up[2] - toward[2] * up[1], toward[2] * up[0] - toward[0] * up[2],
@@ -499,15 +501,6 @@ def point_camera(view, sources, direction, time):
         half_height = max(abs(sum((p[a] - centre[a]) * up[a] for a in range(3))) for p in corners)
         width, height = _values(view.ViewSize) if view.ViewSize else (1600.0, 1000.0)
         view.CameraParallelScale = 1.08 * max(half_height, half_width * height / width, 1e-12)
-
-
-def _accepts_argument(method):
-    try:
-        import inspect
-
-        return len(inspect.signature(method).parameters) > 0
-    except (TypeError, ValueError):
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,9 +518,12 @@ def _run_dir_of_active_source():
 
 
 def macro():
+    """Draw the run whose ``.pvd`` is open (the active source first) in the active view."""
     run_dir = _run_dir_of_active_source()
     if run_dir is None:
-        print("dem_paraview_macro: open a run's particles.pvd first (File > Open, Apply), then run the macro again")
+        print("dem_paraview_macro: no dem run is open: open a run's particles.pvd (File > Open, Apply) and run "
+              "the macro again. For a picture from the command line: "
+              "xvfb-run -a pvbatch tools/paraview_state.py RUN_DIR")
         return
     view = pvs.GetActiveViewOrCreate("RenderView")
     current = pvs.GetAnimationScene().AnimationTime
@@ -535,11 +531,5 @@ def macro():
     pvs.Render(view)
 
 
-if __name__ == "__main__":
-    import paraview
-
-    if getattr(paraview, "fromGUI", False):
-        macro()
-    else:
-        print("dem_paraview_macro.py is a ParaView GUI macro (Macros > Import new macro...); for a picture "
-              "from the command line run: xvfb-run -a pvbatch tools/paraview_state.py RUN_DIR")
+if __name__ == "__main__":  # the GUI runs a macro as a script (paraview.fromGUI is not set in 5.11)
+    macro()
