@@ -339,6 +339,8 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
                     arrows.ScaleArray = ["POINTS", "No scale array"]
                     arrows.ScaleFactor = 2.0 * size
                     arrows.GlyphMode = "All Points"
+                    arrows.GlyphType.TipResolution = 32
+                    arrows.GlyphType.ShaftResolution = 32
                     _solid(pvs.Show(arrows, view), color)
                     shown_sources.append(arrows)
 
