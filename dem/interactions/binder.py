@@ -184,25 +184,30 @@ def _measures_kernel(position, orientation, p, out):
 
 def bond_measures(model, state):
     """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
-    tension) and ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of ``model.bonds``."""
-    table = np.zeros((len(model.bonds), 4))
-    broken = np.zeros(len(model.bonds), np.int8)
-    if "binder" in model.interactions:
-        _measures_kernel(state.position, state.orientation, model.interactions["binder"], table)
-        broken = state.interactions["binder"].broken.copy()
+    tension) and ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the seed-binder
+    bonds (their block of ``model.bonds``); ``{}`` when the model has none
+    (`dem.interactions.bonds.bond_measures` gathers every law's)."""
+    params = model.interactions.get("binder")
+    if params is None:
+        return {}
+    table = np.zeros((len(params.i), 4))
+    _measures_kernel(state.position, state.orientation, params, table)
     out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table.T.copy()))
-    out["broken"] = broken
+    out["broken"] = state.interactions["binder"].broken.copy()
     return out
 
 
 def setup(model):
+    """The seed-001 bonds of ``model.bonds`` (its block of law ``"seed001"``, views)."""
     b = model.bonds
-    if not len(b):
+    block = b.block("seed001")
+    if block.start == block.stop:
         return None
     limits = np.array([limit if limit > 0 else np.inf for limit in
                        (model.sections["breakage"][name] for name in BREAK_CRITERIA)])
-    return BinderParams(b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length, b.rest_dir_i, b.rest_dir_j,
-                        b.rest_relative, b.color_start, limits, bool(np.isfinite(limits).any()))
+    return BinderParams(b.i[block], b.j[block], b.k_axial[block], b.k_shear[block], b.k_bending[block],
+                        b.rest_length[block], b.rest_dir_i[block], b.rest_dir_j[block], b.rest_relative[block],
+                        b.color_start("seed001"), limits, bool(np.isfinite(limits).any()))
 
 
 def initial_state(model, params):

@@ -47,7 +47,7 @@ from vtkmodules.vtkCommonCore import vtkPoints
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
-from ..interactions.binder import bond_measures
+from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..rotations import quat_matrix
 
 SERIES = ("particles", "bonds", "walls", "sites")
@@ -194,6 +194,9 @@ def _particles(model, state):
     data.AddArray(_array(state.force, "force"))
     data.AddArray(_array(state.moment, "moment"))
     data.AddArray(_array(state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), "center_of_mass"))
+    data.AddArray(_array(model.mass, "mass"))
+    data.AddArray(_array(fragment_labels(n, model.bonds.i, model.bonds.j, broken_codes(model, state) == 0),
+                         "fragment", np.int32))
     data.SetActiveVectors("velocity")
     return polydata
 
@@ -234,9 +237,13 @@ def _bonds(model, state):
     polydata.SetLines(_cells(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()))
     measures = bond_measures(model, state)
     data = polydata.GetCellData()
-    for name in ("axial_strain", "shear", "bending_angle", "axial_force"):
+    for name in COMMON:
         data.AddArray(_array(measures[name], name))
     data.AddArray(_array(measures["broken"], "broken", np.uint8))
+    data.AddArray(_array(measures["law"], "law", np.uint8))
+    if bonds.law.any():   # parallel bonds: their forces, moments and stresses
+        for name in PARALLEL_ONLY:
+            data.AddArray(_array(measures[name], name))
     data.SetActiveScalars("axial_strain")
     return polydata
 
