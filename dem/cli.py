@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from .fragments import FragmentsError, write_fragments
 from .runner import CHECKPOINT, describe, log, run
 from .scene import SceneError
 from .simulation import SimulationError
@@ -19,6 +20,7 @@ EXAMPLES = """examples:
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
+  python -m dem fragments output/assembly_impact --time 10   fragments.csv and fragments.png of a run
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
@@ -30,7 +32,8 @@ def _parser():
         prog="python -m dem", description="Discrete-element simulation with variational RRP integrators.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot,sweep}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{run,validate,plot,fragments,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -53,6 +56,10 @@ def _parser():
     plot = commands.add_parser("plot", help="plot a run's energy budget, error and momenta (PNG)")
     plot.add_argument("run_dir", type=Path, help="a run's output folder (with energy.csv)")
     plot.add_argument("--out", type=Path, help="PNG file (default RUN_DIR/energy.png)")
+    fragments = commands.add_parser("fragments", help="a run's fragments (connected components of intact bonds) "
+                                    "at a snapshot: RUN_DIR/fragments.csv and fragments.png")
+    fragments.add_argument("run_dir", type=Path, help="a run's output folder (with particles.pvd)")
+    fragments.add_argument("--time", type=float, help="use the snapshot nearest this time (default: the last)")
     from .sweep import add_sweep_command
 
     add_sweep_command(commands)
@@ -61,7 +68,7 @@ def _parser():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
+    if argv and argv[0] not in ("run", "validate", "plot", "fragments", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     level = logging.WARNING if getattr(args, "quiet", False) else (
@@ -73,6 +80,11 @@ def main(argv=None):
             from .plotting import plot_energy
 
             print(plot_energy(args.run_dir, args.out))
+            return 0
+        if args.command == "fragments":
+            snapshot, rows = write_fragments(args.run_dir, args.time)
+            print(f"{len(rows)} fragment{'s' * (len(rows) != 1)} at t = {snapshot['time']:.6g} (step "
+                  f"{snapshot['step']}): {args.run_dir / 'fragments.csv'}, {args.run_dir / 'fragments.png'}")
             return 0
         if args.command == "validate":
             print("\n".join(describe(args.scene, args.overrides, args.out, args.show_loop)))
@@ -89,8 +101,8 @@ def main(argv=None):
         print(f"dem: run stopped: {error}\n     outputs written so far and the last checkpoint are kept.",
               file=sys.stderr)
         return 1
-    except FileNotFoundError as error:  # plot of a folder without a log
-        print(f"dem: error: {error}", file=sys.stderr)
+    except (FileNotFoundError, FragmentsError) as error:  # plot of a folder without a log; fragments of one
+        print(f"dem: error: {error}", file=sys.stderr)                # without snapshots
         return 2
     checkpoint = output_dir / CHECKPOINT
     if sim.stop_requested:

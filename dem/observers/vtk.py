@@ -136,7 +136,7 @@ class VTKWriter:
         self._entries = {}
         for series in SERIES:
             pvd = self.directory / f"{series}.pvd"
-            kept = [entry for entry in _read_collection(pvd) if entry[0] < step and (self.directory / entry[2]).exists()]
+            kept = [entry for entry in read_collection(pvd) if entry[0] < step and (self.directory / entry[2]).exists()]
             self._entries[series] = kept
             if not kept and pvd.exists():
                 pvd.unlink()
@@ -296,7 +296,7 @@ def _write_collection(path, entries):
     os.replace(temporary, path)
 
 
-def _read_collection(path):
+def read_collection(path):
     """``[(step, time, file)]`` of an existing collection; empty when absent or unreadable."""
     try:
         root = ElementTree.parse(path).getroot()
