@@ -33,11 +33,11 @@ KEYS = {
     "binder": Key("str", "seed001", "bond law: seed 001's binder (stiffnesses k_axial, k_shear, k_bending, or the "
                   "binder material) or the Potyondy–Cundall parallel bond (binder_modulus, binder_shear_modulus, "
                   "binder_radius_ratio, strengths)", choices=BOND_LAWS),
-    "k_axial": Key("float", None, "seed001 binder axial stiffness K_a of every bond (per-bond mode; default 0)",
+    "k_axial": Key("float", None, "axial stiffness K_a of every seed001 bond (per-bond mode; default 0)",
                    "energy", non_negative),
-    "k_shear": Key("float", None, "seed001 binder shear stiffness K_s of every bond (per-bond mode; default 0)",
+    "k_shear": Key("float", None, "shear stiffness K_s of every seed001 bond (per-bond mode; default 0)",
                    "energy", non_negative),
-    "k_bending": Key("float", None, "seed001 binder bending/torsion stiffness K_m of every bond (per-bond mode; "
+    "k_bending": Key("float", None, "bending/torsion stiffness K_m of every seed001 bond (per-bond mode; "
                      "default 0)", "energy", non_negative),
     "binder_modulus": Key("float", None, "binder Young's modulus E: the parallel bond's (k̄_n = E/L), or the "
                           "seed001 material mode's (K_a = E A r0, K_m = E I/r0, A = π a², I = π a⁴/4, "

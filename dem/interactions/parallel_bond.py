@@ -71,8 +71,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _cross, _dot, _log_scale, _quat_conjugate, _quat_multiply, _unit_quat_rotate
-from .binder import BROKEN_SHEAR, BROKEN_TENSION, INTACT
+from ..rotations import _cross, _dot
+from .binder import (
+    BROKEN_SHEAR, BROKEN_TENSION, INTACT, bond_ends, broken_count, pair_inverse_inertia, stiffest,
+)
 from .contract import BOND, Interaction
 
 ParallelBondParams = namedtuple("ParallelBondParams", "i j rest_length rest_dir_i rest_dir_j rest_relative "
@@ -102,30 +104,14 @@ def _jacobian_coefficient(angle, cosine_half, sine_half):
 @njit(inline="always")
 def _deformation(b, position, orientation, p):
     """Measures of bond ``b``: ``(i, j, n, r, a_i, a_j, c, s, θ, |θ|, κ)`` (module docstring)."""
-    i = p.i[b]
-    j = p.j[b]
-    dx = position[i, 0] - position[j, 0]
-    dy = position[i, 1] - position[j, 1]
-    dz = position[i, 2] - position[j, 2]
-    r = np.sqrt(dx * dx + dy * dy + dz * dz)
-    n = (dx / r, dy / r, dz / r)
-    q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
-    q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
-    a_i = _unit_quat_rotate(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
-    a_j = _unit_quat_rotate(q_j, (p.rest_dir_j[b, 0], p.rest_dir_j[b, 1], p.rest_dir_j[b, 2]))
+    i, j, d, r, a_i, a_j, relative, sign, sine_half, scale = bond_ends(b, position, orientation, p)
+    n = (d[0] / r, d[1] / r, d[2] / r)
     m = (0.5 * (a_i[0] + a_j[0]), 0.5 * (a_i[1] + a_j[1]), 0.5 * (a_i[2] + a_j[2]))
     c = _dot(m, n)
     s = (m[0] - c * n[0], m[1] - c * n[1], m[2] - c * n[2])
-    relative = _quat_multiply(_quat_multiply(q_j, (p.rest_relative[b, 0], p.rest_relative[b, 1],
-                                                   p.rest_relative[b, 2], p.rest_relative[b, 3])),
-                              _quat_conjugate(q_i))
-    sign = 1.0 if relative[0] >= 0.0 else -1.0
-    sine_half = np.sqrt(relative[1] * relative[1] + relative[2] * relative[2] + relative[3] * relative[3])
-    scale = sign * _log_scale(sine_half, sign * relative[0])
     theta = (scale * relative[1], scale * relative[2], scale * relative[3])
     angle = abs(scale) * sine_half
-    kappa = _jacobian_coefficient(angle, sign * relative[0], sine_half)
-    return i, j, n, r, a_i, a_j, c, s, theta, angle, kappa
+    return i, j, n, r, a_i, a_j, c, s, theta, angle, _jacobian_coefficient(angle, sign * relative[0], sine_half)
 
 
 @njit(inline="always")
@@ -292,32 +278,20 @@ def critical_step(model, state, p):
     masses and, through the lever ``L/2``, the two inertias (``K_s (1/m_i + 1/m_j + (L/2)²
     (1/J_i + 1/J_j))``, an upper bound of the shear mode), and its twisting and bending springs
     between the two inertias."""
-    inverse_mass = np.where(model.pinned, 0.0, 1.0 / model.mass)
-    inverse_inertia = np.where(model.clamped[:, None], 0.0, 1.0 / model.inertia).max(axis=1)
+    masses, inertias = pair_inverse_inertia(model, p)
     area = np.pi * p.radius ** 2
-    masses = inverse_mass[p.i] + inverse_mass[p.j]
-    inertias = inverse_inertia[p.i] + inverse_inertia[p.j]
-    normal = p.normal_stiffness * area * masses
-    shear = p.shear_stiffness * area * (masses + 0.25 * p.rest_length ** 2 * inertias)
-    rotation = np.maximum(p.normal_stiffness, 2.0 * p.shear_stiffness) * 0.25 * area * p.radius ** 2 * inertias
-    out = []
-    for name, omega2 in (("parallel bond normal", normal), ("parallel bond shear", shear),
-                         ("parallel bond bending/twisting", rotation)):
-        k = int(np.argmax(omega2))
-        if omega2[k] > 0:
-            out.append((2.0 / np.sqrt(omega2[k]), name, int(p.i[k])))
-    return out
+    return stiffest(p, (
+        ("parallel bond normal", p.normal_stiffness * area * masses),
+        ("parallel bond shear", p.shear_stiffness * area * (masses + 0.25 * p.rest_length ** 2 * inertias)),
+        ("parallel bond bending/twisting",
+         np.maximum(p.normal_stiffness, 2.0 * p.shear_stiffness) * 0.25 * area * p.radius ** 2 * inertias)))
 
 
 def extra_columns(model, p):
     """With breakage on: the number of parallel bonds broken so far in tension and in shear."""
     if not p.breakable:
         return {}
-    return {f"broken_parallel_{name}": _broken_count(code) for code, name in CRITERIA.items()}
-
-
-def _broken_count(code):
-    return lambda model, state: int(np.count_nonzero(state.interactions["parallel_bond"].broken == code))
+    return {f"broken_parallel_{name}": broken_count("parallel_bond", code) for code, name in CRITERIA.items()}
 
 
 PARALLEL_BOND = Interaction(

@@ -20,10 +20,14 @@ Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``spe
 ``angular_velocity`` (spatial Ω), ``orientation`` (unit quaternion, scalar first), ``axis_1``,
 ``axis_2``, ``axis_3`` (body axes in the inertial frame: the columns of ``R``, for glyphs),
 ``force``, ``moment``, ``center_of_mass`` (``x + R·com_offset``: the point itself for a free body,
-the bob of a body on a pivot, whose point is the pivot). Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
-``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0 intact, else the
-`dem.interactions.binder` code of the criterion that broke it)
-(`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``.
+the bob of a body on a pivot, whose point is the pivot), ``mass`` and ``fragment`` (connected
+components of the intact bonds, `dem.interactions.bonds.fragment_labels`: the ids of
+``python -m dem fragments``). Bond cell data (`dem.interactions.bonds.bond_measures`):
+``axial_strain`` (r/r0 − 1), ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
+tension), ``broken`` (0 intact, else the code of the criterion that broke it), ``law`` (0 seed
+binder, 1 parallel bond) and, when there are parallel bonds, their ``twist_angle``,
+``shear_force``, ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and
+``shear_stress``. Wall cell data: ``wall`` (index), ``normal``.
 
 Sites (only for a model with rigid clusters, ``model.site_start``/``model.site_offset``): every
 site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``),
