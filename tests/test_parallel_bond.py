@@ -15,7 +15,7 @@ from statics import relax
 from dem import SystemBuilder
 from dem.cli import main
 from dem.diagnostics import energy_budget
-from dem.engine import compute_forces
+from dem.engine import CHUNK, compute_forces
 from dem.interactions.binder import BROKEN_SHEAR, BROKEN_TENSION
 from dem.interactions.bonds import bond_measures
 from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
@@ -271,3 +271,80 @@ def test_seed_binder_keys_refuse_parallel_bond_strengths(tmp_path):
     scene.write_text(CANTILEVER.read_text().replace("binder_shear_modulus = 4e3", ""))
     with pytest.raises(SceneError, match="chain.0.binder_shear_modulus: is required with binder = 'parallel_bond'"):
         load_scene(scene)
+
+
+PARALLEL_GRANULE_BONDS = """binder = "parallel_bond"
+binder_modulus = 2e3
+binder_shear_modulus = 8e2
+binder_radius_ratio = 0.8
+binder_tensile_strength = 8.0
+binder_shear_strength = 12.0
+"""
+
+
+def test_a_breaking_parallel_bonded_granule_restarts_exactly_and_closes_its_budget(tmp_path):
+    """The granule of the restart tests with parallel bonds that break on impact: a run in two
+    pieces (checkpoint, restart) is the same run bit for bit, and the energy booked to breakage
+    keeps the budget closed."""
+    from granule import GRANULE
+    from test_restart import assert_same_run, outputs
+
+    text = GRANULE.split("k_axial")[0] + PARALLEL_GRANULE_BONDS
+    scene = tmp_path / "granule.toml"
+    scene.write_text(text)
+    settings = ["simulation.t_end=0.6", "output.vtk_every=100", "simulation.dt=5e-4"]
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    sim, _ = run(scene, settings, straight, quiet=True)
+    run(scene, settings + ["simulation.t_end=0.3"], pieces, quiet=True)
+    run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    assert_same_run(outputs(straight), outputs(pieces))
+    broken = sim.state.interactions["parallel_bond"].broken
+    assert np.count_nonzero(broken == BROKEN_TENSION) > 10 and np.count_nonzero(broken == BROKEN_SHEAR) > 0
+    log = np.genfromtxt(straight / "energy.csv", delimiter=",", names=True)
+    assert log["broken"][-1] > 0.01 * log["total"][0]
+    assert np.abs(log["total"] - log["total"][0]).max() < 1e-3 * log["total"][0]
+    assert log["broken_parallel_tension"][-1] == np.count_nonzero(broken == BROKEN_TENSION)
+
+
+def test_parallel_bonds_are_bitwise_identical_across_threads():
+    """A block with both bond laws hitting a wall, parallel bonds breaking: the parallel path on
+    two threads (colours of more than `dem.engine.CHUNK` parallel bonds split between them)
+    equals the serial one bit for bit."""
+    import numba
+
+    from dem.packing import bond_pairs, fcc_block
+
+    def block():
+        position = fcc_block(5000)
+        position -= position.min(axis=0)
+        pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
+        rng = np.random.default_rng(0)
+        system = SystemBuilder()
+        system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0,
+                          velocity=(-2.0, 0.0, 0.0) + 0.1 * rng.normal(size=(len(position), 3)),
+                          angular_velocity=0.5 * rng.normal(size=(len(position), 3)))
+        seed = pairs[::10]
+        system.add_bonds(seed[:, 0], seed[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+        parallel = np.delete(pairs, np.s_[::10], axis=0)
+        system.add_bonds(parallel[:, 0], parallel[:, 1], law="parallel_bond", modulus=300.0, shear_modulus=120.0,
+                         radius=0.5, tensile_strength=3.0, shear_strength=4.0)
+        return system.finish([dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)],
+                             contact={"k_pp": 1e5, "k_pw": 1e5})
+
+    states = []
+    previous = numba.get_num_threads()
+    try:
+        for parallel, threads in ((False, 1), (True, 2)):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            model, state = block()
+            assert np.diff(model.bonds.color_start("parallel_bond")).max() > CHUNK
+            Simulation(model, state, "rrp2", 1e-3, parallel=parallel).advance(60)
+            states.append(state)
+    finally:
+        numba.set_num_threads(previous)
+    assert np.count_nonzero(states[0].interactions["parallel_bond"].broken) > 0
+    for state in states[1:]:
+        for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+            assert np.array_equal(getattr(state, name), getattr(states[0], name)), name
+        for name in ("binder", "parallel_bond"):
+            assert np.array_equal(state.interactions[name].broken, states[0].interactions[name].broken)
