@@ -311,40 +311,27 @@ def test_parallel_bonds_are_bitwise_identical_across_threads():
     two threads (colours of more than `dem.engine.CHUNK` parallel bonds split between them)
     equals the serial one bit for bit."""
     import numba
+    from test_parallel import STATE_FIELDS, block, seed_bonds
 
-    from dem.packing import bond_pairs, fcc_block
-
-    def block():
-        position = fcc_block(5000)
-        position -= position.min(axis=0)
-        pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
-        rng = np.random.default_rng(0)
-        system = SystemBuilder()
-        system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0,
-                          velocity=(-2.0, 0.0, 0.0) + 0.1 * rng.normal(size=(len(position), 3)),
-                          angular_velocity=0.5 * rng.normal(size=(len(position), 3)))
-        seed = pairs[::10]
-        system.add_bonds(seed[:, 0], seed[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+    def both_laws(system, pairs):
+        seed_bonds(system, pairs[::10])
         parallel = np.delete(pairs, np.s_[::10], axis=0)
         system.add_bonds(parallel[:, 0], parallel[:, 1], law="parallel_bond", modulus=300.0, shear_modulus=120.0,
                          radius=0.5, tensile_strength=3.0, shear_strength=4.0)
-        return system.finish([dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)],
-                             contact={"k_pp": 1e5, "k_pw": 1e5})
 
     states = []
     previous = numba.get_num_threads()
     try:
         for parallel, threads in ((False, 1), (True, 2)):
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-            model, state = block()
+            model, state = block(bonds=both_laws)
             assert np.diff(model.bonds.color_start("parallel_bond")).max() > CHUNK
             Simulation(model, state, "rrp2", 1e-3, parallel=parallel).advance(60)
             states.append(state)
     finally:
         numba.set_num_threads(previous)
     assert np.count_nonzero(states[0].interactions["parallel_bond"].broken) > 0
-    for state in states[1:]:
-        for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
-            assert np.array_equal(getattr(state, name), getattr(states[0], name)), name
-        for name in ("binder", "parallel_bond"):
-            assert np.array_equal(state.interactions[name].broken, states[0].interactions[name].broken)
+    for name in STATE_FIELDS:
+        assert np.array_equal(states[1].__dict__[name], states[0].__dict__[name]), name
+    for name in ("binder", "parallel_bond"):
+        assert np.array_equal(states[1].interactions[name].broken, states[0].interactions[name].broken)
