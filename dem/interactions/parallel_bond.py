@@ -116,12 +116,12 @@ def _deformation(b, position, orientation, p):
 
 @njit(inline="always")
 def _springs(b, p):
-    """``(K_n, K_s, K_t, K_b, A, I)`` of bond ``b``."""
+    """``(K_n, K_s, K_t, K_b)`` of bond ``b``: ``k̄_n A``, ``k̄_s A``, ``k̄_s J``, ``k̄_n I``."""
     radius = p.radius[b]
     area = np.pi * radius * radius
     second_moment = 0.25 * area * radius * radius
     return (p.normal_stiffness[b] * area, p.shear_stiffness[b] * area, p.shear_stiffness[b] * 2.0 * second_moment,
-            p.normal_stiffness[b] * second_moment, area, second_moment)
+            p.normal_stiffness[b] * second_moment)
 
 
 @njit(inline="always")
@@ -159,8 +159,8 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
-        i, j, n, r, a_i, a_j, c, s, theta, angle, kappa = _deformation(b, position, orientation, p)
-        k_n, k_s, k_t, k_b, _, _ = _springs(b, p)
+        i, j, n, r, a_i, a_j, c, s, theta, _, kappa = _deformation(b, position, orientation, p)
+        k_n, k_s, k_t, k_b = _springs(b, p)
         length = p.rest_length[b]
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         f_n = -k_n * stretch
@@ -208,7 +208,7 @@ def parallel_bond_energy(st, bodies, contacts, p, own):
         if broken[b] != INTACT:
             continue
         _, _, n, r, _, _, _, s, theta, _, _ = _deformation(b, position, orientation, p)
-        k_n, k_s, k_t, k_b, _, _ = _springs(b, p)
+        k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         u = _energy(k_n, k_s, k_t, k_b, p.rest_length[b], stretch, shear2, twist, bend)
         normal += u[0]
@@ -226,7 +226,7 @@ MEASURES = ("axial_strain", "shear", "bending_angle", "twist_angle", "axial_forc
 def _measures_kernel(position, orientation, p, out):
     for b in range(p.i.shape[0]):
         _, _, n, r, _, _, _, s, theta, _, _ = _deformation(b, position, orientation, p)
-        k_n, k_s, k_t, k_b, _, _ = _springs(b, p)
+        k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         bending = np.sqrt(_dot(bend, bend))
         sigma, tau = _stresses(b, p, stretch, shear2, twist, bend)
