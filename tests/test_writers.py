@@ -108,7 +108,7 @@ def test_initial_snapshot_is_the_rest_state(torus_run):
 def test_files_are_compressed_binary(torus_run):
     for path in (torus_run / "vtk").glob("*.vtp"):
         header = path.read_bytes()[:4096].decode("ascii", errors="replace")
-        assert 'compressor="vtkZLibDataCompressor"' in header
+        assert 'compressor="vtkLZ4DataCompressor"' in header
         assert 'format="appended"' in header or 'format="binary"' in header
         assert 'format="ascii"' not in header
 

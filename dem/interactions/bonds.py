@@ -7,8 +7,6 @@ Each law's interaction owns its block of ``model.bonds`` and its broken state: t
 """
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from . import binder, parallel_bond
 
@@ -51,6 +49,9 @@ def fragment_labels(n_bodies, i, j, intact):
     of the graph of intact bonds (``i[intact]``–``j[intact]``; a body with no intact bond is a
     fragment of its own). Fragments are numbered 0, 1, … in the order of their smallest body
     index (body 0 is in fragment 0). O(n + m) (`scipy.sparse.csgraph.connected_components`)."""
+    from scipy.sparse import coo_matrix  # imported here: scipy costs a second that runs without
+    from scipy.sparse.csgraph import connected_components  # bonds would pay (dem/packing.py)
+
     i = np.asarray(i)[intact]
     j = np.asarray(j)[intact]
     graph = coo_matrix((np.ones(len(i), np.int8), (i, j)), shape=(n_bodies, n_bodies))

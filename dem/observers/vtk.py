@@ -8,13 +8,15 @@ Layout under the run's output folder::
     vtk/walls_000000100.vtp                     walls as finite squares (if any)
     sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
 
-Files are binary (raw appended data), zlib-compressed. Each ``.pvd`` is rewritten atomically
-(``*.pvd.tmp``, then ``os.replace``) after a snapshot, so it is valid and lists only complete
-files whenever the run stops. Rewrites are at least ``collection_interval`` seconds (wall clock)
-apart, and always at the first snapshot and at ``close``: replacing a file costs about a
-millisecond on ext4, as much as a snapshot itself, so a run that snapshots faster than that would
-spend its time rewriting indexes. A killed run (SIGKILL) may miss the index entries of its last
-``collection_interval`` seconds; the ``.vtp`` files are there.
+Files are binary (raw appended data), LZ4-compressed (three times faster to write than zlib,
+files 10 % larger; read by VTK 8.1 and later, so ParaView 5.5 and later: checked with 5.11).
+Each ``.pvd`` is rewritten atomically (``*.pvd.tmp``, then ``os.replace``) after a snapshot, so
+it is valid and lists only complete files whenever the run stops. Rewrites are at least
+``collection_interval`` seconds (wall clock) apart, and always at the first snapshot and at
+``close``: replacing a file costs about a millisecond on ext4, as much as a snapshot itself, so
+a run that snapshots faster than that would spend its time rewriting indexes. A killed run
+(SIGKILL) may miss the index entries of its last ``collection_interval`` seconds; the ``.vtp``
+files are there.
 
 Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``speed``,
 ``angular_velocity`` (spatial Ω), ``orientation`` (unit quaternion, scalar first), ``axis_1``,
@@ -84,7 +86,7 @@ class VTKWriter:
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
-        self._writer.SetCompressorTypeToZLib()
+        self._writer.SetCompressorTypeToLZ4()
         self._writer.SetHeaderTypeToUInt64()
         self._writer.WriteToOutputStringOn()
 
@@ -130,7 +132,7 @@ class VTKWriter:
         if self._writer.Write() != 1:
             raise OSError(f"could not serialise {path.name}")
         data = self._writer.GetOutputString()  # bytes, or str when it happens to be valid UTF-8
-        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        _write_in_place(path, data if isinstance(data, bytes) else data.encode("utf-8"))
 
     def _start(self, step):
         """Index the snapshots before ``step`` left by an earlier run (a restart); the ``.pvd`` of
@@ -157,6 +159,20 @@ class VTKWriter:
 # ---------------------------------------------------------------------------------------------
 # snapshots
 # ---------------------------------------------------------------------------------------------
+
+
+def _write_in_place(path, data):
+    """Write ``data`` to ``path`` over the old file's blocks (no truncation first): on a file
+    system mounted with ``discard`` (ext4 here) freeing blocks costs milliseconds, so a rerun that
+    replaced its snapshots spent its time in truncation, 3 ms a file against 0.1 ms."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view):]
+        os.ftruncate(descriptor, len(data))
+    finally:
+        os.close(descriptor)
 
 
 def _array(values, name, dtype=np.float64):
