@@ -140,7 +140,7 @@ def test_the_strengths_match_the_stresses_they_are_checked_against():
 
 def test_both_laws_in_one_system_act_independently():
     """Seed-binder and parallel bonds share the bond table (sorted by law); the loads of the
-    mixed system are the sum of each law's alone."""
+    mixed system are the sum of each law's alone, and of the bonds' ``force`` measures."""
     rng = np.random.default_rng(2)
     position = np.cumsum(rng.normal(scale=0.2, size=(6, 3)) + [1.0, 0, 0], axis=0)
     seed_bonds, parallel_bonds = [(0, 1), (2, 3), (4, 5)], [(1, 2), (3, 4), (5, 0)]
@@ -169,6 +169,10 @@ def test_both_laws_in_one_system_act_independently():
     measures = bond_measures(*mixed)
     assert list(measures["law"]) == [0, 0, 0, 1, 1, 1]
     assert np.all(measures["tensile_stress"][:3] == 0) and np.all(measures["tensile_stress"][3:] != 0)
+    body = np.zeros((6, 3))   # each bond's force (on its first body, the opposite on the second) adds up
+    np.add.at(body, mixed[0].bonds.i, measures["force"])
+    np.add.at(body, mixed[0].bonds.j, -measures["force"])
+    assert np.allclose(body, together[0], rtol=0, atol=1e-12 * np.abs(together[0]).max())
 
 
 def beam_deflection(n_bonds, force=0.01, length=1.0):

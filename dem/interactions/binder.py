@@ -108,6 +108,19 @@ def _break_code(strain, shear, angle, limits):
     return INTACT
 
 
+@njit(inline="always")
+def _bond_force(k_axial, k_shear, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j):
+    """``F_i = −F_j`` of a bond of stiffnesses ``k_axial``, ``k_shear`` (measures of `_deformation`)."""
+    nx, ny, nz = n
+    f_axial = -k_axial * strain * inverse_r0
+    s_i = 1.0 - c_i
+    s_j = 1.0 - c_j
+    k_r = k_shear * inverse_r
+    return (f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx)),
+            f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny)),
+            f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz)))
+
+
 @njit(cache=True)
 def binder_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact bonds ``lo ≤ b < hi`` (one colour); break those past the
@@ -120,13 +133,7 @@ def binder_forces(lo, hi, h, st, bodies, p, own):
         i, j, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, q, scale, angle = \
             _deformation(b, position, orientation, p)
         nx, ny, nz = n
-        f_axial = -k_axial[b] * strain * inverse_r0
-        s_i = 1.0 - c_i
-        s_j = 1.0 - c_j
-        k_r = k_shear[b] * inverse_r
-        f0 = f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx))
-        f1 = f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny))
-        f2 = f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz))
+        f0, f1, f2 = _bond_force(k_axial[b], k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
         kc_i = k_shear[b] * c_i
         kc_j = k_shear[b] * c_j
         k_m = k_bending[b] * scale
@@ -188,25 +195,31 @@ def binder_energy(st, bodies, contacts, p, own):
 @njit(cache=True)
 def _measures_kernel(position, orientation, p, out):
     for b in range(p.i.shape[0]):
-        _, _, _, _, inverse_r0, strain, _, _, c_i, c_j, _, _, angle = _deformation(b, position, orientation, p)
+        _, _, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, _, _, angle = \
+            _deformation(b, position, orientation, p)
         out[b, 0] = strain
         out[b, 1] = max(c_i, c_j)
         out[b, 2] = angle
         out[b, 3] = p.k_axial[b] * strain * inverse_r0
+        f = _bond_force(p.k_axial[b], p.k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
+        for k in range(3):
+            out[b, 4 + k] = f[k]
 
 
 def bond_measures(model, state):
     """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
-    tension) and ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the seed-binder
+    tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``; 0 once broken) and
+    ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the seed-binder
     bonds (their block of ``model.bonds``); ``{}`` when the model has none
     (`dem.interactions.bonds.bond_measures` gathers every law's)."""
     params = model.interactions.get("binder")
     if params is None:
         return {}
-    table = np.zeros((len(params.i), 4))
+    table = np.zeros((len(params.i), 7))
     _measures_kernel(state.position, state.orientation, params, table)
-    out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table.T.copy()))
+    out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table[:, :4].T.copy()))
     out["broken"] = state.interactions["binder"].broken.copy()
+    out["force"] = np.where(out["broken"][:, None] == INTACT, table[:, 4:], 0.0)
     return out
 
 

@@ -19,12 +19,14 @@ def bond_measures(model, state):
     """Per-bond arrays over ``model.bonds`` (its order): ``law`` (index into `BOND_LAWS`),
     ``axial_strain`` (r/r0 − 1), ``shear`` (seed binder: max of 1 − s; parallel bond: |u_s|/L),
     ``bending_angle`` (rad; seed binder: |θ|; parallel bond: |θ_b|), ``axial_force`` (positive in
-    tension), ``broken`` (0 intact, else the code of the criterion that broke it: 1 tension,
+    tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``, 0 once broken: the
+    bond's share of the virial stress, `dem.rig`), ``broken`` (0 intact, else the code of the criterion that broke it: 1 tension,
     2 compression, 3 shear, 4 bending), and the parallel bond's ``twist_angle``, ``shear_force``,
     ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and ``shear_stress`` (0 for
     seed-binder bonds)."""
     m = len(model.bonds)
     out = {name: np.zeros(m) for name in COMMON + PARALLEL_ONLY}
+    out["force"] = np.zeros((m, 3))
     out["broken"] = np.zeros(m, np.int8)
     out["law"] = model.bonds.law.copy()
     for law, measures in (("seed001", binder.bond_measures), ("parallel_bond", parallel_bond.measures)):

@@ -149,6 +149,16 @@ def _stresses(b, p, stretch, shear2, twist, bend):
     return sigma, tau
 
 
+@njit(inline="always")
+def _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend):
+    """``F_i = −F_j`` (module docstring)."""
+    f_n = -k_n * stretch
+    f_s = k_s * length * length * c / r
+    f_r = -(k_t - k_b) * twist / r
+    return (f_n * n[0] + f_s * s[0] + f_r * bend[0], f_n * n[1] + f_s * s[1] + f_r * bend[1],
+            f_n * n[2] + f_s * s[2] + f_r * bend[2])
+
+
 @njit(cache=True)
 def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact parallel bonds ``lo ≤ b < hi`` (one colour); break those past
@@ -163,11 +173,7 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
         k_n, k_s, k_t, k_b = _springs(b, p)
         length = p.rest_length[b]
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
-        f_n = -k_n * stretch
-        f_s = k_s * length * length * c / r
-        f_r = -(k_t - k_b) * twist / r
-        f = (f_n * n[0] + f_s * s[0] + f_r * bend[0], f_n * n[1] + f_s * s[1] + f_r * bend[1],
-             f_n * n[2] + f_s * s[2] + f_r * bend[2])
+        f = _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend)
         g = (k_b * bend[0] + k_t * twist * n[0], k_b * bend[1] + k_t * twist * n[1],
              k_b * bend[2] + k_t * twist * n[2])
         half_theta_g = _scaled(_cross(theta, g), 0.5)
@@ -225,14 +231,15 @@ MEASURES = ("axial_strain", "shear", "bending_angle", "twist_angle", "axial_forc
 @njit(cache=True)
 def _measures_kernel(position, orientation, p, out):
     for b in range(p.i.shape[0]):
-        _, _, n, r, _, _, _, s, theta, _, _ = _deformation(b, position, orientation, p)
+        _, _, n, r, _, _, c, s, theta, _, _ = _deformation(b, position, orientation, p)
         k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         bending = np.sqrt(_dot(bend, bend))
         sigma, tau = _stresses(b, p, stretch, shear2, twist, bend)
         length = p.rest_length[b]
+        f = _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend)
         values = (stretch / length, np.sqrt(shear2), bending, abs(twist), k_n * stretch,
-                  k_s * length * np.sqrt(shear2), k_b * bending, k_t * abs(twist), sigma, tau)
+                  k_s * length * np.sqrt(shear2), k_b * bending, k_t * abs(twist), sigma, tau, f[0], f[1], f[2])
         for k in range(len(values)):
             out[b, k] = values[k]
 
@@ -242,14 +249,16 @@ def measures(model, state):
     ``e_n/L``, ``shear`` ``|u_s|/L``, ``bending_angle`` ``|θ_b|``, ``twist_angle`` ``|θ_t|`` (rad),
     ``axial_force`` ``K_n e_n`` (positive in tension), ``shear_force`` ``|F_s|``,
     ``bending_moment`` ``|M_b|``, ``twisting_moment`` ``|M_t|``, ``tensile_stress`` σ,
-    ``shear_stress`` τ and ``broken``; ``{}`` when the model has none."""
+    ``shear_stress`` τ, ``force`` ``(m, 3)`` (the bond's force on its first body ``i``; 0 once
+    broken) and ``broken``; ``{}`` when the model has none."""
     params = model.interactions.get("parallel_bond")
     if params is None:
         return {}
-    table = np.zeros((len(params.i), len(MEASURES)))
+    table = np.zeros((len(params.i), len(MEASURES) + 3))
     _measures_kernel(state.position, state.orientation, params, table)
-    out = dict(zip(MEASURES, table.T.copy()))
+    out = dict(zip(MEASURES, table[:, :len(MEASURES)].T.copy()))
     out["broken"] = state.interactions["parallel_bond"].broken.copy()
+    out["force"] = np.where(out["broken"][:, None] == INTACT, table[:, len(MEASURES):], 0.0)
     return out
 
 

@@ -26,7 +26,7 @@ the bob of a body on a pivot, whose point is the pivot), ``mass`` and ``fragment
 components of the intact bonds, `dem.interactions.bonds.fragment_labels`: the ids of
 ``python -m dem fragments``). Bond cell data (`dem.interactions.bonds.bond_measures`):
 ``axial_strain`` (r/r0 − 1), ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
-tension), ``broken`` (0 intact, else the code of the criterion that broke it), ``law`` (0 seed
+tension), ``force`` (the bond's force on its first body, a vector; 0 once broken), ``broken`` (0 intact, else the code of the criterion that broke it), ``law`` (0 seed
 binder, 1 parallel bond) and, when there are parallel bonds, their ``twist_angle``,
 ``shear_force``, ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and
 ``shear_stress``. Wall cell data: ``wall`` (index), ``normal``.
@@ -259,6 +259,7 @@ def _bonds(model, state):
     data = polydata.GetCellData()
     for name in COMMON:
         data.AddArray(_array(measures[name], name))
+    data.AddArray(_array(measures["force"], "force"))
     data.AddArray(_array(measures["broken"], "broken", np.uint8))
     data.AddArray(_array(measures["law"], "law", np.uint8))
     if bonds.law.any():   # parallel bonds: their forces, moments and stresses
