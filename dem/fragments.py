@@ -2,10 +2,10 @@
 
 A fragment is a connected component of the graph of intact bonds (`dem.interactions.bonds.
 fragment_labels`; a particle with no intact bond is a fragment of its own). `write_fragments`
-reads the run's VTK snapshots at one time — ``RUN/particles.pvd`` for the particles (``mass``,
-positions, ``velocity``) and ``RUN/bonds.pvd`` for the bonds (their lines and ``broken`` state) —
-the snapshot nearest to ``T`` (default: the last), so it works on any run that wrote them, also
-one still going or stopped. It writes
+reads the run's VTK snapshots at one time (`dem.runfiles.read_snapshot`) — ``RUN/particles.pvd``
+for the particles (``mass``, positions, ``velocity``) and ``RUN/bonds.pvd`` for the bonds (their
+lines and ``broken`` state) — the snapshot nearest to ``T`` (default: the last), so it works on
+any run that wrote them, also one still going or stopped. It writes
 
 * ``RUN/fragments.csv``: one row per fragment, ``id, particles, mass, center_x, center_y,
   center_z, velocity_x, velocity_y, velocity_z`` (centre of mass and mass-weighted velocity),
@@ -22,57 +22,11 @@ import csv
 from pathlib import Path
 
 import numpy as np
-from vtkmodules.util import numpy_support
-from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
 from .interactions.bonds import fragment_labels
-from .observers.vtk import read_collection
+from .runfiles import read_snapshot
 
 COLUMNS = ("id", "particles", "mass", "center_x", "center_y", "center_z", "velocity_x", "velocity_y", "velocity_z")
-
-
-class FragmentsError(ValueError):
-    """A run folder whose snapshots cannot be read; the message says why."""
-
-
-def _read(path):
-    if not path.is_file():
-        raise FragmentsError(f"{path}: the snapshot listed in the .pvd file is missing")
-    reader = vtkXMLPolyDataReader()
-    reader.SetFileName(str(path))
-    reader.Update()
-    return reader.GetOutput()
-
-
-def _array(data, name, path):
-    array = data.GetArray(name)
-    if array is None:
-        raise FragmentsError(f"{path}: no '{name}' array (a snapshot written by an older dem: rerun the scene)")
-    return numpy_support.vtk_to_numpy(array)
-
-
-def read_snapshot(run_dir, time=None):
-    """The snapshot of ``run_dir`` nearest to ``time`` (default: the last) as a dict: ``time``,
-    ``step``, ``position (n, 3)``, ``velocity (n, 3)``, ``mass (n,)``, ``bonds (m, 2)``,
-    ``broken (m,)``. Raises `FragmentsError`."""
-    run_dir = Path(run_dir)
-    entries = read_collection(run_dir / "particles.pvd")
-    if not entries:
-        raise FragmentsError(f"{run_dir}: no particles.pvd with snapshots (not a run folder, or a run that wrote "
-                             f"no VTK output)")
-    step, found_time, name = entries[-1] if time is None else min(entries, key=lambda e: abs(e[1] - time))
-    particles = _read(run_dir / name)
-    data = particles.GetPointData()
-    out = dict(time=found_time, step=step, position=numpy_support.vtk_to_numpy(particles.GetPoints().GetData()),
-               velocity=_array(data, "velocity", run_dir / name), mass=_array(data, "mass", run_dir / name),
-               bonds=np.zeros((0, 2), np.int64), broken=np.zeros(0, np.uint8))
-    bonds = {entry[0]: entry[2] for entry in read_collection(run_dir / "bonds.pvd")}
-    if step in bonds:
-        polydata = _read(run_dir / bonds[step])
-        lines = numpy_support.vtk_to_numpy(polydata.GetLines().GetConnectivityArray())
-        out["bonds"] = lines.reshape(-1, 2).astype(np.int64)
-        out["broken"] = _array(polydata.GetCellData(), "broken", run_dir / bonds[step])
-    return out
 
 
 def fragment_table(labels, mass, position, velocity):

@@ -10,9 +10,10 @@ import pytest
 
 from dem import SystemBuilder
 from dem.cli import main
-from dem.fragments import COLUMNS, read_snapshot
+from dem.fragments import COLUMNS
 from dem.interactions.bonds import fragment_labels
 from dem.observers.vtk import VTKWriter
+from dem.runfiles import read_snapshot
 from dem.runner import run
 
 #: particles 0–3: a seed-binder chain; 4–6: a parallel-bonded triangle; 7–10: a seed-binder chain

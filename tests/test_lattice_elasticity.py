@@ -3,7 +3,8 @@ response to a small affine strain (no time integration): positions (and, for sim
 orientations) are moved as the continuum moves, the compiled loads evaluated, and the stress is
 the virial ``σ = −(1/V) Σ_bonds f ⊗ d`` (``f`` the bond's force on ``i``, ``d = x_i − x_j``;
 tension positive). For pairwise loads ``Σ_bonds f ⊗ d = Σ_bodies F ⊗ x``, so the virial comes from
-the bodies' total forces. ``V = m D³/3``: a simple-cubic cell of edge ``D`` holds three bonds, so
+the bodies' total forces (`dem.rig.virial_stress`, which the rig analysis applies to a run's bond
+forces). ``V = m D³/3``: a simple-cubic cell of edge ``D`` holds three bonds, so
 the block's ``m`` bonds stand for ``m/3`` cells of an infinite lattice, whose stress this is (the
 block's surface layers, with fewer bonds, then do not bias it). That the affine state is the
 static response is checked too: the interior spheres carry no net force or moment.
@@ -29,6 +30,7 @@ import pytest
 from dem import SystemBuilder
 from dem.engine import compute_forces
 from dem.packing import bond_pairs, lattice_packing
+from dem.rig import virial_stress
 from dem.rotations import quat_from_rotvec
 
 D = 1.0
@@ -56,7 +58,7 @@ def strained(model, state, strain, turn=0.0):
     state.orientation[:] = quat_from_rotvec([0.0, 0.0, turn])
     compute_forces(model, state)
     volume = len(model.bonds) * D ** 3 / 3
-    stress = -np.einsum("bk,bl->kl", state.force, state.position) / volume
+    stress = virial_stress(state.force, state.position, volume)
     interior = np.all(np.abs(rest - centre) < 0.5 * (N - 1) * D - 0.1, axis=1)
     assert interior.sum() == (N - 2) ** 3
     return stress, state.force[interior], state.moment[interior]
