@@ -20,8 +20,8 @@ compression).
 **Uniaxial compression.** Stress ``σ = F/A`` with ``A`` the area of the specimen's cross-section
 (the convex hull of its spheres projected along ``e``); peak strength (UCS) its maximum; and from
 the snapshots, in the *interior*: the particles whose first-snapshot centres lie in the central
-box of the specimen (each side ``F`` = ``--interior``, default 0.5, times the centres' extent along
-``e``, ``u``, ``v``):
+box of the specimen (each side the fraction ``--interior``, default 0.5, of the centres' extent
+along ``e``, ``u``, ``v``):
 
 * the affine fit: the displacement gradient ``H`` minimising ``Σ |x − x₀ − c − H x₀|²`` over the
   interior particles (least squares, exact for an affine field) and its strain ``sym(H)``:
