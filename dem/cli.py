@@ -1,4 +1,4 @@
-"""Command line: ``python -m dem [run|validate|plot|sweep] …`` (see `main` and ``--help``)."""
+"""Command line: ``python -m dem [run|validate|plot|fragments|rig|sweep] …`` (see `main` and ``--help``)."""
 
 import argparse
 import logging
@@ -6,6 +6,9 @@ import sys
 import time
 from pathlib import Path
 
+from .fragments import write_fragments
+from .rig import TESTS, summary, write_rig
+from .runfiles import RunFolderError
 from .runner import CHECKPOINT, describe, log, run
 from .scene import SceneError
 from .simulation import SimulationError
@@ -19,18 +22,29 @@ EXAMPLES = """examples:
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
+  python -m dem fragments output/assembly_impact --time 10   fragments.csv and fragments.png of a run
+  python -m dem rig output/uniaxial_compression             a rig's stress-strain curve: rig.csv, rig.png
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
 """
 
+def _pair(text):
+    try:
+        first, second = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected two wall indices A,B, got {text!r}") from None
+    return first, second
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m dem", description="Discrete-element simulation with variational RRP integrators.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot,sweep}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{run,validate,plot,fragments,rig,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -53,6 +67,19 @@ def _parser():
     plot = commands.add_parser("plot", help="plot a run's energy budget, error and momenta (PNG)")
     plot.add_argument("run_dir", type=Path, help="a run's output folder (with energy.csv)")
     plot.add_argument("--out", type=Path, help="PNG file (default RUN_DIR/energy.png)")
+    fragments = commands.add_parser("fragments", help="a run's fragments (connected components of intact bonds) "
+                                    "at a snapshot: RUN_DIR/fragments.csv and fragments.png")
+    fragments.add_argument("run_dir", type=Path, help="a run's output folder (with particles.pvd)")
+    fragments.add_argument("--time", type=float, help="use the snapshot nearest this time (default: the last)")
+    rig = commands.add_parser("rig", help="a material test's figures from its platens and snapshots: stress-strain "
+                              "curve, strength, E and ν (RUN_DIR/rig.csv and rig.png)")
+    rig.add_argument("run_dir", type=Path, help="a run's output folder (with walls.csv and particles.pvd)")
+    rig.add_argument("--test", choices=TESTS, default="auto",
+                     help="uniaxial compression or Brazilian disc (auto: a disc-shaped specimen is Brazilian)")
+    rig.add_argument("--platens", type=_pair, metavar="A,B", help="the two platen walls (default: the run's two walls)")
+    rig.add_argument("--interior", type=float, default=0.5, metavar="F",
+                     help="the central box used for the affine strain and virial stress, as a fraction of the "
+                          "specimen's extent (default 0.5)")
     from .sweep import add_sweep_command
 
     add_sweep_command(commands)
@@ -64,7 +91,7 @@ def main(argv=None):
     if not argv:  # python -m dem alone: what it does and how
         _parser().print_help()
         return 2
-    if argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     level = logging.WARNING if getattr(args, "quiet", False) else (
@@ -76,6 +103,15 @@ def main(argv=None):
             from .plotting import plot_energy
 
             print(plot_energy(args.run_dir, args.out))
+            return 0
+        if args.command == "fragments":
+            snapshot, rows = write_fragments(args.run_dir, args.time)
+            print(f"{len(rows)} fragment{'s' * (len(rows) != 1)} at t = {snapshot['time']:.6g} (step "
+                  f"{snapshot['step']}): {args.run_dir / 'fragments.csv'}, {args.run_dir / 'fragments.png'}")
+            return 0
+        if args.command == "rig":
+            print("\n".join(summary(write_rig(args.run_dir, args.test, args.platens, args.interior))))
+            print(f"written: {args.run_dir / 'rig.csv'}, {args.run_dir / 'rig.png'}")
             return 0
         if args.command == "validate":
             print("\n".join(describe(args.scene, args.overrides, args.out, args.show_loop)))
@@ -92,6 +128,9 @@ def main(argv=None):
         print(f"dem: run stopped: {error}\n     outputs written so far and the last checkpoint are kept.",
               file=sys.stderr)
         return 1
+    except RunFolderError as error:  # fragments or rig of a folder without the outputs they read
+        print(f"dem: error: {error}", file=sys.stderr)
+        return 2
     except FileNotFoundError as error:  # plot of a folder without a log
         print(f"dem: error: {error.filename}: no such file (give a run's output folder, which holds energy.csv)",
               file=sys.stderr)

@@ -153,7 +153,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"scene        {scene.path}",
         f"bodies       {model.n_bodies} in {len(set(model.group.tolist()))} group(s) from "
         + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
-        f"bonds        {len(model.bonds)} ({len(model.bonds.color_start) - 1} colours)",
+        f"bonds        {len(model.bonds)} ({model.bonds.n_colors} colours)",
         f"walls        {len(model.wall_point)}",
         f"sites        {model.n_sites}",
         f"interactions {', '.join(model.interactions) or 'none'}",

@@ -56,6 +56,7 @@ def memory_estimate(model, state):
     n = model.n_bodies
     arrays = [v for v in vars(model).values() if isinstance(v, np.ndarray)]
     arrays += [v for v in vars(model.bonds).values() if isinstance(v, np.ndarray)]
+    arrays += [v for law in model.bonds.law_parameters.values() for v in law.values()]
     total = sum(a.nbytes for a in arrays)
     total += sum(_nbytes(own) for own in state.interactions.values())
     total += n * (5 * 24 + 32)  # state: x, v, Ω, F, τ; the quaternion

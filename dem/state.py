@@ -46,16 +46,27 @@ def _vectors(values, n, name):
     return out.copy()
 
 
+#: The bond laws a bond may follow (`Bonds.law` is an index into this tuple): the seed 001 binder
+#: (`dem.interactions.binder`) and the parallel bond (`dem.interactions.parallel_bond`).
+BOND_LAWS = ("seed001", "parallel_bond")
+#: Per-bond parameters of the laws that have their own (beyond the seed binder's stiffnesses).
+LAW_PARAMETERS = {"parallel_bond": ("modulus", "shear_modulus", "radius", "tensile_strength", "shear_strength")}
+
+
 @dataclass
 class Bonds:
-    """Binder bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3), sorted by
-    colour: the bonds of colour ``c`` are ``color_start[c]:color_start[c+1]`` and share no body.
+    """Bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3), sorted by law, then by
+    colour: the bonds of law ``k`` (`BOND_LAWS`) are the block `block` ``(k)``, and within it the
+    bonds of colour ``c`` are ``color_start(k)[c]:color_start(k)[c+1]`` (offsets in the block) and
+    share no body.
 
     ``rest_dir_i = R_i0ᵀ n0`` and ``rest_dir_j = R_j0ᵀ n0`` are the rest bond direction
     ``n0 = (x_i0 − x_j0)/r0`` in each end's body frame; ``rest_relative`` is the quaternion of
-    ``R_j0ᵀ R_i0``, so that the bending rotation is ``log(R_j R_j0ᵀ R_i0 R_iᵀ)``.
-    Stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.). Whether a bond is broken is
-    time-varying: the binder's state (`dem.interactions.binder`).
+    ``R_j0ᵀ R_i0``, so that the relative rotation is ``log(R_j R_j0ᵀ R_i0 R_iᵀ)``.
+    Seed-binder stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.; 0 for bonds of other
+    laws); ``law_parameters[law][name]`` holds the per-bond parameters of the bonds of a law
+    that has its own (`LAW_PARAMETERS`; arrays over the law's block). Whether a bond is broken
+    is time-varying: its law's interaction state.
     """
 
     i: np.ndarray
@@ -67,17 +78,35 @@ class Bonds:
     rest_dir_i: np.ndarray
     rest_dir_j: np.ndarray
     rest_relative: np.ndarray
-    color_start: np.ndarray
+    law: np.ndarray
+    color: np.ndarray
+    law_parameters: dict = field(default_factory=dict)
 
     @classmethod
     def empty(cls):
         return cls(
             np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0),
-            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(1, np.int64),
+            np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros(0, np.int8),
+            np.zeros(0, np.int8),
         )
 
     def __len__(self):
         return len(self.i)
+
+    def block(self, law):
+        """``slice`` of the bonds of ``law`` (a name of `BOND_LAWS`)."""
+        code = BOND_LAWS.index(law)
+        return slice(int(np.searchsorted(self.law, code, "left")), int(np.searchsorted(self.law, code, "right")))
+
+    def color_start(self, law):
+        """``(colours + 1,)`` int64: colour ``c`` of ``law``'s block is ``[start[c], start[c+1])``
+        (offsets in the block)."""
+        color = self.color[self.block(law)]
+        return np.searchsorted(color, np.arange(int(color.max(initial=-1)) + 2)).astype(np.int64)
+
+    @property
+    def n_colors(self):
+        return len(np.unique(self.color))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from .rotations import (
     matrix_quat,
 )
 from .schema import SceneError, defaults
-from .state import Bonds, Model, State, color_bonds
+from .state import BOND_LAWS, LAW_PARAMETERS, Bonds, Model, State, color_bonds
 
 #: Every section an interaction (or the contact table) reads, with its keys.
 SECTION_KEYS = {**section_keys()}
@@ -93,18 +93,33 @@ class SystemBuilder:
         return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
                              angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
 
-    def add_bonds(self, i, j, *, k_axial, k_shear, k_bending):
-        """Bond bodies ``i[b]`` and ``j[b]`` (stiffnesses scalars or per bond)."""
+    def add_bonds(self, i, j, *, k_axial=0.0, k_shear=0.0, k_bending=0.0, law="seed001", **parameters):
+        """Bond bodies ``i[b]`` and ``j[b]`` under ``law`` (a name of `dem.state.BOND_LAWS`): the
+        seed binder with stiffnesses ``k_axial``, ``k_shear``, ``k_bending``, or a law with its own
+        per-bond ``parameters`` (`dem.state.LAW_PARAMETERS`, e.g. the parallel bond's ``modulus``,
+        ``shear_modulus``, ``radius``, ``tensile_strength``, ``shear_strength``). Values are scalars
+        or per bond."""
         i = np.asarray(i, np.int32).reshape(-1)
         j = np.asarray(j, np.int32).reshape(-1)
         n = len(i)
         if n == 0:   # (an empty block would reach `_rest_bonds` as bonds with no colour)
             return
-        self._bond_blocks.append((i, j) + tuple(np.broadcast_to(np.asarray(k, float), (n,)).copy()
-                                               for k in (k_axial, k_shear, k_bending)))
+        if law not in BOND_LAWS:
+            raise ValueError(f"unknown bond law {law!r} (known: {', '.join(BOND_LAWS)})")
+        names = LAW_PARAMETERS.get(law, ())
+        if set(parameters) != set(names):
+            raise TypeError(f"add_bonds(law={law!r}) takes the parameters {', '.join(names) or 'none'}, got "
+                            f"{', '.join(sorted(parameters)) or 'none'}")
 
-    def add_bond(self, i, j, *, k_axial, k_shear, k_bending):
-        self.add_bonds([i], [j], k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
+        def column(value):
+            return np.broadcast_to(np.asarray(value, float), (n,)).copy()
+
+        self._bond_blocks.append((i, j, column(k_axial), column(k_shear), column(k_bending),
+                                  np.full(n, BOND_LAWS.index(law), np.int8),
+                                  {name: column(parameters[name]) for name in names}))
+
+    def add_bond(self, i, j, **properties):
+        self.add_bonds([i], [j], **properties)
 
     def append_input(self, interaction, key, value):
         """Append ``value`` to the list ``key`` of what ``interaction`` gets from the builders
@@ -157,17 +172,26 @@ class SystemBuilder:
         return model, state
 
     def _rest_bonds(self, state):
-        """Bonds with their rest state at ``state``, sorted by colour (`color_bonds`); built with
-        one temporary array at a time, so that 10⁶ bodies fit."""
+        """Bonds with their rest state at ``state``, sorted by law, then by colour (`color_bonds`);
+        built with one temporary array at a time, so that 10⁶ bodies fit."""
         if not self._bond_blocks:
             return Bonds.empty()
-        columns = [_joined([block[k] for block in self._bond_blocks]) for k in range(5)]
+        columns = [_joined([block[k] for block in self._bond_blocks]) for k in range(6)]
+        parameters = {law: {name: _joined([block[6][name] for block in self._bond_blocks if block[5][0] == code])
+                            for name in LAW_PARAMETERS[law]}
+                      for code, law in enumerate(BOND_LAWS)
+                      if law in LAW_PARAMETERS and any(block[5][0] == code for block in self._bond_blocks)}
+        law = columns[5]
         self._bond_blocks = []
         color = color_bonds(columns[0], columns[1], state.position.shape[0])
-        order = np.argsort(color, kind="stable")
-        color_start = np.searchsorted(color[order], np.arange(color.max() + 2)).astype(np.int64)
-        del color
-        for k in range(5):
+        order = np.argsort(color if not law.any() else law.astype(np.int64) * 64 + color, kind="stable")
+        for name, values in parameters.items():   # each law's parameters in its block's order
+            code = BOND_LAWS.index(name)
+            within = np.cumsum(law == code) - 1   # index of each bond among its law's, as added
+            rows = within[order[law[order] == code]]
+            parameters[name] = {key: column[rows] for key, column in values.items()}
+        color = color[order]
+        for k in range(6):
             columns[k] = columns[k][order]
         del order
         i, j = columns[0], columns[1]
@@ -175,7 +199,7 @@ class SystemBuilder:
         rest_length, rest_dir_i, rest_dir_j, rest_relative = np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 4))
         _rest_bond_kernel(state.position, state.orientation, i, j, rest_length, rest_dir_i, rest_dir_j, rest_relative)
         return Bonds(i, j, columns[2], columns[3], columns[4], rest_length, rest_dir_i, rest_dir_j, rest_relative,
-                     color_start)
+                     columns[5], color, parameters)
 
 
 def _joined(arrays):

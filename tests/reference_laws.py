@@ -47,6 +47,67 @@ def binder(model, state):
     return energy, force, moment
 
 
+def skew(v):
+    """``(m, 3, 3)`` matrices ``S(v)`` with ``S(v) b = v × b``."""
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2], out[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
+    out[..., 1, 0], out[..., 2, 0], out[..., 2, 1] = v[..., 2], -v[..., 1], v[..., 0]
+    return out
+
+
+def left_jacobian(theta):
+    """``J_l(θ) = I + (1 − cos t)/t² S + (t − sin t)/t³ S²`` (``t = |θ|``): ``exp(S(θ + δ)) ≈
+    exp(S(J_l δ)) exp(S(θ))``."""
+    t = np.linalg.norm(theta, axis=1)[:, None, None]
+    s = skew(theta)
+    return np.eye(3) + (1 - np.cos(t)) / t ** 2 * s + (t - np.sin(t)) / t ** 3 * s @ s
+
+
+def parallel_bond(model, state):
+    """Potyondy–Cundall parallel bond in its objective form (`dem.interactions.parallel_bond`):
+    ``U = ½ K_n (r − L)² + ½ K_s |P_n (d − L m)|² + ½ K_t (θ·n)² + ½ K_b |P_n θ|²`` with
+    ``m = (a_i + a_j)/2``, ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)``. Moments through the left Jacobian
+    ``J_l`` of SO(3)'s exponential, inverted numerically: a variation ``w_j`` of ``R_j`` moves θ
+    by ``J_l⁻¹ w_j``, one of ``R_i`` by ``−J_l(−θ)⁻¹ w_i``."""
+    force, moment = _zeros(state)
+    b, x, rotation = model.bonds, state.position, rotations(state)
+    block = b.block("parallel_bond")
+    given = b.law_parameters["parallel_bond"]
+    i, j, length = b.i[block], b.j[block], b.rest_length[block]
+    area = np.pi * given["radius"] ** 2
+    inertia = np.pi * given["radius"] ** 4 / 4
+    k_n, k_s = given["modulus"] * area / length, given["shear_modulus"] * area / length
+    k_b, k_t = given["modulus"] * inertia / length, given["shear_modulus"] * 2 * inertia / length
+    d = x[i] - x[j]
+    r = np.linalg.norm(d, axis=1)
+    n = d / r[:, None]
+    a_i = rotation[i].apply(b.rest_dir_i[block])
+    a_j = rotation[j].apply(b.rest_dir_j[block])
+    m = 0.5 * (a_i + a_j)
+    projector = np.eye(3) - n[:, :, None] * n[:, None, :]
+    u_s = np.einsum("bkl,bl->bk", projector, d - length[:, None] * m)
+    theta = (rotation[j] * Rotation.from_quat(b.rest_relative[block][:, [1, 2, 3, 0]]) * rotation[i].inv()).as_rotvec()
+    twist = np.sum(theta * n, axis=1)
+    bend = theta - twist[:, None] * n
+    energy = np.sum(0.5 * k_n * (r - length) ** 2 + 0.5 * k_s * np.sum(u_s ** 2, axis=1) + 0.5 * k_t * twist ** 2
+                    + 0.5 * k_b * np.sum(bend ** 2, axis=1))
+    # ∂U/∂d: the normal spring, the shear through n (u_s = −L P_n m), the twist through n
+    c = np.sum(m * n, axis=1)
+    grad_d = ((k_n * (r - length))[:, None] * n + (k_s * length * c / r)[:, None] * u_s
+              + ((k_t - k_b) * twist / r)[:, None] * bend)
+    # ∂U/∂w through a_i, a_j (δa = w × a): δU_s = k_s u_s·(−L/2)(w × a) = w·(k_s L/2)(u_s × a)
+    g = k_b[:, None] * bend + (k_t * twist)[:, None] * n
+    inverse_left = np.linalg.inv(left_jacobian(theta))
+    inverse_right = np.linalg.inv(left_jacobian(-theta))
+    grad_w_i = (0.5 * k_s * length)[:, None] * np.cross(u_s, a_i) - np.einsum("blk,bl->bk", inverse_right, g)
+    grad_w_j = (0.5 * k_s * length)[:, None] * np.cross(u_s, a_j) + np.einsum("blk,bl->bk", inverse_left, g)
+    np.add.at(force, i, -grad_d)
+    np.add.at(force, j, grad_d)
+    np.add.at(moment, i, -grad_w_i)
+    np.add.at(moment, j, -grad_w_j)
+    return energy, force, moment
+
+
 def hertz_pp(model, state):
     """``(2/5) K δ^{5/2}`` and ``(K/R_s) δ^{3/2} n`` over every touching pair (all pairs)."""
     force, moment = _zeros(state)
@@ -147,6 +208,6 @@ def applied_force(model, state):
 
 
 REFERENCE = {
-    "binder": binder, "hertz_pp": hertz_pp, "hertz_pw": hertz_pw, "gravity": gravity,
+    "binder": binder, "parallel_bond": parallel_bond, "hertz_pp": hertz_pp, "hertz_pw": hertz_pw, "gravity": gravity,
     "lennard_jones": lennard_jones, "ortolan_saccon": ortolan_saccon, "applied_force": applied_force,
 }

@@ -79,11 +79,12 @@ def test_assembly_arrays_masses_velocities_and_per_bond_stiffness():
     assert np.allclose(a["velocity"], [1.0, 0.0, -1.0] + np.cross(omega, a["position"] - centre))
     assert np.allclose(a["angular_velocity"], omega) and a["angular_velocity"].shape == (n, 3)
     assert m > 3 * n
-    assert np.all(a["k_axial"] == 200.0) and np.all(a["k_shear"] == 150.0) and np.all(a["k_bending"] == 10.0)
-    assert len(a["k_axial"]) == m
+    stiffness = a["bond_properties"]
+    assert np.all(stiffness["k_axial"] == 200.0) and np.all(stiffness["k_shear"] == 150.0)
+    assert np.all(stiffness["k_bending"] == 10.0) and len(stiffness["k_axial"]) == m
     assert len(assembly_arrays(assembly(**{**p, "bonded": False}))["bonds"]) == 0
     unstiff = assembly_arrays(assembly(size=(3, 3, 3), particle_diameter=1.0))
-    assert len(unstiff["bonds"]) and not unstiff["k_axial"].any()
+    assert len(unstiff["bonds"]) and not unstiff["bond_properties"]["k_axial"].any()
 
 
 def test_material_stiffness_formulas():
@@ -96,9 +97,9 @@ def test_material_stiffness_formulas():
     assert len(i) > 400
     r0 = np.linalg.norm(a["position"][i] - a["position"][j], axis=1)
     radius = 0.4 * 0.5 * np.minimum(a["diameter"][i], a["diameter"][j])
-    assert np.allclose(a["k_axial"], 1e4 * math.pi * radius ** 2 * r0)
-    assert np.allclose(a["k_shear"], 3e3 * math.pi * radius ** 2 * r0)
-    assert np.allclose(a["k_bending"], 1e4 * math.pi * radius ** 4 / 4 / r0)
+    assert np.allclose(a["bond_properties"]["k_axial"], 1e4 * math.pi * radius ** 2 * r0)
+    assert np.allclose(a["bond_properties"]["k_shear"], 3e3 * math.pi * radius ** 2 * r0)
+    assert np.allclose(a["bond_properties"]["k_bending"], 1e4 * math.pi * radius ** 4 / 4 / r0)
     # the axial law reproduces a linear bar E A / L for a small stretch: U = ½ (E A / r0) Δr²
     k_a, _, _ = material_stiffness(2.0, 2.0, 2.0, 5.0, 1.0, 0.5)
     stretch = 1e-3
@@ -106,7 +107,7 @@ def test_material_stiffness_formulas():
     # default binder radius ratio 0.5
     a = assembly_arrays(assembly(size=(3, 3, 3), particle_diameter=1.0, binder_modulus=1.0,
                                  binder_shear_modulus=1.0))
-    assert np.allclose(a["k_axial"], math.pi * 0.25 ** 2 * 1.0)
+    assert np.allclose(a["bond_properties"]["k_axial"], math.pi * 0.25 ** 2 * 1.0)
 
 
 def test_build_assembly_adds_bodies_and_bonds():

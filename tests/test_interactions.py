@@ -30,8 +30,10 @@ def random_quaternions(rng, n, angle=np.pi):
     return quat_from_rotvec(axes * rng.uniform(0, angle, size=(n, 1)))
 
 
-def bonded_chain(k_axial=0.0, k_shear=0.0, k_bending=0.0):
-    """Four bonded spheres at rest in a random configuration, then displaced and turned."""
+def bonded_chain(**bond):
+    """Four bonded spheres at rest in a random configuration, then displaced and turned; ``bond``
+    is what `SystemBuilder.add_bond` takes (the seed binder's stiffnesses, or a law and its
+    parameters)."""
     def make(rng):
         system = SystemBuilder()
         position = np.cumsum(rng.normal(scale=0.3, size=(4, 3)) + [1.0, 0, 0], axis=0)
@@ -39,7 +41,7 @@ def bonded_chain(k_axial=0.0, k_shear=0.0, k_bending=0.0):
         for x, q in zip(position, orientation):
             system.add_body(x, mass=1.0, inertia=1.0, orientation=q, diameter=rng.uniform(1.0, 1.4))
         for i, j in ((0, 1), (1, 2), (2, 3), (3, 0)):
-            system.add_bond(i, j, k_axial=k_axial, k_shear=k_shear, k_bending=k_bending)
+            system.add_bond(i, j, **bond)
         model, state = system.finish()
         state.position += rng.normal(scale=0.1, size=(4, 3))
         state.orientation[:] = quat_multiply(random_quaternions(rng, 4, angle=1.0), state.orientation)
@@ -113,6 +115,13 @@ CASES = {
     "binder": {"axial": bonded_chain(k_axial=200.0), "shear": bonded_chain(k_shear=200.0),
                "bending": bonded_chain(k_bending=10.0),
                "all": bonded_chain(k_axial=200.0, k_shear=150.0, k_bending=10.0)},
+    "parallel_bond": {
+        "E > 2G": bonded_chain(law="parallel_bond", modulus=1e3, shear_modulus=400.0, radius=0.4,
+                               tensile_strength=0.0, shear_strength=0.0),
+        "E < 2G": bonded_chain(law="parallel_bond", modulus=200.0, shear_modulus=500.0, radius=0.3,
+                               tensile_strength=0.0, shear_strength=0.0),
+        "E = 2G": bonded_chain(law="parallel_bond", modulus=500.0, shear_modulus=250.0, radius=0.5,
+                               tensile_strength=0.0, shear_strength=0.0)},
     "hertz_pp": {"cloud": overlapping_cloud},
     "hertz_pw": {"walls": spheres_near_walls},
     "gravity": {"pinned and free": pendulum_in_gravity},

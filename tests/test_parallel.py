@@ -11,7 +11,13 @@ from dem.packing import bond_pairs, fcc_block
 STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
 
 
-def block(n=5000):
+def seed_bonds(system, pairs):
+    system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+
+
+def block(n=5000, bonds=seed_bonds):
+    """An FCC block of about ``n`` spheres flying at a wall; ``bonds(system, pairs)`` bonds the
+    touching pairs."""
     position = fcc_block(n)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -20,7 +26,7 @@ def block(n=5000):
     system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0,
                       velocity=(-2.0, 0.0, 0.0) + 0.1 * rng.normal(size=(len(position), 3)),
                       angular_velocity=0.5 * rng.normal(size=(len(position), 3)))
-    system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+    bonds(system, pairs)
     model, state = system.finish([dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)],
                                  contact={"k_pp": 1e5, "k_pw": 1e5},
                                  breakage={"tension": 0.01, "compression": 0.05, "shear": 0.05, "bending": 0.2})

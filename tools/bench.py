@@ -5,11 +5,13 @@ scene's whole run of steps.
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
-interior sphere; K_a = K_s = 200, K_m = 10), Hertz contact K = 1e5 between spheres and with a wall
-at distance 0.5 in front of the block, initial velocity (−1, 0, 0), dt = 1e-3, rrp2. Compiles and
-warms up (20 steps), then times S steps (R times with --repeat R: the best counts). Prints N,
-bonds, threads, seconds, time per bond-step, peak memory per particle (whole process, and the growth from building the block onwards) and,
-as its last line, ``particle-steps/s: X``.
+interior sphere; K_a = K_s = 200, K_m = 10; or, with ``--binder parallel_bond``, unbreakable
+parallel bonds of radius 0.5, E = 255, G = 100: K_n = 200, K_s = 79, K_b = 12.5, K_t = 9.8),
+Hertz contact K = 1e5 between spheres and with a wall at distance 0.5 in front of the block,
+initial velocity (−1, 0, 0), dt = 1e-3, rrp2. Compiles and warms up (20 steps), then times S steps
+(R times with --repeat R: the best counts). Prints N, bonds, threads, seconds, time per
+bond-step, peak memory per particle (whole process, and the growth from building the block
+onwards) and, as its last line, ``particle-steps/s: X``.
 """
 
 import argparse
@@ -28,13 +30,21 @@ def peak_rss_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def build_block(n_target):
+#: Bond parameters of the block per ``--binder``.
+BINDERS = {
+    "seed001": dict(k_axial=200.0, k_shear=200.0, k_bending=10.0),
+    "parallel_bond": dict(law="parallel_bond", modulus=255.0, shear_modulus=100.0, radius=0.5, tensile_strength=0.0,
+                          shear_strength=0.0),
+}
+
+
+def build_block(n_target, binder="seed001"):
     position = fcc_block(n_target, diameter=1.0)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
     system = SystemBuilder()
     system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0, velocity=(-1.0, 0.0, 0.0))
-    system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+    system.add_bonds(pairs[:, 0], pairs[:, 1], **BINDERS[binder])
     del position, pairs
     wall = dict(point=(-1.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0)
     return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5})
@@ -47,6 +57,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=1,
                         help="time this many runs of STEPS steps and report the best (shared machines are noisy)")
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
+    parser.add_argument("--binder", choices=tuple(BINDERS), default="seed001", help="bond law of the block")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
@@ -58,7 +69,7 @@ def main():
         warm.advance(20)  # compile (or load the cache) on a copy
         sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
-        model, state = build_block(args.n)
+        model, state = build_block(args.n, args.binder)
         sim = Simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
     n = model.n_bodies

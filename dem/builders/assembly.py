@@ -14,31 +14,7 @@ from ..packing import (
     lattice_cell, lattice_packing, make_shape, mean_sphere_volume, random_packing, shape_problem,
 )
 from ..schema import Key, non_negative, positive
-
-
-def material_stiffness(rest_length, diameter_i, diameter_j, binder_modulus, binder_shear_modulus,
-                       binder_radius_ratio):
-    """Bond stiffnesses ``(K_a, K_s, K_m)`` (energies, SPEC §3) of a cylindrical binder of
-    radius ``a = λ min(D_i, D_j)/2`` and length ``r0`` (the rest centre distance), moduli E_b and
-    G_b:
-
-    * axial: a bar of stiffness ``E_b A / r0`` stores ``½ (E_b A/r0)(r − r0)² = ½ K_a (r/r0 − 1)²``
-      with ``K_a = E_b A r0``, ``A = π a²`` (modulus × binder volume);
-    * shear: ``K_s = G_b A r0`` by the same rule with ``1 − s`` in place of the strain. This is
-      nominal: ``1 − s = 1 − cos γ ≈ γ²/2`` for a shear angle γ, so ``½ K_s (1 − s)²`` is quartic
-      in γ and no small-strain match with a linear shear spring exists;
-    * bending and torsion: a beam of length ``r0`` bent through θ stores ``½ (E_b I/r0) θ²``, so
-      ``K_m = E_b I / r0``, ``I = π a⁴/4`` (torsion then has ``E_b I/r0`` too, where an elastic
-      rod has ``G_b J/r0 = 2 G_b I/r0``; equal when ``G_b = E_b/2``)."""
-    a = 0.5 * binder_radius_ratio * np.minimum(diameter_i, diameter_j)
-    area = np.pi * a * a
-    second_moment = 0.25 * np.pi * a ** 4
-    return (binder_modulus * area * rest_length, binder_shear_modulus * area * rest_length,
-            binder_modulus * second_moment / rest_length)
-
-
-def _at_most_one(value):
-    return None if 0 < value <= 1 else "must be in (0, 1]"
+from .binders import KEYS as BINDER_KEYS, bond_properties, check_binder, material_stiffness  # noqa: F401 (re-exported)
 
 
 ASSEMBLY_KEYS = {
@@ -70,30 +46,8 @@ ASSEMBLY_KEYS = {
     "bonded": Key("bool", True, "bond neighbours with binder"),
     "bond_gap_tolerance": Key("float", 0.01, "bond pairs whose surface gap is at most this × their mean diameter",
                               "", non_negative),
-    "k_axial": Key("float", None, "binder axial stiffness K_a of every bond (per-bond mode; default 0)", "energy",
-                   non_negative),
-    "k_shear": Key("float", None, "binder shear stiffness K_s of every bond (per-bond mode; default 0)", "energy",
-                   non_negative),
-    "k_bending": Key("float", None, "binder bending/torsion stiffness K_m of every bond (per-bond mode; default 0)",
-                     "energy", non_negative),
-    "binder_modulus": Key("float", None, "binder Young's modulus E_b (material mode): K_a = E_b A r0, K_m = E_b I/r0, "
-                          "A = π a², I = π a⁴/4, a = λ min(D_i, D_j)/2, r0 the rest centre distance",
-                          "energy/length³", positive),
-    "binder_shear_modulus": Key("float", None, "binder shear modulus G_b (material mode): K_s = G_b A r0",
-                                "energy/length³", positive),
-    "binder_radius_ratio": Key("float", None, "binder radius over the smaller particle radius, λ (material mode; "
-                               "default 0.5)", "", _at_most_one),
+    **BINDER_KEYS,
 }
-
-PER_BOND_KEYS = ("k_axial", "k_shear", "k_bending")
-MATERIAL_KEYS = ("binder_modulus", "binder_shear_modulus", "binder_radius_ratio")
-DEFAULT_BINDER_RADIUS_RATIO = 0.5
-
-
-def stiffness_mode(p):
-    """``"material"`` when a binder modulus is given, else ``"per_bond"``."""
-    return "material" if any(p.get(k) is not None for k in MATERIAL_KEYS) else "per_bond"
-
 
 #: Largest ``bond_gap_tolerance``: bonds reach at most one mean diameter across the gap (beyond,
 #: the number of bonds grows as the cube of the reach, up to every pair).
@@ -173,15 +127,7 @@ def check_assembly(p):
     if largest > shape.inscribed_diameter * (1 + 1e-9):
         return largest_key, (f"spheres of diameter {largest:g} do not fit in the {p['shape']} (largest inscribed "
                              f"sphere {shape.inscribed_diameter:g})")
-    if stiffness_mode(p) == "material":
-        for name in PER_BOND_KEYS:
-            if p[name] is not None:
-                return name, ("give per-bond stiffnesses (k_axial, k_shear, k_bending) or binder material "
-                              "parameters (binder_modulus, binder_shear_modulus, binder_radius_ratio), not both")
-        for name in ("binder_modulus", "binder_shear_modulus"):
-            if p[name] is None:
-                return name, "is required with the binder material parameters (material stiffness mode)"
-    return None
+    return check_binder(p)
 
 
 def assembly_positions(p):
@@ -202,10 +148,11 @@ def assembly_arrays(p):
 
     ``position (n, 3)``, ``diameter (n,)``, ``mass (n,) = ρ π D³/6``, ``inertia (n,) = m D²/10``,
     ``velocity (n, 3) = v0 + ω × (x − x_cm)``, ``angular_velocity (n, 3) = ω``, ``bonds (m, 2)``
-    (`bond_pairs` with ``bond_gap_tolerance``; none when ``bonded`` is false), ``k_axial``,
-    ``k_shear``, ``k_bending`` ``(m,)``: the given per-bond values (default 0), or from the binder
-    material by `material_stiffness` with ``r0 = |x_i − x_j|`` at t = 0 and λ
-    ``binder_radius_ratio`` (default 0.5)."""
+    (`bond_pairs` with ``bond_gap_tolerance``; none when ``bonded`` is false) and
+    ``bond_properties``, what `dem.system.SystemBuilder.add_bonds` takes for them under the
+    table's bond law (`dem.builders.binders.bond_properties`: the seed binder's ``k_axial``,
+    ``k_shear``, ``k_bending`` ``(m,)``, given or from the binder material, or the parallel
+    bond's parameters)."""
     position, diameter = assembly_positions(p)
     n = len(position)
     if n == 0:
@@ -217,17 +164,9 @@ def assembly_arrays(p):
     velocity = np.asarray(p["velocity"], float) + np.cross(omega, position - centre_of_mass)
     angular_velocity = np.repeat(omega[None], n, axis=0)
     bonds = bond_pairs(position, diameter, p["bond_gap_tolerance"]) if p["bonded"] else np.zeros((0, 2), np.int64)
-    i, j = bonds[:, 0], bonds[:, 1]
-    if stiffness_mode(p) == "material":
-        rest_length = np.linalg.norm(position[i] - position[j], axis=1)
-        ratio = p["binder_radius_ratio"] if p["binder_radius_ratio"] is not None else DEFAULT_BINDER_RADIUS_RATIO
-        k_axial, k_shear, k_bending = material_stiffness(rest_length, diameter[i], diameter[j], p["binder_modulus"],
-                                                         p["binder_shear_modulus"], ratio)
-    else:
-        k_axial, k_shear, k_bending = (np.full(len(bonds), p[k] if p[k] is not None else 0.0) for k in PER_BOND_KEYS)
     return dict(position=position, diameter=diameter, mass=mass, inertia=inertia, velocity=velocity,
-                angular_velocity=angular_velocity, bonds=bonds, k_axial=k_axial, k_shear=k_shear,
-                k_bending=k_bending)
+                angular_velocity=angular_velocity, bonds=bonds,
+                bond_properties=bond_properties(p, bonds[:, 0], bonds[:, 1], position, diameter))
 
 
 def build_assembly(system, p):
@@ -235,18 +174,19 @@ def build_assembly(system, p):
     bonded to neighbours whose surface gap is at most ``bond_gap_tolerance`` × their mean
     diameter (SPEC §5); arrays from `assembly_arrays`. Solid spheres of ``density``: ``m = ρ π
     D³/6``, ``J = m D²/10``. ``angular_velocity`` ω spins the assembly rigidly about its centre
-    of mass and each particle at ω. Bond stiffnesses: ``k_axial``, ``k_shear``, ``k_bending`` for
-    every bond, or from the binder material (``binder_modulus`` E_b, ``binder_shear_modulus``
-    G_b, ``binder_radius_ratio`` λ): ``K_a = E_b A r0``, ``K_s = G_b A r0``, ``K_m = E_b I/r0``
-    with ``A = π a²``, ``I = π a⁴/4``, ``a = λ min(D_i, D_j)/2``, ``r0`` the rest centre
-    distance (`material_stiffness`)."""
+    of mass and each particle at ω. The bond law (`dem.builders.binders`): ``binder = "seed001"``
+    with ``k_axial``, ``k_shear``, ``k_bending`` for every bond, or from the binder material
+    (``binder_modulus`` E_b, ``binder_shear_modulus`` G_b, ``binder_radius_ratio`` λ): ``K_a = E_b
+    A r0``, ``K_s = G_b A r0``, ``K_m = E_b I/r0`` with ``A = π a²``, ``I = π a⁴/4``, ``a = λ
+    min(D_i, D_j)/2``, ``r0`` the rest centre distance; or ``binder = "parallel_bond"``, the
+    Potyondy–Cundall parallel bond of moduli E, G, disc radius ``λ min(D_i, D_j)/2`` and
+    strengths ``binder_tensile_strength``, ``binder_shear_strength``."""
     arrays = assembly_arrays(p)
     first = system.n_bodies
     system.add_bodies(arrays["position"], mass=arrays["mass"], inertia=arrays["inertia"], diameter=arrays["diameter"],
                       velocity=arrays["velocity"], angular_velocity=arrays["angular_velocity"], group=first)
     bonds = arrays["bonds"] + first
-    system.add_bonds(bonds[:, 0], bonds[:, 1], k_axial=arrays["k_axial"], k_shear=arrays["k_shear"],
-                     k_bending=arrays["k_bending"])
+    system.add_bonds(bonds[:, 0], bonds[:, 1], **arrays["bond_properties"])
 
 
 KEYS = ASSEMBLY_KEYS

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..schema import REQUIRED, Key, at_least, non_negative, nonzero_vector, positive, too_many
+from ..schema import REQUIRED, Key, at_least, nonzero_vector, positive, too_many
+from .binders import KEYS as BINDER_KEYS, bond_properties, check_binder
 
 KEYS = {
     "n_particles": Key("int", REQUIRED, "number of particles N", "", at_least(3)),
@@ -14,9 +15,7 @@ KEYS = {
     "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity of the ring", "length/time"),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial rigid spin of the ring (and of each particle)",
                             "1/time"),
-    "k_axial": Key("float", 0.0, "binder axial stiffness K_a", "energy", non_negative),
-    "k_shear": Key("float", 0.0, "binder shear stiffness K_s", "energy", non_negative),
-    "k_bending": Key("float", 0.0, "binder bending/torsion stiffness K_m", "energy", non_negative),
+    **BINDER_KEYS,
 }
 
 
@@ -32,12 +31,13 @@ def orthonormal_frame(axis):
 
 def check(p):
     problem = too_many(p["n_particles"])
-    return ("n_particles", problem) if problem else None
+    return ("n_particles", problem) if problem else check_binder(p)
 
 
 def build(system, p):
     """A ring of ``n_particles`` spheres of diameter ``D_t sin(π/N)`` touching on a circle of
-    diameter ``D_t``, each bonded to its two ring neighbours (SPEC §5, seed 001 §4.1). An
+    diameter ``D_t``, each bonded to its two ring neighbours (SPEC §5, seed 001 §4.1) by the bond
+    law of `dem.builders.binders` (seed 001's binder by default). An
     ``angular_velocity`` ω spins the ring rigidly about its centre (v = v0 + ω × (x − c)) and each
     particle at the same rate."""
     count = p["n_particles"]
@@ -45,15 +45,17 @@ def build(system, p):
     centre = np.asarray(p["center"])
     omega = np.asarray(p["angular_velocity"])
     radius = 0.5 * p["diameter"]
+    diameter = p["diameter"] * np.sin(np.pi / count)
     first = system.n_bodies
+    position = np.empty((count, 3))
     for k in range(count):
         phi = 2.0 * np.pi * k / count
-        x = centre + radius * (np.cos(phi) * e1 + np.sin(phi) * e2)
+        x = position[k] = centre + radius * (np.cos(phi) * e1 + np.sin(phi) * e2)
         system.add_body(
-            x, mass=p["mass"], inertia=p["inertia"], diameter=p["diameter"] * np.sin(np.pi / count),
+            x, mass=p["mass"], inertia=p["inertia"], diameter=diameter,
             velocity=np.asarray(p["velocity"]) + np.cross(omega, x - centre), angular_velocity=omega,
             group=first,
         )
-    for k in range(count):
-        system.add_bond(first + k, first + (k + 1) % count,
-                        k_axial=p["k_axial"], k_shear=p["k_shear"], k_bending=p["k_bending"])
+    i = np.arange(count)
+    j = (i + 1) % count
+    system.add_bonds(first + i, first + j, **bond_properties(p, i, j, position, np.full(count, diameter)))

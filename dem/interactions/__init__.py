@@ -15,11 +15,13 @@ from .gravity import GRAVITY
 from .hertz import HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
 from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
+from .parallel_bond import PARALLEL_BOND
 
 #: name -> Interaction, in application order
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, HERTZ_PP, HERTZ_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, HERTZ_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
+                        APPLIED_FORCE)
 }
 
 #: The energy columns of SPEC §4, in its order (after the two kinetic ones). Columns of

@@ -54,32 +54,43 @@ KEYS = {
 
 
 @njit(inline="always")
-def _deformation(b, position, orientation, p):
-    """Measures of bond ``b``: ``(i, j, n, 1/r, 1/r0, r/r0 − 1, a_i, a_j, 1 − s_i, 1 − s_j, p, scale,
-    |θ|)`` with ``p`` the quaternion of the relative rotation and ``θ = scale · p_v``. Written out
-    in scalars: it is the innermost loop of every bonded simulation."""
+def bond_ends(b, position, orientation, p):
+    """What every bond law measures of bond ``b`` (``p.i``, ``p.j``, ``p.rest_dir_i``,
+    ``p.rest_dir_j``, ``p.rest_relative``): ``(i, j, d, r, a_i, a_j, q, sign, |q_v|, scale)`` with
+    ``d = x_i − x_j``, ``r = |d|``, ``a_i = R_i R_i0ᵀ n0``, ``a_j = R_j R_j0ᵀ n0``, ``q`` the
+    quaternion of the relative rotation ``R_j R_j0ᵀ R_i0 R_iᵀ`` and ``θ = scale · q_v`` its
+    rotation vector (``|θ| ≤ π``; ``sign`` that of ``q_0``)."""
     i = p.i[b]
     j = p.j[b]
     dx = position[i, 0] - position[j, 0]
     dy = position[i, 1] - position[j, 1]
     dz = position[i, 2] - position[j, 2]
     r = np.sqrt(dx * dx + dy * dy + dz * dz)
-    inverse_r = 1.0 / r
-    n = (dx * inverse_r, dy * inverse_r, dz * inverse_r)
-    inverse_r0 = 1.0 / p.rest_length[b]
-    strain = r * inverse_r0 - 1.0
     q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
     q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
     a_i = _unit_quat_rotate(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
     a_j = _unit_quat_rotate(q_j, (p.rest_dir_j[b, 0], p.rest_dir_j[b, 1], p.rest_dir_j[b, 2]))
-    c_i = 1.0 - (a_i[0] * n[0] + a_i[1] * n[1] + a_i[2] * n[2])  # 1 − s_i
-    c_j = 1.0 - (a_j[0] * n[0] + a_j[1] * n[1] + a_j[2] * n[2])
     relative = _quat_multiply(_quat_multiply(q_j, (p.rest_relative[b, 0], p.rest_relative[b, 1],
                                                    p.rest_relative[b, 2], p.rest_relative[b, 3])),
                               _quat_conjugate(q_i))
     sign = 1.0 if relative[0] >= 0.0 else -1.0
     s = np.sqrt(relative[1] * relative[1] + relative[2] * relative[2] + relative[3] * relative[3])
-    scale = sign * _log_scale(s, sign * relative[0])  # θ = scale · (p1, p2, p3)
+    scale = sign * _log_scale(s, sign * relative[0])  # θ = scale · (q1, q2, q3)
+    return i, j, (dx, dy, dz), r, a_i, a_j, relative, sign, s, scale
+
+
+@njit(inline="always")
+def _deformation(b, position, orientation, p):
+    """Measures of bond ``b``: ``(i, j, n, 1/r, 1/r0, r/r0 − 1, a_i, a_j, 1 − s_i, 1 − s_j, p, scale,
+    |θ|)`` with ``p`` the quaternion of the relative rotation and ``θ = scale · p_v``. Written out
+    in scalars: it is the innermost loop of every bonded simulation."""
+    i, j, d, r, a_i, a_j, relative, _, s, scale = bond_ends(b, position, orientation, p)
+    inverse_r = 1.0 / r
+    n = (d[0] * inverse_r, d[1] * inverse_r, d[2] * inverse_r)
+    inverse_r0 = 1.0 / p.rest_length[b]
+    strain = r * inverse_r0 - 1.0
+    c_i = 1.0 - (a_i[0] * n[0] + a_i[1] * n[1] + a_i[2] * n[2])  # 1 − s_i
+    c_j = 1.0 - (a_j[0] * n[0] + a_j[1] * n[1] + a_j[2] * n[2])
     return i, j, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, relative, scale, abs(scale) * s
 
 
@@ -97,6 +108,19 @@ def _break_code(strain, shear, angle, limits):
     return INTACT
 
 
+@njit(inline="always")
+def _bond_force(k_axial, k_shear, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j):
+    """``F_i = −F_j`` of a bond of stiffnesses ``k_axial``, ``k_shear`` (measures of `_deformation`)."""
+    nx, ny, nz = n
+    f_axial = -k_axial * strain * inverse_r0
+    s_i = 1.0 - c_i
+    s_j = 1.0 - c_j
+    k_r = k_shear * inverse_r
+    return (f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx)),
+            f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny)),
+            f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz)))
+
+
 @njit(cache=True)
 def binder_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact bonds ``lo ≤ b < hi`` (one colour); break those past the
@@ -109,13 +133,7 @@ def binder_forces(lo, hi, h, st, bodies, p, own):
         i, j, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, q, scale, angle = \
             _deformation(b, position, orientation, p)
         nx, ny, nz = n
-        f_axial = -k_axial[b] * strain * inverse_r0
-        s_i = 1.0 - c_i
-        s_j = 1.0 - c_j
-        k_r = k_shear[b] * inverse_r
-        f0 = f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx))
-        f1 = f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny))
-        f2 = f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz))
+        f0, f1, f2 = _bond_force(k_axial[b], k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
         kc_i = k_shear[b] * c_i
         kc_j = k_shear[b] * c_j
         k_m = k_bending[b] * scale
@@ -177,65 +195,89 @@ def binder_energy(st, bodies, contacts, p, own):
 @njit(cache=True)
 def _measures_kernel(position, orientation, p, out):
     for b in range(p.i.shape[0]):
-        _, _, _, _, inverse_r0, strain, _, _, c_i, c_j, _, _, angle = _deformation(b, position, orientation, p)
+        _, _, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, _, _, angle = \
+            _deformation(b, position, orientation, p)
         out[b, 0] = strain
         out[b, 1] = max(c_i, c_j)
         out[b, 2] = angle
         out[b, 3] = p.k_axial[b] * strain * inverse_r0
+        f = _bond_force(p.k_axial[b], p.k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
+        for k in range(3):
+            out[b, 4 + k] = f[k]
 
 
 def bond_measures(model, state):
     """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
-    tension) and ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of ``model.bonds``."""
-    table = np.zeros((len(model.bonds), 4))
-    broken = np.zeros(len(model.bonds), np.int8)
-    if "binder" in model.interactions:
-        _measures_kernel(state.position, state.orientation, model.interactions["binder"], table)
-        broken = state.interactions["binder"].broken.copy()
-    out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table.T.copy()))
-    out["broken"] = broken
+    tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``; 0 once broken) and
+    ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the seed-binder
+    bonds (their block of ``model.bonds``); ``{}`` when the model has none
+    (`dem.interactions.bonds.bond_measures` gathers every law's)."""
+    params = model.interactions.get("binder")
+    if params is None:
+        return {}
+    table = np.zeros((len(params.i), 7))
+    _measures_kernel(state.position, state.orientation, params, table)
+    out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table[:, :4].T.copy()))
+    out["broken"] = state.interactions["binder"].broken.copy()
+    out["force"] = np.where(out["broken"][:, None] == INTACT, table[:, 4:], 0.0)
     return out
 
 
 def setup(model):
+    """The seed-001 bonds of ``model.bonds`` (its block of law ``"seed001"``, views)."""
     b = model.bonds
-    if not len(b):
+    block = b.block("seed001")
+    if block.start == block.stop:
         return None
     limits = np.array([limit if limit > 0 else np.inf for limit in
                        (model.sections["breakage"][name] for name in BREAK_CRITERIA)])
-    return BinderParams(b.i, b.j, b.k_axial, b.k_shear, b.k_bending, b.rest_length, b.rest_dir_i, b.rest_dir_j,
-                        b.rest_relative, b.color_start, limits, bool(np.isfinite(limits).any()))
+    return BinderParams(b.i[block], b.j[block], b.k_axial[block], b.k_shear[block], b.k_bending[block],
+                        b.rest_length[block], b.rest_dir_i[block], b.rest_dir_j[block], b.rest_relative[block],
+                        b.color_start("seed001"), limits, bool(np.isfinite(limits).any()))
 
 
 def initial_state(model, params):
     return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies))
 
 
-def critical_step(model, state, p):
-    """The stiffest bond's axial spring ``K_a/r0²`` between its two masses and bending spring
-    ``K_m`` between its two inertias (the shear law is quartic in the shear angle, ``1 − s ≈ γ²/2``,
-    and adds no linear stiffness)."""
+def pair_inverse_inertia(model, p):
+    """``(1/m_i + 1/m_j, 1/J_i + 1/J_j)`` per bond of ``p`` (``i``, ``j``): 0 for pinned masses
+    and clamped inertias; ``J`` the largest principal inverse moment."""
     inverse_mass = np.where(model.pinned, 0.0, 1.0 / model.mass)
     inverse_inertia = np.where(model.clamped[:, None], 0.0, 1.0 / model.inertia).max(axis=1)
-    axial = p.k_axial / p.rest_length ** 2 * (inverse_mass[p.i] + inverse_mass[p.j])
-    bending = p.k_bending * (inverse_inertia[p.i] + inverse_inertia[p.j])
+    return inverse_mass[p.i] + inverse_mass[p.j], inverse_inertia[p.i] + inverse_inertia[p.j]
+
+
+def stiffest(p, oscillators):
+    """``[(2/ω, name, body)]`` of the bond with the largest ``ω²`` for each ``(name, ω² per
+    bond)`` of ``oscillators`` (`dem.stability`)."""
     out = []
-    for name, omega2 in (("binder axial", axial), ("binder bending", bending)):
+    for name, omega2 in oscillators:
         k = int(np.argmax(omega2))
         if omega2[k] > 0:
             out.append((2.0 / np.sqrt(omega2[k]), name, int(p.i[k])))
     return out
 
 
+def broken_count(interaction, code):
+    """Log column: the number of bonds of ``interaction`` broken so far with ``code``."""
+    return lambda model, state: int(np.count_nonzero(state.interactions[interaction].broken == code))
+
+
+def critical_step(model, state, p):
+    """The stiffest bond's axial spring ``K_a/r0²`` between its two masses and bending spring
+    ``K_m`` between its two inertias (the shear law is quartic in the shear angle, ``1 − s ≈ γ²/2``,
+    and adds no linear stiffness)."""
+    masses, inertias = pair_inverse_inertia(model, p)
+    return stiffest(p, (("binder axial", p.k_axial / p.rest_length ** 2 * masses),
+                        ("binder bending", p.k_bending * inertias)))
+
+
 def extra_columns(model, p):
     """With breakage on: the number of bonds broken so far by each criterion."""
     if not p.breakable:
         return {}
-    return {f"broken_{name}": _broken_count(code) for code, name in enumerate(BREAK_CRITERIA, start=1)}
-
-
-def _broken_count(code):
-    return lambda model, state: int(np.count_nonzero(state.interactions["binder"].broken == code))
+    return {f"broken_{name}": broken_count("binder", code) for code, name in enumerate(BREAK_CRITERIA, start=1)}
 
 
 BINDER = Interaction(

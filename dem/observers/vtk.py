@@ -22,10 +22,14 @@ Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``spe
 ``angular_velocity`` (spatial Ω), ``orientation`` (unit quaternion, scalar first), ``axis_1``,
 ``axis_2``, ``axis_3`` (body axes in the inertial frame: the columns of ``R``, for glyphs),
 ``force``, ``moment``, ``center_of_mass`` (``x + R·com_offset``: the point itself for a free body,
-the bob of a body on a pivot, whose point is the pivot). Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
-``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0 intact, else the
-`dem.interactions.binder` code of the criterion that broke it)
-(`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``.
+the bob of a body on a pivot, whose point is the pivot), ``mass`` and ``fragment`` (connected
+components of the intact bonds, `dem.interactions.bonds.fragment_labels`: the ids of
+``python -m dem fragments``). Bond cell data (`dem.interactions.bonds.bond_measures`):
+``axial_strain`` (r/r0 − 1), ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
+tension), ``force`` (the bond's force on its first body, a vector; 0 once broken), ``broken`` (0 intact, else the code of the criterion that broke it), ``law`` (0 seed
+binder, 1 parallel bond) and, when there are parallel bonds, their ``twist_angle``,
+``shear_force``, ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and
+``shear_stress``. Wall cell data: ``wall`` (index), ``normal``.
 
 Sites (only for a model with rigid clusters, ``model.site_start``/``model.site_offset``): every
 site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``),
@@ -49,7 +53,7 @@ from vtkmodules.vtkCommonCore import vtkPoints
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
-from ..interactions.binder import bond_measures
+from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..rotations import quat_matrix
 
 SERIES = ("particles", "bonds", "walls", "sites")
@@ -138,7 +142,7 @@ class VTKWriter:
         self._entries = {}
         for series in SERIES:
             pvd = self.directory / f"{series}.pvd"
-            kept = [entry for entry in _read_collection(pvd) if entry[0] < step and (self.directory / entry[2]).exists()]
+            kept = [entry for entry in read_collection(pvd) if entry[0] < step and (self.directory / entry[2]).exists()]
             self._entries[series] = kept
             if not kept and pvd.exists():
                 pvd.unlink()
@@ -210,6 +214,9 @@ def _particles(model, state):
     data.AddArray(_array(state.force, "force"))
     data.AddArray(_array(state.moment, "moment"))
     data.AddArray(_array(state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), "center_of_mass"))
+    data.AddArray(_array(model.mass, "mass"))
+    data.AddArray(_array(fragment_labels(n, model.bonds.i, model.bonds.j, broken_codes(model, state) == 0),
+                         "fragment", np.int32))
     data.SetActiveVectors("velocity")
     return polydata
 
@@ -250,9 +257,14 @@ def _bonds(model, state):
     polydata.SetLines(_cells(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()))
     measures = bond_measures(model, state)
     data = polydata.GetCellData()
-    for name in ("axial_strain", "shear", "bending_angle", "axial_force"):
+    for name in COMMON:
         data.AddArray(_array(measures[name], name))
+    data.AddArray(_array(measures["force"], "force"))
     data.AddArray(_array(measures["broken"], "broken", np.uint8))
+    data.AddArray(_array(measures["law"], "law", np.uint8))
+    if bonds.law.any():   # parallel bonds: their forces, moments and stresses
+        for name in PARALLEL_ONLY:
+            data.AddArray(_array(measures[name], name))
     data.SetActiveScalars("axial_strain")
     return polydata
 
@@ -305,7 +317,7 @@ def _write_collection(path, entries):
     os.replace(temporary, path)
 
 
-def _read_collection(path):
+def read_collection(path):
     """``[(step, time, file)]`` of an existing collection; empty when absent or unreadable."""
     try:
         root = ElementTree.parse(path).getroot()
