@@ -217,6 +217,8 @@ class DistributedSimulation(Simulation):
         self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
         self.kernels = distributed_module(scheme, names)
         self._first_calls = set()
+        #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
+        self.migrated = self.rebalanced = 0
         self.global_bodies = model.body_arrays()
         self.bond_start, self.bond_list = _bond_table(model)
         self.shared = np.unique(np.concatenate(
@@ -311,6 +313,7 @@ class DistributedSimulation(Simulation):
                 piece[f"keys.{name}"], piece[f"values.{name}"] = keys[to], values[to]
             pieces.append(piece)
         received = self._alltoall(pieces)
+        moved = int(np.count_nonzero(owners != self.rank))
         ids = _concatenated(received, "ids", owned_ids)
         order = np.argsort(ids)
         ids = ids[order]
@@ -378,6 +381,7 @@ class DistributedSimulation(Simulation):
         parameters = [a for name in model.interactions for a in (self.params[name], self.state.interactions.get(name, ()))]
         self._arguments = (self.state.arrays(), self.bodies, self.contacts.contacts(), part.owned, part.ghosts,
                            *histories, *parameters)
+        return moved
 
     def _halo_counts(self):
         self.send_all = np.concatenate(self.send_index).astype(np.int64)
@@ -477,9 +481,11 @@ class DistributedSimulation(Simulation):
         if max(counts) > IMBALANCE * np.mean(counts):
             step = max(1, len(owned) // SAMPLE)
             self.boxes = Bisection(np.concatenate(self.comm.allgather(st.position[owned[::step]])), self.size)
+            self.rebalanced += 1
         self._builds += 1
-        self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions), st.position[owned],
-                         histories, bond_length, build=True)
+        moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions),
+                                 st.position[owned], histories, bond_length, build=True)
+        self.migrated += self.comm.allreduce(moved)
 
     def _sync_bond_state(self):
         """Every rank's copy of the bond-indexed own state gets the changes of every rank's
