@@ -290,16 +290,13 @@ class DistributedSimulation(Simulation):
 
     # -- decomposition, migration, ghosts ---------------------------------------------------------
 
-    def _alltoall(self, pieces):
-        return self.comm.alltoall(pieces)
-
     def _distribute(self, owned_ids, rows, reference, histories, bond_length, build):
         """Hand the bodies ``owned_ids`` this rank holds (their ``rows``, `_rows_of`, and
         ``reference`` positions) to the owners of their boxes, with the contact ``histories``
         it holds by key (``{name: (keys, values, reference position of each second body)}``),
         then make the rank's `Part` (ghosts within the halo width of ``bond_length`` and the
         interaction range), its arrays and parameters and, with ``build``, its neighbour list
-        at the reference positions."""
+        at the reference positions. Returns the number of bodies it handed to other ranks."""
         model = self.model
         owners = self.boxes.owners(reference)
         pieces = []
@@ -312,7 +309,7 @@ class DistributedSimulation(Simulation):
                 to = (first_owner == r) | (self.boxes.owners(second) == r)
                 piece[f"keys.{name}"], piece[f"values.{name}"] = keys[to], values[to]
             pieces.append(piece)
-        received = self._alltoall(pieces)
+        received = self.comm.alltoall(pieces)
         moved = int(np.count_nonzero(owners != self.rank))
         ids = _concatenated(received, "ids", owned_ids)
         order = np.argsort(ids)
@@ -335,7 +332,7 @@ class DistributedSimulation(Simulation):
             sends[r] = np.flatnonzero(near)
             pieces[r] = {"ids": ids[near], "reference": reference[near]}
             pieces[r].update({f"state.{f}": mine[f"state.{f}"][near] for f, _ in GHOST_FIELDS})
-        received = self._alltoall(pieces)
+        received = self.comm.alltoall(pieces)
         ghost_ids = [piece["ids"] for piece in received]
         bodies = np.concatenate([ids] + ghost_ids)
         order = np.argsort(bodies)
