@@ -23,8 +23,8 @@ kernels'. A rank evaluates exactly these terms, in this order, for each body it 
   the owner of the pair's first body to the new owners of both.
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
-flag), the halo exchange (positions, velocities, orientations, angular velocities of the ghosts:
-13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
+flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
+of the ghosts: 13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
 with their state and contact histories, the new ghosts and the new list, then the forces and
 ``after_forces`` of the owned bodies. The communication runs between compiled calls (no MPI in
 the compiled loop), one step at a time.
@@ -39,6 +39,7 @@ import functools
 import os
 
 import numpy as np
+from numba import njit
 
 from .contacts import ContactTable, _owner_offsets, _restore_history, _save_history
 from .engine import FAILED, NOT_FINITE, OK, distributed_module
@@ -50,14 +51,44 @@ from .state import BodyArrays, State, StateArrays
 
 #: per-body state fields that travel with a body when it migrates
 STATE_FIELDS = StateArrays._fields
-#: what the halo exchange sends of a ghost, and its width in doubles
-GHOST_FIELDS = (("position", 3), ("velocity", 3), ("orientation", 4), ("angular_velocity", 3))
-GHOST_WIDTH = sum(width for _, width in GHOST_FIELDS)
+#: what the halo exchange sends of a ghost (`_pack_ghosts`), and its width in doubles
+GHOST_FIELDS = ("position", "velocity", "orientation", "angular_velocity")
+GHOST_WIDTH = 13
 #: rebalance the boxes at a rebuild when the most loaded rank owns this many times the mean
 IMBALANCE = 1.1
 #: positions per rank that the rebalancing bisects (a sample: boxes need not be exact)
 SAMPLE = 4096
 NOBODY = np.iinfo(np.int64).max
+#: the own-state field that marks broken bonds: they take no part, their ends need not meet
+BROKEN = ("binder", "broken")
+
+
+@njit(cache=True)
+def _pack_ghosts(st, index, buffer):
+    """Rows ``index`` of the state into ``buffer`` (`GHOST_FIELDS`, one body per row)."""
+    position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
+    for k in range(index.shape[0]):
+        i = index[k]
+        for c in range(3):
+            buffer[k, c] = position[i, c]
+            buffer[k, 3 + c] = velocity[i, c]
+            buffer[k, 10 + c] = angular_velocity[i, c]
+        for c in range(4):
+            buffer[k, 6 + c] = orientation[i, c]
+
+
+@njit(cache=True)
+def _unpack_ghosts(st, index, buffer):
+    """``buffer`` (`_pack_ghosts`) into rows ``index`` of the state."""
+    position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
+    for k in range(index.shape[0]):
+        i = index[k]
+        for c in range(3):
+            position[i, c] = buffer[k, c]
+            velocity[i, c] = buffer[k, 3 + c]
+            angular_velocity[i, c] = buffer[k, 10 + c]
+        for c in range(4):
+            orientation[i, c] = buffer[k, 6 + c]
 
 
 class MPIError(RuntimeError):
@@ -269,8 +300,8 @@ class DistributedSimulation(Simulation):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
         all ranks."""
         intact = np.ones(len(bonds), bool)
-        if ("binder", "broken") in self.bond_state:
-            intact = self.bond_state[("binder", "broken")][bonds] == 0
+        if BROKEN in self.bond_state:
+            intact = self.bond_state[BROKEN][bonds] == 0
         d = position[i[intact]] - position[j[intact]]
         longest = float(np.sqrt(np.max(np.sum(d * d, axis=1), initial=0.0)))
         return self.comm.allreduce(longest, op=self._mpi.MAX)
@@ -331,7 +362,7 @@ class DistributedSimulation(Simulation):
                 else shared
             sends[r] = np.flatnonzero(near)
             pieces[r] = {"ids": ids[near], "reference": reference[near]}
-            pieces[r].update({f"state.{f}": mine[f"state.{f}"][near] for f, _ in GHOST_FIELDS})
+            pieces[r].update({f"state.{f}": mine[f"state.{f}"][near] for f in GHOST_FIELDS})
         received = self.comm.alltoall(pieces)
         ghost_ids = [piece["ids"] for piece in received]
         bodies = np.concatenate([ids] + ghost_ids)
@@ -341,8 +372,8 @@ class DistributedSimulation(Simulation):
         owned[:] = np.flatnonzero(order < len(ids))
         # bonds: the intact ones with an owned end
         bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
-        if ("binder", "broken") in self.bond_state:
-            bonds = bonds[self.bond_state[("binder", "broken")][bonds] == 0]
+        if BROKEN in self.bond_state:
+            bonds = bonds[self.bond_state[BROKEN][bonds] == 0]
         part = Part(bodies, owned, bonds)
         self.part = part
         # the halo plan: what goes where at every step, in the same order on both sides
@@ -359,8 +390,8 @@ class DistributedSimulation(Simulation):
                     array[index] = piece[ghost_key]
             return array
 
-        ghosted = {f for f, _ in GHOST_FIELDS}
-        self.state = State(*(local(mine[f"state.{f}"], f"state.{f}" if f in ghosted else None) for f in STATE_FIELDS),
+        self.state = State(*(local(mine[f"state.{f}"], f"state.{f}" if f in GHOST_FIELDS else None)
+                             for f in STATE_FIELDS),
                            step=self.state.step, time=self.state.time)
         self.aux = self.aux_type(*(local(mine[f"aux.{f}"]) for f in self.aux_type._fields))
         for name, own_type in self.own_types.items():
@@ -417,17 +448,11 @@ class DistributedSimulation(Simulation):
     def _exchange(self):
         """The halo exchange: the ghosts' positions, velocities, orientations and angular
         velocities from their owners."""
-        MPI, st = self._mpi, self.state
-        column = 0
-        for name, width in GHOST_FIELDS:
-            self.send_buffer[:, column:column + width] = getattr(st, name)[self.send_all]
-            column += width
+        MPI, st = self._mpi, self._arguments[0]
+        _pack_ghosts(st, self.send_all, self.send_buffer)
         self.comm.Alltoallv([self.send_buffer, (self.send_counts, self.send_displacements), MPI.DOUBLE],
                             [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
-        column = 0
-        for name, width in GHOST_FIELDS:
-            getattr(st, name)[self.receive_all] = self.receive_buffer[:, column:column + width]
-            column += width
+        _unpack_ghosts(st, self.receive_all, self.receive_buffer)
 
     def _step(self, n_steps, h):
         """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done)``
@@ -442,10 +467,11 @@ class DistributedSimulation(Simulation):
                 st.position, self.bodies.diameter, self.model.skin, self.contacts.reference_position))
             flags[0] = part.bodies[failed] if failed >= 0 else NOBODY
             flags[1] = 0 if moved else 1
-            self.comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
+            request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
+            self._exchange()  # (while the flags travel)
+            request.Wait()
             if flags[0] != NOBODY:
                 return FAILED, int(flags[0]), k
-            self._exchange()
             if flags[1] == 0:
                 self._redistribute()
             self._forces(h)
