@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import distributed
 from .fragments import write_fragments
 from .rig import TESTS, summary, write_rig
 from .runfiles import RunFolderError
@@ -25,6 +26,7 @@ EXAMPLES = """examples:
   python -m dem fragments output/assembly_impact --time 10   fragments.csv and fragments.png of a run
   python -m dem rig output/uniaxial_compression             a rig's stress-strain curve: rig.csv, rig.png
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
+  mpiexec -n 4 python -m dem scenes/assembly_impact.toml       one run on 4 MPI processes (pip install ".[mpi]")
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -94,8 +96,14 @@ def main(argv=None):
     if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
+    try:
+        primary = distributed.rank() == 0  # under mpiexec only rank 0 speaks
+    except distributed.MPIError as error:
+        print(f"dem: error: {error}", file=sys.stderr)
+        return 2
     level = logging.WARNING if getattr(args, "quiet", False) else (
         logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
+    level = level if primary else logging.ERROR
     logging.basicConfig(level=level, format="dem: %(message)s", stream=sys.stderr, force=True)
     started = time.perf_counter()
     try:
@@ -121,12 +129,14 @@ def main(argv=None):
 
             return sweep_command(args)
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
-    except SceneError as error:
-        print(f"dem: error: {error}", file=sys.stderr)
+    except (SceneError, distributed.MPIError) as error:
+        if primary:
+            print(f"dem: error: {error}", file=sys.stderr)
         return 2
     except SimulationError as error:
-        print(f"dem: run stopped: {error}\n     outputs written so far and the last checkpoint are kept.",
-              file=sys.stderr)
+        if primary:
+            print(f"dem: run stopped: {error}\n     outputs written so far and the last checkpoint are kept.",
+                  file=sys.stderr)
         return 1
     except RunFolderError as error:  # fragments or rig of a folder without the outputs they read
         print(f"dem: error: {error}", file=sys.stderr)
@@ -142,9 +152,10 @@ def main(argv=None):
         return 2
     checkpoint = output_dir / CHECKPOINT
     if sim.stop_requested:
-        print(f"dem: stopped by {sim.stop_requested} at step {sim.state.step} (t = {sim.state.time:.6g}); "
-              f"resume with: python -m dem run {args.scene} --restart {checkpoint}"
-              + "".join(f" --set {o}" for o in args.overrides), file=sys.stderr)
+        if primary:
+            print(f"dem: stopped by {sim.stop_requested} at step {sim.state.step} (t = {sim.state.time:.6g}); "
+                  f"resume with: python -m dem run {args.scene} --restart {checkpoint}"
+                  + "".join(f" --set {o}" for o in args.overrides), file=sys.stderr)
         return 130 if sim.stop_requested == "SIGINT" else 143
     log.info("%d steps in %.2f s; outputs in %s/", sim.state.step, time.perf_counter() - started, output_dir)
     return 0

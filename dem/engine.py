@@ -113,18 +113,22 @@ def _chunked(w, call, lo, hi, parallel, indent):
         w(call(lo, hi), indent)
 
 
-def _forces_text(names, parallel):
-    w = _Writer()
-    interactions = [INTERACTIONS[n] for n in names]
-    histories, parameters = _arguments(names)
-    rows = [i for i in interactions if i.kind == ROW]
-    neighbors = any(i.neighbors for i in interactions)
-    row_arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+def _row_arguments(rows):
+    return [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
 
+
+def _rows_text(w, rows, listed):
+    """``_rows``: the fused pass of the row kernels over bodies ``lo <= i < hi`` or, ``listed``,
+    over ``i = rows[k]`` for ``lo <= k < hi``."""
+    row_arguments = _row_arguments(rows)
     w("@njit(cache=True)")
-    w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
-    w('"""Set the force and moment of bodies lo <= i < hi from the row interactions."""', 1)
-    w("for i in range(lo, hi):", 1)
+    w(f"def _rows(lo, hi, h, st, bodies, contacts{', rows' if listed else ''}"
+      f"{''.join(', ' + a for a in row_arguments)}):")
+    w(f'"""Set the force and moment of bodies {"rows[lo:hi]" if listed else "lo <= i < hi"} from the row '
+      f'interactions."""', 1)
+    w(f"for {'k' if listed else 'i'} in range(lo, hi):", 1)
+    if listed:
+        w("i = rows[k]", 2)
     w("fx = fy = fz = tx = ty = tz = 0.0", 2)
     for i in rows:
         kernel = w.use(i.forces, f"{i.name}_forces")
@@ -138,6 +142,39 @@ def _forces_text(names, parallel):
         w(f"st.moment[i, {c}] = t{axis}", 2)
     w()
     w()
+
+
+def _passes_text(w, interactions, parallel, rows_pass):
+    """Steps 2–5 of the force evaluation: the history updates over all rows, ``rows_pass`` (lines
+    that run ``_rows``), the bond kernels colour by colour, the global kernels."""
+    for i in interactions:
+        if i.history:
+            update = w.use(i.update, f"{i.name}_update")
+            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
+                     f"hist_{i.name})", "0", "n", parallel, 1)
+    rows_pass()
+    for i in interactions:
+        if i.kind == BOND:
+            kernel = w.use(i.forces, f"{i.name}_forces")
+            w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
+            w(f"lo = p_{i.name}.color_start[color]", 2)
+            w(f"hi = p_{i.name}.color_start[color + 1]", 2)
+            _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name})", "lo", "hi",
+                     parallel, 2)
+    for i in interactions:
+        if i.kind == GLOBAL:
+            kernel = w.use(i.forces, f"{i.name}_forces")
+            w(f"{kernel}(h, st, bodies, p_{i.name}, o_{i.name})", 1)
+
+
+def _forces_text(names, parallel):
+    w = _Writer()
+    interactions = [INTERACTIONS[n] for n in names]
+    histories, parameters = _arguments(names)
+    rows = [i for i in interactions if i.kind == ROW]
+    neighbors = any(i.neighbors for i in interactions)
+    row_arguments = _row_arguments(rows)
+    _rows_text(w, rows, listed=False)
     w('@njit(inline="always")')
     w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
     w("n = st.position.shape[0]", 1)
@@ -158,25 +195,9 @@ def _forces_text(names, parallel):
             w(f"hist_{name} = _restore_history(table.start, index, table.owner_start, keys_{name}, values_{name}, "
               f"hist_{name})", 2)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
-    for i in interactions:
-        if i.history:
-            update = w.use(i.update, f"{i.name}_update")
-            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
-                     f"hist_{i.name})", "0", "n", parallel, 1)
-    _chunked(w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
-             "0", "n", parallel, 1)
-    for i in interactions:
-        if i.kind == BOND:
-            kernel = w.use(i.forces, f"{i.name}_forces")
-            w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
-            w(f"lo = p_{i.name}.color_start[color]", 2)
-            w(f"hi = p_{i.name}.color_start[color + 1]", 2)
-            _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name})", "lo", "hi",
-                     parallel, 2)
-    for i in interactions:
-        if i.kind == GLOBAL:
-            kernel = w.use(i.forces, f"{i.name}_forces")
-            w(f"{kernel}(h, st, bodies, p_{i.name}, o_{i.name})", 1)
+    _passes_text(w, interactions, parallel, lambda: _chunked(
+        w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
+        "0", "n", parallel, 1))
     w(f"return (index,{''.join(' ' + h + ',' for h in histories)})", 1)
     w()
     w()
@@ -185,6 +206,52 @@ def _forces_text(names, parallel):
     w(f"def forces({signature}):")
     w(f"return _forces({signature})", 1)
     w.use(Contacts, "Contacts")
+    return w
+
+
+def _distributed_text(scheme, names):
+    """The module of an MPI rank (`dem.distributed`): ``forces(h, st, bodies, contacts, owned,
+    ghosts, *histories, *parameters)`` evaluates the forces of the ``owned`` bodies (local
+    indices) from the rank's bodies and ghosts as the serial loop does (the neighbour list is
+    built between calls, by `dem.distributed`), zeroes the ghosts' rows, and lets the bond and
+    global kernels add their loads (those on ghosts are discarded); ``before(owned, h, st,
+    bodies, aux)`` (the first owned body whose update fails, or −1) and ``after`` run the
+    scheme's stages on the owned bodies."""
+    w = _Writer()
+    interactions = [INTERACTIONS[n] for n in names]
+    histories, parameters = _arguments(names)
+    rows = [i for i in interactions if i.kind == ROW]
+    row_arguments = _row_arguments(rows)
+    _rows_text(w, rows, listed=True)
+    w("@njit(cache=True)")
+    w(f"def forces(h, st, bodies, contacts, owned, ghosts{''.join(', ' + a for a in histories + parameters)}):")
+    w("n = st.position.shape[0]", 1)
+
+    def rows_pass():
+        w(f"_rows(0, owned.shape[0], h, st, bodies, contacts, owned{''.join(', ' + a for a in row_arguments)})", 1)
+        w("for k in range(ghosts.shape[0]):", 1)
+        w("for c in range(3):", 2)
+        w("st.force[ghosts[k], c] = 0.0", 3)
+        w("st.moment[ghosts[k], c] = 0.0", 3)
+
+    _passes_text(w, interactions, False, rows_pass)
+    w()
+    w()
+    for stage, scheme_function, failure in (("before", scheme.module.before_forces, True),
+                                            ("after", scheme.module.after_forces, False)):
+        function = w.use(scheme_function, f"{stage}_forces")
+        w("@njit(cache=True)")
+        w(f"def {stage}(owned, h, st, bodies, aux):")
+        w("for k in range(owned.shape[0]):", 1)
+        if failure:
+            w(f"if {function}(owned[k], owned[k] + 1, h, st, bodies, aux) >= 0:", 2)
+            w("return owned[k]", 3)
+        else:
+            w(f"{function}(owned[k], owned[k] + 1, h, st, bodies, aux)", 2)
+        if failure:
+            w("return -1", 1)
+        w()
+        w()
     return w
 
 
@@ -269,6 +336,14 @@ def forces_module(names, parallel):
     """The module whose ``forces`` evaluates the interactions ``names`` (a tuple, registry
     order)."""
     return _load(*_forces_spec(names, parallel))
+
+
+@functools.cache
+def distributed_module(scheme, names):
+    """The module of an MPI rank's forces and stages (`_distributed_text`) for ``scheme`` with
+    the interactions ``names`` (a tuple)."""
+    return _load(*_module("distributed", f"{scheme.name} with {_describe(names, False)} on an MPI rank",
+                          _distributed_text(scheme, names), _source_stamp(names)))
 
 
 @functools.cache

@@ -29,8 +29,9 @@ def _active(position, diameter, i):
 
 
 @njit(cache=True)
-def _cell_grid(position, diameter, skin, max_cells):
-    """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
+def _bounds(position, diameter):
+    """``(lo, hi, largest)``: the corners of the box of the active particles and their largest
+    diameter."""
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
     largest = 0.0
@@ -41,6 +42,13 @@ def _cell_grid(position, diameter, skin, max_cells):
         for c in range(3):
             lo[c] = min(lo[c], position[i, c])
             hi[c] = max(hi[c], position[i, c])
+    return lo, hi, largest
+
+
+@njit(cache=True)
+def _grid_of_bounds(lo, hi, largest, skin, max_cells):
+    """Origin, cell size and dimensions covering the box ``lo``–``hi`` with at most ``max_cells``
+    cells (`_bounds`)."""
     size = largest + skin
     dims = np.ones(3, np.int64)
     if largest == 0.0:
@@ -54,18 +62,30 @@ def _cell_grid(position, diameter, skin, max_cells):
 
 
 @njit(cache=True)
-def _cell_of(position, i, lo, size, dims):
-    a = min(int((position[i, 0] - lo[0]) / size), dims[0] - 1)
-    b = min(int((position[i, 1] - lo[1]) / size), dims[1] - 1)
-    c = min(int((position[i, 2] - lo[2]) / size), dims[2] - 1)
+def _cell_grid(position, diameter, skin, max_cells):
+    """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
+    lo, hi, largest = _bounds(position, diameter)
+    return _grid_of_bounds(lo, hi, largest, skin, max_cells)
+
+
+@njit(cache=True)
+def _cell_of(position, i, grid):
+    """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims)``: the cell of
+    the whole grid (origin ``lo``, last cell ``top``) less ``first``, the first cell of the part
+    of it that ``dims`` spans (all of it, ``first = 0``, except on an MPI rank: `build_on_grid`)."""
+    lo, size, top, first = grid[0], grid[1], grid[2], grid[3]
+    a = min(int((position[i, 0] - lo[0]) / size), top[0]) - first[0]
+    b = min(int((position[i, 1] - lo[1]) / size), top[1]) - first[1]
+    c = min(int((position[i, 2] - lo[2]) / size), top[2]) - first[2]
     return a, b, c
 
 
 @njit(cache=True)
-def _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_particles, index, offset, fill):
+def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill):
     """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i``."""
     count = 0
-    ca, cb, cc = _cell_of(position, i, lo, size, dims)
+    dims = grid[4]
+    ca, cb, cc = _cell_of(position, i, grid)
     for a in range(max(ca - 1, 0), min(ca + 2, dims[0])):
         for b in range(max(cb - 1, 0), min(cb + 2, dims[1])):
             for c in range(max(cc - 1, 0), min(cc + 2, dims[2])):
@@ -86,7 +106,7 @@ def _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_part
 
 
 @njit(cache=True)
-def _rows(lo_row, hi_row, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, fill):
+def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill):
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
     entries into ``index`` from ``start[i]`` (``fill`` True)."""
     for i in range(lo_row, hi_row):
@@ -94,8 +114,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, lo, size, dims, cell_start, 
             if not fill:
                 start[i + 1] = 0
             continue
-        count = _scan_row(i, position, diameter, skin, lo, size, dims, cell_start, cell_particles, index,
-                          start[i], fill)
+        count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill)
         if not fill:
             start[i + 1] = count
 
@@ -104,8 +123,50 @@ def _rows(lo_row, hi_row, position, diameter, skin, lo, size, dims, cell_start, 
 def _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
                   counters):
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
-    n = position.shape[0]
     lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1)
+    return _build_on_grid(position, diameter, skin, parallel, _whole_grid(lo, size, dims), reference_position, start,
+                          index, cell_start, cell_particles, counters)
+
+
+@njit(cache=True)
+def _whole_grid(lo, size, dims):
+    """The grid of `_cell_of` that spans all of ``dims``."""
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims
+
+
+@njit(cache=True)
+def _part_grid(position, diameter, lo, size, dims):
+    """The part of the grid ``lo, size, dims`` (of all particles, on every MPI rank) that spans
+    the cells of the active particles among ``position`` (a rank's): same cells, so each cell
+    holds the same particles, in the same order, as in the whole grid."""
+    whole = _whole_grid(lo, size, dims)
+    first = dims.copy()
+    last = np.full(3, -1, np.int64)
+    for i in range(position.shape[0]):
+        if _active(position, diameter, i):
+            cell = _cell_of(position, i, whole)
+            for c in range(3):
+                first[c] = min(first[c], cell[c])
+                last[c] = max(last[c], cell[c])
+    if last[0] < 0:  # no active particle
+        first[:] = 0
+        last[:] = 0
+    return lo, size, dims - 1, first, last - first + 1
+
+
+@njit(cache=True)
+def _build_part(position, diameter, skin, grid, reference_position, start, index, cell_start, cell_particles,
+                counters):
+    return _build_on_grid(position, diameter, skin, False, grid, reference_position, start, index, cell_start,
+                          cell_particles, counters)
+
+
+@njit(inline="always")
+def _build_on_grid(position, diameter, skin, parallel, grid, reference_position, start, index, cell_start,
+                   cell_particles, counters):
+    """Rebuild the list on the cells of ``grid`` (`_cell_of`); returns ``index``."""
+    n = position.shape[0]
+    dims = grid[4]
     n_cells = dims[0] * dims[1] * dims[2]
     # counting sort of the particles into cells (serial, O(N)); particles keep ascending order.
     # (Explicit loops here: in a parallel function numba would turn array expressions into
@@ -114,13 +175,13 @@ def _build_kernel(position, diameter, skin, parallel, reference_position, start,
         cell_start[cell] = 0
     for i in range(n):
         if _active(position, diameter, i):
-            a, b, c = _cell_of(position, i, lo, size, dims)
+            a, b, c = _cell_of(position, i, grid)
             cell_start[(a * dims[1] + b) * dims[2] + c + 1] += 1
     for cell in range(n_cells):
         cell_start[cell + 1] += cell_start[cell]
     for i in range(n):
         if _active(position, diameter, i):
-            a, b, c = _cell_of(position, i, lo, size, dims)
+            a, b, c = _cell_of(position, i, grid)
             cell = (a * dims[1] + b) * dims[2] + c
             cell_particles[cell_start[cell]] = i
             cell_start[cell] += 1
@@ -138,10 +199,10 @@ def _build_kernel(position, diameter, skin, parallel, reference_position, start,
                 index = np.empty(start[n] + start[n] // 4 + 16, np.int32)  # np.empty: no parallel fill
         if parallel:
             for chunk in prange((n + CHUNK - 1) // CHUNK):
-                _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, lo, size, dims,
-                      cell_start, cell_particles, start, index, fill)
+                _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
+                      cell_particles, start, index, fill)
         else:
-            _rows(0, n, position, diameter, skin, lo, size, dims, cell_start, cell_particles, start, index, fill)
+            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill)
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
     for i in range(n):
@@ -223,3 +284,12 @@ class NeighborList:
     def update(self, position, diameter, skin, parallel=False):
         update = _update_parallel if parallel else _update_serial
         self.index = update(position, diameter, float(skin), *self.arrays())
+
+    def build_part(self, position, diameter, skin, grid):
+        """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the
+        cells ``grid = (lo, size, dims)`` of the whole system (`_grid_of_bounds`)."""
+        part = _part_grid(position, diameter, *grid)
+        cells = int(np.prod(part[4]))
+        if cells + 1 > len(self.cell_start):
+            self.cell_start = np.zeros(cells + cells // 4 + 9, np.int64)
+        self.index = _build_part(position, diameter, float(skin), part, *NeighborList.arrays(self))

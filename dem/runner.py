@@ -12,13 +12,13 @@ from pathlib import Path
 import numba
 from tqdm import tqdm
 
-from . import _numba_cache
+from . import _numba_cache, distributed
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
 from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter
 from .scene import SceneError, load_scene
-from .simulation import PARALLEL_THRESHOLD, Simulation
+from .simulation import PARALLEL_THRESHOLD
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
 from .system import build_system
 
@@ -118,11 +118,12 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     # the guard after the writers: the state that set it off is in the outputs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
                  VTKWriter(output_dir, scene.output["vtk_every"]), guard, checkpointer]
-    sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
-                     restored=restored)
+    sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
+                                 restored=restored)
     sim.instability_hint = hint
     log.debug("%d bodies, %d bonds, parallel kernels: %s", model.n_bodies, len(model.bonds), sim.parallel)
-    with tqdm(total=scene.n_steps, initial=state.step, unit="step", disable=quiet, desc=scene.name,
+    with tqdm(total=scene.n_steps, initial=state.step, unit="step", disable=quiet or distributed.rank() > 0,
+              desc=scene.name,
               dynamic_ncols=True, mininterval=0.5) as bar, _stop_on_signals(sim):
         started = []
 
@@ -137,7 +138,9 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         try:
             sim.run(scene.n_steps, progress=progress)
         finally:
-            checkpointer.write(sim)  # the last good state, also when the run breaks down
+            view = sim.snapshot()  # (under MPI: gathered on rank 0)
+            if view is not None:
+                checkpointer.write(view)  # the last good state, also when the run breaks down
     return sim, output_dir
 
 

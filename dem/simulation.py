@@ -50,6 +50,25 @@ class Simulation:
     """
 
     def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
+        scheme = self._configure(model, state, integrator, dt, observers, parallel)
+        self.bodies = model.body_arrays()
+        self.contacts = new_contacts(model)
+        self._energy_row = (None, None)
+        self._engine = None
+        if restored is None:
+            self.aux = scheme.aux(state, self.bodies)
+            self._step(0, 0.0)  # the forces of the initial configuration (no work booked)
+        else:
+            # a checkpoint's state carries its forces; the contact table is rebuilt where the
+            # interrupted run last built it, so contact sums keep their order
+            aux, contacts = restored
+            self.aux = scheme.aux(state, self.bodies)
+            if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
+                self.aux = type(self.aux)(**aux)
+            self.contacts.restore(contacts, model.diameter)
+
+    def _configure(self, model, state, integrator, dt, observers, parallel):
+        """Check and set what every simulation has; returns the scheme."""
         if integrator not in SCHEMES:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(SCHEMES)}")
         scheme = SCHEMES[integrator]
@@ -68,21 +87,7 @@ class Simulation:
         #: appended to instability messages (the runner's: the step against its critical estimate)
         self.instability_hint = f"reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
-        self.bodies = model.body_arrays()
-        self.contacts = new_contacts(model)
-        self._energy_row = (None, None)
-        self._engine = None
-        if restored is None:
-            self.aux = scheme.aux(state, self.bodies)
-            self._step(0, 0.0)  # the forces of the initial configuration (no work booked)
-        else:
-            # a checkpoint's state carries its forces; the contact table is rebuilt where the
-            # interrupted run last built it, so contact sums keep their order
-            aux, contacts = restored
-            self.aux = scheme.aux(state, self.bodies)
-            if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
-                self.aux = type(self.aux)(**aux)
-            self.contacts.restore(contacts, model.diameter)
+        return scheme
 
     def energy_budget(self):
         """The log row of the current state (`dem.diagnostics.energy_budget`), computed once per
@@ -96,6 +101,15 @@ class Simulation:
     def request_stop(self, reason):
         """Ask `run` to stop after the current chunk of steps."""
         self.stop_requested = reason
+
+    def _stopping(self):
+        """Whether a stop was requested (`dem.distributed`: by any process)."""
+        return bool(self.stop_requested)
+
+    def snapshot(self):
+        """The simulation as one process sees the whole system, for writers: this one
+        (`dem.distributed`: the state gathered on rank 0, None on the others)."""
+        return self
 
     def advance(self, n_steps):
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
@@ -146,7 +160,7 @@ class Simulation:
             if progress is not None:
                 progress(self.state.step)
             while self.state.step < end_step:
-                if self.stop_requested:
+                if self._stopping():
                     return False
                 target = min([end_step, self.state.step + self.max_chunk]
                              + [self._next_due(o) for o in self.observers])
@@ -165,7 +179,11 @@ class Simulation:
             return np.iinfo(np.int64).max
         return (self.state.step // every + 1) * every
 
+    def _due(self, due_only):
+        """The observers to report now: all, or those whose step it is."""
+        return [observer for observer in self.observers
+                if not due_only or (observer.every > 0 and self.state.step % observer.every == 0)]
+
     def _report(self, due_only):
-        for observer in self.observers:
-            if not due_only or (observer.every > 0 and self.state.step % observer.every == 0):
-                observer.report(self)
+        for observer in self._due(due_only):
+            observer.report(self)

@@ -3,15 +3,16 @@ scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
+    mpiexec -n 2 python tools/bench.py --n 100000 --threads 1   # on 2 MPI ranks (dem.distributed)
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
 interior sphere; K_a = K_s = 200, K_m = 10; or, with ``--binder parallel_bond``, unbreakable
 parallel bonds of radius 0.5, E = 255, G = 100: K_n = 200, K_s = 79, K_b = 12.5, K_t = 9.8),
 Hertz contact K = 1e5 between spheres and with a wall at distance 0.5 in front of the block,
 initial velocity (−1, 0, 0), dt = 1e-3, rrp2. Compiles and warms up (20 steps), then times S steps
-(R times with --repeat R: the best counts). Prints N, bonds, threads, seconds, time per
+(R times with --repeat R: the best counts). Prints N, bonds, ranks, threads, seconds, time per
 bond-step, peak memory per particle (whole process, and the growth from building the block
-onwards) and, as its last line, ``particle-steps/s: X``.
+onwards; under MPI the largest rank's) and, as its last line, ``particle-steps/s: X``.
 """
 
 import argparse
@@ -21,7 +22,8 @@ import time
 import numba
 import numpy as np
 
-from dem import Simulation, SystemBuilder
+from dem import SystemBuilder
+from dem.distributed import GHOST_WIDTH, simulation, world
 from dem.runner import prepare
 from dem.packing import bond_pairs, fcc_block
 
@@ -65,24 +67,39 @@ def main():
     if args.scene:
         scene, model, state, _ = prepare(args.scene)
         args.steps = scene.n_steps
-        warm = Simulation(*prepare(args.scene)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
+        warm = simulation(*prepare(args.scene)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
         warm.advance(20)  # compile (or load the cache) on a copy
-        sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
+        sim = simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
         model, state = build_block(args.n, args.binder)
-        sim = Simulation(model, state, "rrp2", 1e-3)
+        sim = simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
+    comm = world()
     n = model.n_bodies
     times = []
     for _ in range(1 if args.scene else max(1, args.repeat)):
+        if comm is not None:
+            comm.Barrier()
         start = time.perf_counter()
         sim.advance(args.steps)
+        if comm is not None:
+            comm.Barrier()
         times.append(time.perf_counter() - start)
     seconds = min(times)
     peak = peak_rss_bytes()
+    if comm is not None:  # the largest rank's
+        peak, baseline = max(comm.allgather(peak)), max(comm.allgather(baseline))
+    if comm is not None:
+        ghosts = comm.allgather(len(sim.part.ghosts))
+        if comm.Get_rank() > 0:
+            return
     bonds = len(model.bonds)
     print(f"N: {n}")
     print(f"bonds: {bonds}")
+    print(f"ranks: {1 if comm is None else comm.Get_size()}")
+    if comm is not None:
+        print(f"ghosts per rank: {' '.join(map(str, ghosts))} (halo exchange: {GHOST_WIDTH * 8 * sum(ghosts)} bytes "
+              f"per step in all)")
     print(f"threads: {args.threads} (parallel kernels: {sim.parallel and args.threads > 1})")
     print(f"steps: {args.steps}")
     print(f"seconds: {seconds:.3f}" + (f" (best of {len(times)}; median {np.median(times):.3f})" if len(times) > 1 else ""))

@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .contract import GLOBAL, Interaction
+from .contract import GLOBAL, Interaction, listed_bodies, localize_body
 
 AppliedForceParams = namedtuple("AppliedForceParams", "body force")
 
@@ -41,4 +41,5 @@ def setup(model):
 APPLIED_FORCE = Interaction(
     name="applied_force", doc=__doc__, kind=GLOBAL, columns=("external",), internal=False, keys={}, setup=setup,
     forces=applied_forces, energy=applied_energy,
+    localize=localize_body, shared_bodies=listed_bodies,
 )

@@ -236,6 +236,19 @@ def setup(model):
                         b.color_start("seed001"), limits, bool(np.isfinite(limits).any()))
 
 
+def localize(p, part):
+    """The bonds ``part.bonds`` (ascending: colour by colour, as in the whole table), their ends
+    as the rank's local indices; every colour kept (some empty), so that each body receives its
+    bond loads in the same order as in one process."""
+    b = part.bonds
+    color = np.searchsorted(p.color_start, b, side="right") - 1
+    color_start = np.searchsorted(color, np.arange(len(p.color_start))).astype(np.int64)
+    return p._replace(i=part.local(p.i[b]).astype(p.i.dtype), j=part.local(p.j[b]).astype(p.j.dtype),
+                      k_axial=p.k_axial[b], k_shear=p.k_shear[b], k_bending=p.k_bending[b],
+                      rest_length=p.rest_length[b], rest_dir_i=p.rest_dir_i[b], rest_dir_j=p.rest_dir_j[b],
+                      rest_relative=p.rest_relative[b], color_start=color_start)
+
+
 def initial_state(model, params):
     return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies))
 
@@ -283,5 +296,5 @@ def extra_columns(model, p):
 BINDER = Interaction(
     name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
     keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy,
-    critical_step=critical_step, extra_columns=extra_columns,
+    critical_step=critical_step, extra_columns=extra_columns, localize=localize, bond_state=("broken",),
 )

@@ -39,7 +39,19 @@ non-conservative effects with it.
 
 Optional hooks: ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
 `dem.stability`; ``extra_columns(model, params)`` returns log columns ``name -> f(model, state)``.
+
+Under MPI (`dem.distributed`) each rank runs the kernels on its part of the bodies (local
+indices, global order) plus ghost copies of their neighbours. A `ROW` interaction runs there as it
+is: its parameters hold nothing per body, and its kernels read other bodies only through the
+contact rows (an ``update`` reads only the two bodies of each pair and its slot). A `BOND` or
+`GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
+``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
+local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
+on, which every rank holds. ``bond_state`` names the fields of the own state indexed by bond; the
+others are indexed by body.
 """
+
+import numpy as np
 
 from dataclasses import dataclass
 
@@ -63,6 +75,9 @@ class Interaction:
     update: object = None
     critical_step: object = None
     extra_columns: object = None
+    localize: object = None
+    shared_bodies: object = None
+    bond_state: tuple = ()
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -70,3 +85,15 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+
+
+def localize_body(params, part):
+    """`Interaction.localize` of a `GLOBAL` interaction whose parameters list its bodies in
+    ``body``."""
+    return params._replace(body=part.local(params.body))
+
+
+def listed_bodies(params):
+    """`Interaction.shared_bodies` of a `GLOBAL` interaction whose parameters list its bodies in
+    ``body``."""
+    return np.asarray(params.body)

@@ -75,6 +75,20 @@ def setup(model):
                               model.site_start, model.site_offset)
 
 
+def localize(p, part):
+    """The pairs as local indices, and the sites of the rank's bodies (every rank holds the
+    bodies of the pairs: `shared_bodies`)."""
+    counts = np.diff(p.site_start)[part.bodies]
+    site_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    sites = np.repeat(p.site_start[part.bodies] - site_start[:-1], counts) + np.arange(site_start[-1])
+    return p._replace(pair_a=part.local(p.pair_a), pair_b=part.local(p.pair_b), site_start=site_start,
+                      site_offset=p.site_offset[sites])
+
+
+def shared_bodies(p):
+    return np.union1d(p.pair_a, p.pair_b)
+
+
 def critical_step(model, state, p):
     """The well's curvature ``57.1 ε/σ²`` on a site mass."""
     if p.epsilon <= 0:
@@ -87,5 +101,6 @@ def critical_step(model, state, p):
 
 LENNARD_JONES = Interaction(
     name="lennard_jones", doc=__doc__, kind=GLOBAL, columns=("lj",), internal=True, keys={}, setup=setup,
-    forces=lennard_jones_forces, energy=lennard_jones_energy, critical_step=critical_step,
+    forces=lennard_jones_forces, energy=lennard_jones_energy, critical_step=critical_step, localize=localize,
+    shared_bodies=shared_bodies,
 )

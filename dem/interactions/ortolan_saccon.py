@@ -10,7 +10,7 @@ from numba import njit
 
 from ..rotations import _quat_matrix, quat_from_rotvec, quat_matrix
 from ..schema import Key, SceneError, non_negative
-from .contract import GLOBAL, Interaction
+from .contract import GLOBAL, Interaction, listed_bodies, localize_body
 
 OrtolanSacconParams = namedtuple("OrtolanSacconParams", "body alpha attractor")
 
@@ -77,4 +77,5 @@ def setup(model):
 ORTOLAN_SACCON = Interaction(
     name="ortolan_saccon", doc=__doc__, kind=GLOBAL, columns=("external",), internal=False, keys=KEYS,
     setup=setup, forces=ortolan_saccon_forces, energy=ortolan_saccon_energy,
+    localize=localize_body, shared_bodies=listed_bodies,
 )

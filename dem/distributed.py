@@ -1,0 +1,602 @@
+"""One scene on several processes: ``mpiexec -n R python -m dem SCENE`` (the ``mpi`` extra).
+
+Spatial domain decomposition by recursive coordinate bisection (`Bisection`, balanced by the
+number of bodies). Each rank *owns* the bodies in its box and holds *ghost* copies of every body
+within the halo width ``w`` of it: the interaction range plus the skin (``D_max + skin``), and
+at least the longest intact bond, so the other end of every bond of an owned body is there; the
+bodies that `GLOBAL` kernels act on (few-body terms) are on every rank. A rigid cluster is one
+body, so it is always whole on one rank.
+
+Same answer as one process, bit for bit. A body's force is the sum of its row interactions in
+registry order over its neighbour row, then its bond loads colour by colour, then the global
+kernels'. A rank evaluates exactly these terms, in this order, for each body it owns:
+
+* its bodies (owned and ghosts) are held in global-id order, and its neighbour list is built on
+  the cells of the *whole* system (bounds by allreduce, `dem.neighbors.NeighborList.build_part`),
+  so each cell lists the same bodies in the same order and every owned row is the serial row;
+* the list is rebuilt on every rank when any body anywhere has moved more than half the skin
+  (an allreduce of the flag): at the serial run's steps;
+* it evaluates every intact bond with an owned end, in the global colour order (`Interaction.
+  localize`), and keeps the loads on its owned bodies;
+* each history interaction's ``update`` runs over all its rows (ghosts' too), so every pair with
+  an owned end has its serial value; at a rebuild the histories travel by global pair key from
+  the owner of the pair's first body to the new owners of both.
+
+One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
+flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
+of the ghosts: 13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
+with their state and contact histories, the new ghosts and the new list, then the forces and
+``after_forces`` of the owned bodies. The communication runs between compiled calls (no MPI in
+the compiled loop), one step at a time.
+
+Outputs: observers run on rank 0 on `DistributedSimulation.snapshot`, the state gathered in
+global-id order into a one-process `dem.simulation.Simulation` (its contact table rebuilt at the
+gathered reference positions, as a checkpoint restores it): the energy log, VTK snapshots and
+checkpoints are those of the serial run, and a checkpoint restarts on any number of ranks.
+"""
+
+import functools
+import os
+
+import numpy as np
+from numba import njit
+
+from .contacts import ContactTable, _owner_offsets, _restore_history, _save_history
+from .engine import FAILED, NOT_FINITE, OK, distributed_module
+from .integrators.stages import first_not_finite
+from .interactions import BOND, GLOBAL, INTERACTIONS
+from .neighbors import N_BUILDS, _bounds, _grid_of_bounds, _needs_rebuild
+from .simulation import Simulation, SimulationError
+from .state import BodyArrays, State, StateArrays
+
+#: per-body state fields that travel with a body when it migrates
+STATE_FIELDS = StateArrays._fields
+#: what the halo exchange sends of a ghost (`_pack_ghosts`), and its width in doubles
+GHOST_FIELDS = ("position", "velocity", "orientation", "angular_velocity")
+GHOST_WIDTH = 13
+#: rebalance the boxes at a rebuild when the most loaded rank owns this many times the mean
+IMBALANCE = 1.1
+#: positions per rank that the rebalancing bisects (a sample: boxes need not be exact)
+SAMPLE = 4096
+NOBODY = np.iinfo(np.int64).max
+#: the own-state field that marks broken bonds: they take no part, their ends need not meet
+BROKEN = ("binder", "broken")
+
+
+@njit(cache=True)
+def _pack_ghosts(st, index, buffer):
+    """Rows ``index`` of the state into ``buffer`` (`GHOST_FIELDS`, one body per row)."""
+    position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
+    for k in range(index.shape[0]):
+        i = index[k]
+        for c in range(3):
+            buffer[k, c] = position[i, c]
+            buffer[k, 3 + c] = velocity[i, c]
+            buffer[k, 10 + c] = angular_velocity[i, c]
+        for c in range(4):
+            buffer[k, 6 + c] = orientation[i, c]
+
+
+@njit(cache=True)
+def _unpack_ghosts(st, index, buffer):
+    """``buffer`` (`_pack_ghosts`) into rows ``index`` of the state."""
+    position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
+    for k in range(index.shape[0]):
+        i = index[k]
+        for c in range(3):
+            position[i, c] = buffer[k, c]
+            velocity[i, c] = buffer[k, 3 + c]
+            angular_velocity[i, c] = buffer[k, 10 + c]
+        for c in range(4):
+            orientation[i, c] = buffer[k, 6 + c]
+
+
+class MPIError(RuntimeError):
+    """dem was started under mpiexec but cannot run distributed (mpi4py missing)."""
+
+
+@functools.cache
+def world():
+    """The MPI communicator when this process is one of several started by ``mpiexec``, else
+    None. mpi4py is imported only then (the ``mpi`` extra; without it, a process started alone
+    runs as it always did)."""
+    sizes = [int(os.environ[name]) for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE") if os.environ.get(name, "").isdigit()]
+    if (sizes and max(sizes) <= 1) or (not sizes and "PMIX_RANK" not in os.environ):
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise MPIError(f"started by mpiexec as one of {max(sizes, default=0) or 'several'} processes, but mpi4py "
+                       f"is not installed: pip install 'dem[mpi]'") from None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def rank():
+    """This process's MPI rank (0 when it runs alone)."""
+    comm = world()
+    return 0 if comm is None else comm.Get_rank()
+
+
+def simulation(model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
+    """A `DistributedSimulation` under ``mpiexec -n R`` (R > 1), else a `Simulation` (same
+    arguments)."""
+    if world() is None:
+        return Simulation(model, state, integrator, dt, observers, parallel, restored)
+    return DistributedSimulation(model, state, integrator, dt, observers, restored)
+
+
+class Bisection:
+    """Recursive coordinate bisection of space into ``parts`` boxes with about equal numbers of
+    ``points``: each cut halves (in proportion to the parts on either side) the points of a box
+    along its widest extent. ``boxes (parts, 2, 3)``: the corners; the outer ones are infinite,
+    so the boxes tile space. The same points give the same boxes on every rank."""
+
+    def __init__(self, points, parts):
+        self.boxes = np.empty((parts, 2, 3))
+        self.tree = self._split(np.asarray(points, float), np.full(3, -np.inf), np.full(3, np.inf), 0, parts)
+
+    def _split(self, points, lo, hi, first, parts):
+        if parts == 1:
+            self.boxes[first] = lo, hi
+            return first
+        left = parts // 2
+        finite = points[np.isfinite(points).all(axis=1)]
+        if len(finite):
+            axis = int(np.argmax(finite.max(axis=0) - finite.min(axis=0)))
+            values = np.sort(finite[:, axis])
+            cut = values[min(len(values) * left // parts, len(values) - 1)]
+        else:  # no point here: any cut inside the box
+            axis = 0
+            cut = lo[0] if np.isfinite(lo[0]) else (hi[0] if np.isfinite(hi[0]) else 0.0)
+        below = points[:, axis] < cut
+        upper, lower = hi.copy(), lo.copy()
+        upper[axis] = lower[axis] = cut
+        return (axis, cut, self._split(points[below], lo, upper, first, left),
+                self._split(points[~below], lower, hi, first + left, parts - left))
+
+    def owners(self, points):
+        """The box of each point (a non-finite one goes to some box)."""
+        out = np.empty(len(points), np.int64)
+
+        def descend(index, node):
+            if not isinstance(node, tuple):
+                out[index] = node
+                return
+            axis, cut, left, right = node
+            below = points[index, axis] < cut
+            descend(index[below], left)
+            descend(index[~below], right)
+
+        descend(np.arange(len(points)), self.tree)
+        return out
+
+    def near(self, points, part, width):
+        """Which ``points`` lie within ``width`` of box ``part``."""
+        lo, hi = self.boxes[part]
+        gap = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+        return np.sum(gap * gap, axis=1) <= width * width
+
+    def neighbours(self, part, width):
+        """The other boxes within ``width`` of box ``part``."""
+        lo, hi = self.boxes[part]
+        gap = np.maximum(np.maximum(self.boxes[:, 0] - hi, lo - self.boxes[:, 1]), 0.0)
+        near = np.sum(gap * gap, axis=1) <= width * width
+        near[part] = False
+        return np.flatnonzero(near)
+
+
+class Part:
+    """A rank's bodies: ``bodies`` their global ids in ascending order (the local order), of which
+    the local indices ``owned`` are its own and ``ghosts`` copies of other ranks' bodies;
+    ``bonds`` the global ids of the bonds it evaluates (ascending)."""
+
+    def __init__(self, bodies, owned, bonds):
+        self.bodies = bodies
+        self.owned = owned
+        self.ghosts = np.setdiff1d(np.arange(len(bodies)), owned)
+        self.bonds = bonds
+
+    def local(self, ids):
+        """The local indices of the bodies ``ids`` (global ids the rank holds)."""
+        return np.searchsorted(self.bodies, ids)
+
+
+def _bond_table(model):
+    """``(start, bonds)``: the bonds of body ``b`` are ``bonds[start[b]:start[b+1]]``."""
+    ends = np.concatenate((model.bonds.i, model.bonds.j)).astype(np.int64)
+    order = np.argsort(ends, kind="stable")
+    start = np.searchsorted(ends[order], np.arange(model.n_bodies + 1))
+    return start, order % max(len(model.bonds), 1)
+
+
+def _ranges(starts, stops):
+    """``concatenate([arange(a, b) for a, b in zip(starts, stops)])``, without the loop."""
+    counts = stops - starts
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+
+
+def _concatenated(pieces, key, like):
+    """``pieces[*][key]`` joined (an empty array shaped as ``like`` when there are none)."""
+    arrays = [piece[key] for piece in pieces if len(piece[key])]
+    return np.concatenate(arrays) if arrays else np.zeros((0,) + like.shape[1:], like.dtype)
+
+
+class DistributedSimulation(Simulation):
+    """`dem.simulation.Simulation` over the ranks of ``mpiexec`` (see the module's docstring).
+
+    Every rank builds the whole ``model`` and ``state`` (or restores a checkpoint) and keeps its
+    part: ``state``, ``bodies``, ``aux`` and ``contacts`` are the rank's (local indices, `Part`);
+    `snapshot` gathers the whole state on rank 0. Observers report on rank 0 only; a failure
+    (a blow-up, the energy guard) stops every rank at the same step. Kernels run serially on
+    each rank (one rank per core)."""
+
+    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), restored=None):
+        from mpi4py import MPI
+
+        self._mpi = MPI
+        self.comm = world()
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        scheme = self._configure(model, state, integrator, dt, observers, False)
+        names = tuple(model.interactions)
+        for name in names:
+            interaction = INTERACTIONS[name]
+            if interaction.kind in (BOND, GLOBAL) and interaction.localize is None or \
+                    interaction.kind == GLOBAL and interaction.shared_bodies is None:
+                raise MPIError(f"interaction {name!r} cannot run under MPI: it defines no localize/shared_bodies "
+                               f"(dem.interactions.contract)")
+        self.neighbors = any(INTERACTIONS[n].neighbors for n in names)
+        self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
+        self.kernels = distributed_module(scheme, names)
+        self._first_calls = set()
+        #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
+        self.migrated = self.rebalanced = 0
+        self.global_bodies = model.body_arrays()
+        self.bond_start, self.bond_list = _bond_table(model)
+        self.shared = np.unique(np.concatenate(
+            [np.zeros(0, np.int64)] + [np.asarray(INTERACTIONS[n].shared_bodies(p), np.int64)
+                                       for n, p in model.interactions.items() if INTERACTIONS[n].kind == GLOBAL]))
+        self.own_types = {name: type(own) for name, own in state.interactions.items()}
+        #: own-state fields indexed by bond, for every bond (kept in step at rebuilds and gathers)
+        self.bond_state = {(n, f): getattr(own, f).copy() for n, own in state.interactions.items()
+                           for f in INTERACTIONS[n].bond_state}
+        aux = scheme.aux(state, self.global_bodies)
+        contacts = {"builds": 0}
+        if restored is not None:
+            saved_aux, contacts = restored
+            if set(saved_aux) == set(aux._fields):
+                aux = type(aux)(**saved_aux)
+        self.aux_type = type(aux)
+        restarted = int(contacts["builds"]) > 0
+        self._builds = int(contacts["builds"]) if restored is not None else int(self.neighbors)
+        # every rank holds everything now: start from an even split of the ids, then migrate
+        mine = np.array_split(np.arange(model.n_bodies), self.size)[self.rank]
+        reference = contacts["reference_position"] if restarted else state.position
+        histories = {}
+        for name, width in self.histories.items():
+            keys = np.asarray(contacts.get(f"history_keys.{name}", np.zeros((0, 2))), np.int64).reshape(-1, 2)
+            values = np.asarray(contacts.get(f"history_values.{name}", np.zeros((0, width))), float)
+            held = (keys[:, 0] >= mine[0]) & (keys[:, 0] <= mine[-1]) if len(mine) else np.zeros(len(keys), bool)
+            histories[name] = (keys[held], values[held], reference[keys[held, 1]])
+        self.boxes = Bisection(reference, self.size)
+        bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
+        self._distribute(mine, self._rows_of(mine, state, aux, state.interactions), reference[mine], histories,
+                         bond_length, build=self.neighbors and (restored is None or restarted))
+        if restored is None:
+            self._forces(0.0)  # the forces of the initial configuration (no work booked)
+
+    # -- the rank's data -------------------------------------------------------------------------
+
+    def _rows_of(self, index, state, aux, own_states):
+        """The per-body data of bodies ``index`` (of ``state``/``aux``/``own_states``) that
+        migrate with them: ``{key: rows}``."""
+        rows = {f"state.{f}": getattr(state, f)[index] for f in STATE_FIELDS}
+        rows.update({f"aux.{f}": getattr(aux, f)[index] for f in aux._fields})
+        for name, own in own_states.items():
+            rows.update({f"own.{name}.{f}": getattr(own, f)[index] for f in own._fields
+                         if f not in INTERACTIONS[name].bond_state})
+        return rows
+
+    def _bond_length(self, bonds, i, j, position):
+        """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
+        all ranks."""
+        intact = np.ones(len(bonds), bool)
+        if BROKEN in self.bond_state:
+            intact = self.bond_state[BROKEN][bonds] == 0
+        d = position[i[intact]] - position[j[intact]]
+        longest = float(np.sqrt(np.max(np.sum(d * d, axis=1), initial=0.0)))
+        return self.comm.allreduce(longest, op=self._mpi.MAX)
+
+    def _in_turn(self, key, call):
+        """``call()``; its first time, on rank 0 first and then on the others (a first call
+        compiles: the others then load numba's cache instead of compiling the same code)."""
+        if key in self._first_calls:
+            return call()
+        self._first_calls.add(key)
+        if self.rank > 0:
+            self.comm.Barrier()
+        result = call()
+        if self.rank == 0:
+            self.comm.Barrier()
+        return result
+
+    # -- decomposition, migration, ghosts ---------------------------------------------------------
+
+    def _distribute(self, owned_ids, rows, reference, histories, bond_length, build):
+        """Hand the bodies ``owned_ids`` this rank holds (their ``rows``, `_rows_of`, and
+        ``reference`` positions) to the owners of their boxes, with the contact ``histories``
+        it holds by key (``{name: (keys, values, reference position of each second body)}``),
+        then make the rank's `Part` (ghosts within the halo width of ``bond_length`` and the
+        interaction range), its arrays and parameters and, with ``build``, its neighbour list
+        at the reference positions. Returns the number of bodies it handed to other ranks."""
+        model = self.model
+        owners = self.boxes.owners(reference)
+        pieces = []
+        for r in range(self.size):
+            send = owners == r
+            piece = {"ids": owned_ids[send], "reference": reference[send]}
+            piece.update({key: value[send] for key, value in rows.items()})
+            for name, (keys, values, second) in histories.items():
+                first_owner = owners[np.searchsorted(owned_ids, keys[:, 0])] if len(keys) else np.zeros(0, np.int64)
+                to = (first_owner == r) | (self.boxes.owners(second) == r)
+                piece[f"keys.{name}"], piece[f"values.{name}"] = keys[to], values[to]
+            pieces.append(piece)
+        received = self.comm.alltoall(pieces)
+        moved = int(np.count_nonzero(owners != self.rank))
+        ids = _concatenated(received, "ids", owned_ids)
+        order = np.argsort(ids)
+        ids = ids[order]
+        mine = {key: _concatenated(received, key, rows[key])[order] for key in rows}
+        reference = _concatenated(received, "reference", reference)[order]
+        keys = {name: (_concatenated(received, f"keys.{name}", histories[name][0]),
+                       _concatenated(received, f"values.{name}", histories[name][1])) for name in histories}
+        # ghosts: owned bodies within the halo width of other boxes, and the shared bodies
+        largest = self.comm.allreduce(float(_bounds(reference, model.diameter[ids])[2]), op=self._mpi.MAX)
+        width = max(largest + model.skin if self.neighbors else 0.0, bond_length)
+        shared = np.isin(ids, self.shared)
+        pieces = [{"ids": ids[:0]} for _ in range(self.size)]
+        sends = [np.zeros(0, np.int64)] * self.size
+        for r in range(self.size):
+            if r == self.rank:
+                continue
+            near = self.boxes.near(reference, r, width) | shared if r in self.boxes.neighbours(self.rank, width) \
+                else shared
+            sends[r] = np.flatnonzero(near)
+            pieces[r] = {"ids": ids[near], "reference": reference[near]}
+            pieces[r].update({f"state.{f}": mine[f"state.{f}"][near] for f in GHOST_FIELDS})
+        received = self.comm.alltoall(pieces)
+        ghost_ids = [piece["ids"] for piece in received]
+        bodies = np.concatenate([ids] + ghost_ids)
+        order = np.argsort(bodies)
+        bodies = bodies[order]
+        owned = np.empty(len(ids), np.int64)
+        owned[:] = np.flatnonzero(order < len(ids))
+        # bonds: the intact ones with an owned end
+        bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
+        if BROKEN in self.bond_state:
+            bonds = bonds[self.bond_state[BROKEN][bonds] == 0]
+        part = Part(bodies, owned, bonds)
+        self.part = part
+        # the halo plan: what goes where at every step, in the same order on both sides
+        self.send_index = [part.owned[index] for index in sends]
+        self.receive_index = [part.local(g) for g in ghost_ids]
+        self._halo_counts()
+
+        def local(owned_rows, ghost_key=None):
+            """A rank's array: ``owned_rows`` at the owned bodies, the ghosts' ``ghost_key``."""
+            array = np.zeros((len(bodies),) + owned_rows.shape[1:], owned_rows.dtype)
+            array[owned] = owned_rows
+            for piece, index in zip(received, self.receive_index):
+                if ghost_key is not None and len(index):
+                    array[index] = piece[ghost_key]
+            return array
+
+        self.state = State(*(local(mine[f"state.{f}"], f"state.{f}" if f in GHOST_FIELDS else None)
+                             for f in STATE_FIELDS),
+                           step=self.state.step, time=self.state.time)
+        self.aux = self.aux_type(*(local(mine[f"aux.{f}"]) for f in self.aux_type._fields))
+        for name, own_type in self.own_types.items():
+            bond_fields = INTERACTIONS[name].bond_state
+            self.state.interactions[name] = own_type(*(
+                self.bond_state[(name, f)][bonds].copy() if f in bond_fields else local(mine[f"own.{name}.{f}"])
+                for f in own_type._fields))
+        self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
+        self.params = {name: INTERACTIONS[name].localize(p, part) if INTERACTIONS[name].localize else p
+                       for name, p in model.interactions.items()}
+        self.contacts = ContactTable(len(bodies), model.skin, self.histories)
+        if build:
+            self._build(local(reference, "reference"), keys)
+        histories = [self.contacts.histories[name] for name in self.histories]
+        parameters = [a for name in model.interactions for a in (self.params[name], self.state.interactions.get(name, ()))]
+        self._arguments = (self.state.arrays(), self.bodies, self.contacts.contacts(), part.owned, part.ghosts,
+                           *histories, *parameters)
+        return moved
+
+    def _halo_counts(self):
+        self.send_all = np.concatenate(self.send_index).astype(np.int64)
+        self.receive_all = np.concatenate(self.receive_index).astype(np.int64)
+        self.send_counts = np.array([len(s) for s in self.send_index]) * GHOST_WIDTH
+        self.receive_counts = np.array([len(r) for r in self.receive_index]) * GHOST_WIDTH
+        self.send_displacements = np.cumsum(self.send_counts) - self.send_counts
+        self.receive_displacements = np.cumsum(self.receive_counts) - self.receive_counts
+        self.send_buffer = np.empty((len(self.send_all), GHOST_WIDTH))
+        self.receive_buffer = np.empty((len(self.receive_all), GHOST_WIDTH))
+
+    def _build(self, positions, histories):
+        """The rank's neighbour list at ``positions`` on the cells of the whole system, with
+        the received histories (global keys) put back."""
+        model, part, table = self.model, self.part, self.contacts
+        MPI = self._mpi
+        lo, hi, largest = _bounds(positions[part.owned], self.bodies.diameter[part.owned])
+        self.comm.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
+        self.comm.Allreduce(MPI.IN_PLACE, hi, op=MPI.MAX)
+        largest = self.comm.allreduce(float(largest), op=MPI.MAX)
+        grid = _grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8)
+        table.build_part(positions, self.bodies.diameter, model.skin, grid)
+        table.counters[N_BUILDS] = self._builds
+        _owner_offsets(table.start, table.index, table.owner_start)
+        for name, (keys, values) in histories.items():
+            held = np.isin(keys, part.bodies).all(axis=1)  # (a pair whose other body is not here is not in the list)
+            table.histories[name] = _restore_history(table.start, table.index, table.owner_start,
+                                                     np.ascontiguousarray(part.local(keys[held]), np.int32),
+                                                     np.ascontiguousarray(values[held]), table.histories[name])
+
+    # -- stepping ---------------------------------------------------------------------------------
+
+    def _forces(self, h):
+        self._in_turn("forces", lambda: self.kernels.forces(h, *self._arguments))
+
+    def _exchange(self):
+        """The halo exchange: the ghosts' positions, velocities, orientations and angular
+        velocities from their owners."""
+        MPI, st = self._mpi, self._arguments[0]
+        _pack_ghosts(st, self.send_all, self.send_buffer)
+        self.comm.Alltoallv([self.send_buffer, (self.send_counts, self.send_displacements), MPI.DOUBLE],
+                            [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
+        _unpack_ghosts(st, self.receive_all, self.receive_buffer)
+
+    def _step(self, n_steps, h):
+        """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done)``
+        with ``body`` a global id."""
+        MPI = self._mpi
+        flags = np.empty(2, np.int64)
+        for k in range(n_steps):
+            st, part = self.state, self.part
+            failed = self._in_turn("before", lambda: self.kernels.before(part.owned, h, self._arguments[0],
+                                                                           self.bodies, self.aux))
+            moved = self.neighbors and (self._builds == 0 or _needs_rebuild(
+                st.position, self.bodies.diameter, self.model.skin, self.contacts.reference_position))
+            flags[0] = part.bodies[failed] if failed >= 0 else NOBODY
+            flags[1] = 0 if moved else 1
+            request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
+            self._exchange()  # (while the flags travel)
+            request.Wait()
+            if flags[0] != NOBODY:
+                return FAILED, int(flags[0]), k
+            if flags[1] == 0:
+                self._redistribute()
+            self._forces(h)
+            self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
+                                                              self.aux))
+        body = first_not_finite(self._arguments[0])
+        body = self.comm.allreduce(int(self.part.bodies[body]) if body >= 0 else NOBODY, op=MPI.MIN)
+        if body != NOBODY:
+            return NOT_FINITE, body, n_steps
+        return OK, -1, n_steps
+
+    def _redistribute(self):
+        """A rebuild: bring the bonds' state up to date on every rank, rebalance the boxes if
+        need be, migrate the owned bodies with the contact histories they hold, and make the new
+        ghosts and list at the current positions."""
+        self._sync_bond_state()
+        part, st, table = self.part, self.state, self.contacts
+        owned = part.owned
+        is_owned = np.zeros(len(part.bodies), bool)
+        is_owned[owned] = True
+        histories = {}
+        for name in self.histories:
+            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name])
+            held = is_owned[keys[:, 0]]
+            histories[name] = (part.bodies[keys[held]], values[held], st.position[keys[held, 1]])
+        bonds = self.model.bonds
+        bond_length = self._bond_length(part.bonds, part.local(bonds.i[part.bonds]), part.local(bonds.j[part.bonds]),
+                                        st.position)
+        counts = self.comm.allgather(len(owned))
+        if max(counts) > IMBALANCE * np.mean(counts):
+            step = max(1, len(owned) // SAMPLE)
+            self.boxes = Bisection(np.concatenate(self.comm.allgather(st.position[owned[::step]])), self.size)
+            self.rebalanced += 1
+        self._builds += 1
+        moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions),
+                                 st.position[owned], histories, bond_length, build=True)
+        self.migrated += self.comm.allreduce(moved)
+
+    def _sync_bond_state(self):
+        """Every rank's copy of the bond-indexed own state gets the changes of every rank's
+        bonds (ranks that evaluate the same bond agree on it)."""
+        changes = {}
+        for (name, field), values in self.bond_state.items():
+            local = getattr(self.state.interactions[name], field)
+            changed = np.flatnonzero(local != values[self.part.bonds])
+            changes[(name, field)] = (self.part.bonds[changed], local[changed])
+        for piece in self.comm.allgather(changes):
+            for key, (bonds, values) in piece.items():
+                self.bond_state[key][bonds] = values
+
+    # -- the whole system, for observers ------------------------------------------------------------
+
+    def snapshot(self):
+        """The whole state gathered on rank 0 in global-id order as a one-process `Simulation`
+        (forces, own states, scheme state, the contact table at its reference positions with
+        every history): what its writers see is what the serial run's see. None on the other
+        ranks. Collective."""
+        part, st, table = self.part, self.state, self.contacts
+        owned = part.owned
+        is_owned = np.zeros(len(part.bodies), bool)
+        is_owned[owned] = True
+        piece = {"ids": part.bodies[owned], "reference": table.reference_position[owned], "bonds": part.bonds}
+        piece.update(self._rows_of(owned, st, self.aux, st.interactions))
+        piece.update({f"bond.{n}.{f}": getattr(st.interactions[n], f) for n, f in self.bond_state})
+        for name in self.histories:
+            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name])
+            held = is_owned[keys[:, 0]]
+            piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
+        pieces = self.comm.gather(piece, root=0)
+        if self.rank != 0:
+            return None
+        ids = np.concatenate([p["ids"] for p in pieces])
+
+        model = self.model
+
+        def whole(key, like):
+            """The rows ``key`` of every rank in global order (``like``: a rank's array of them)."""
+            array = np.zeros((model.n_bodies,) + like.shape[1:], like.dtype)
+            array[ids] = _concatenated(pieces, key, like)
+            return array
+
+        state = State(*(whole(f"state.{f}", getattr(st, f)) for f in STATE_FIELDS), step=st.step, time=st.time)
+        bonds = np.concatenate([p["bonds"] for p in pieces])
+        for name, own in st.interactions.items():
+            fields = []
+            for f in own._fields:
+                if (name, f) in self.bond_state:
+                    values = self.bond_state[(name, f)].copy()
+                    values[bonds] = np.concatenate([p[f"bond.{name}.{f}"] for p in pieces])
+                    fields.append(values)
+                else:
+                    fields.append(whole(f"own.{name}.{f}", getattr(own, f)))
+            state.interactions[name] = type(own)(*fields)
+        aux = {f: whole(f"aux.{f}", getattr(self.aux, f)) for f in self.aux_type._fields}
+        contacts = {"reference_position": whole("reference", table.reference_position), "builds": self._builds}
+        for name, width in self.histories.items():
+            contacts[f"history_keys.{name}"] = _concatenated(pieces, f"keys.{name}", np.zeros((0, 2), np.int32))
+            contacts[f"history_values.{name}"] = _concatenated(pieces, f"values.{name}", np.zeros((0, width)))
+        return Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
+
+    def energy_budget(self):
+        """The log row of the whole system (`Simulation.energy_budget` of the `snapshot`), on
+        every rank. Collective."""
+        view = self.snapshot()
+        return self.comm.bcast(view.energy_budget() if view is not None else None, root=0)
+
+    def _report(self, due_only):
+        """The due observers report on rank 0, on the `snapshot`; an observer that stops the run
+        (`SimulationError`) stops it on every rank."""
+        due = self._due(due_only)
+        if not due:
+            return
+        view = self.snapshot()
+        error = None
+        if view is not None:
+            try:
+                for observer in due:
+                    observer.report(view)
+            except SimulationError as stop:
+                error = str(stop)
+        error = self.comm.bcast(error, root=0)
+        if error is not None:
+            raise SimulationError(error)
+
+    def _stopping(self):
+        reasons = [reason for reason in self.comm.allgather(self.stop_requested) if reason]
+        self.stop_requested = reasons[0] if reasons else None
+        return bool(reasons)

@@ -1,0 +1,151 @@
+"""MPI (``mpiexec -n R python -m dem``, `dem.distributed`): the same run, bit for bit, on 1, 2 and 3
+ranks — positions, velocities, forces, own states and contact histories in the checkpoint, the
+energy log and the VTK snapshots — with contacts, bonds, walls, damping, breakage and
+per-contact history (the test probe of `history_probe`), with rigid clusters under
+Lennard-Jones and applied forces (``lgvi``), and a restart on another number of ranks. The
+ranks run `mpi_job.py`; the one-process runs are made here."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from granule import granule_file
+from history_probe import PROBE
+from test_restart import assert_same_run, outputs
+
+from dem.distributed import Bisection
+from dem.interactions import register, unregister
+from dem.runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = Path(sys.executable).with_name("mpiexec")
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI = MPIEXEC.exists()
+except ImportError:
+    HAVE_MPI = False
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra (mpi4py, mpiexec): pip install '.[mpi]'")
+
+TORUS = str(ROOT / "scenes/torus_impact.toml")
+TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20"]
+GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7",
+                    "breakage.tension=0.005", "breakage.shear=0.01"]
+TETRA = str(ROOT / "scenes/tetra_chain.toml")
+TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
+
+
+def serial(scene, settings, out, restart=None, probe=True):
+    """The one-process run (with the history probe registered)."""
+    if probe:
+        register(PROBE)
+    try:
+        return run(scene, settings, out, quiet=True, restart=restart)[0]
+    finally:
+        if probe:
+            unregister(PROBE.name)
+
+
+def ranks(n, jobs, folder):
+    """Run ``jobs`` (`mpi_job.py`) on ``n`` ranks; returns rank 0's report of each."""
+    path = folder / f"jobs_{n}.json"
+    path.write_text(json.dumps([{"restart": None, "probe": True, **job} for job in jobs]), encoding="utf-8")
+    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/mpi_job.py"), str(path)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def last_snapshot(folder):
+    return max((folder / "vtk").glob("particles_*.vtp")).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One-process runs, then the same on 2 and on 3 ranks (one mpiexec each), and restarts
+    from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks."""
+    folder = tmp_path_factory.mktemp("mpi")
+    granule = str(granule_file(folder))
+    serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
+    serial(granule, GRANULE_SETTINGS, folder / "granule_1")
+    serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
+    serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
+    reports = ranks(2, [
+        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
+        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2")},
+        {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
+        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
+         "restart": str(folder / "torus_1to2/checkpoint.npz")},
+        {"scene": granule, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "granule_2to3")},
+    ], folder)
+    reports += ranks(3, [
+        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")},
+        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_3")},
+        {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_3"), "probe": False},
+        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2to3"),
+         "restart": str(folder / "granule_2to3/checkpoint.npz")},
+    ], folder)
+    return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@needs_mpi
+@pytest.mark.parametrize("scene", ["torus", "granule", "tetra"])
+@pytest.mark.parametrize("n", [2, 3])
+def test_same_as_one_process(runs, scene, n):
+    folder, reports = runs
+    one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
+    assert_same_run(outputs(one), outputs(many))
+    assert last_snapshot(one) == last_snapshot(many)
+    if scene != "tetra":  # bodies crossed from one rank's box to another's during the run
+        assert reports[f"{scene}_{n}"]["migrated"] > 0
+    if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
+        assert reports[f"{scene}_{n}"]["rebalanced"] > 0
+    if scene == "granule":
+        checkpoint = outputs(many)[2]
+        assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
+        assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
+
+
+@needs_mpi
+@pytest.mark.parametrize("case", ["torus_1to2", "granule_2to3"])
+def test_restart_on_another_number_of_ranks(runs, case):
+    folder, _ = runs
+    scene = case.partition("_")[0]
+    assert_same_run(outputs(folder / f"{scene}_1"), outputs(folder / case))
+
+
+def test_bisection_tiles_space_in_balanced_boxes():
+    points = np.random.default_rng(5).normal(size=(3000, 3)) * (3.0, 1.0, 0.5)
+    for parts in (1, 2, 3, 5):
+        bisection = Bisection(points, parts)
+        owners = bisection.owners(points)
+        counts = np.bincount(owners, minlength=parts)
+        assert counts.max() - counts.min() <= parts  # balanced by count
+        for part in range(parts):  # each point lies in the box of its owner, and in no other
+            inside = np.all((bisection.boxes[part, 0] <= points) & (points < bisection.boxes[part, 1]), axis=1)
+            assert np.array_equal(inside, owners == part)
+        if parts > 1:
+            assert bisection.tree[0] == 0  # the first cut is across the widest extent (x)
+            width = 0.3
+            near = bisection.near(points, 0, width)
+            gap = np.maximum(np.maximum(bisection.boxes[0, 0] - points, points - bisection.boxes[0, 1]), 0)
+            assert np.array_equal(near, np.linalg.norm(gap, axis=1) <= width)
+            assert near.sum() > counts[0]  # the halo reaches beyond the box
+
+
+def test_alone_without_mpi():
+    """Without mpiexec dem runs as one process and never imports mpi4py; under mpiexec without
+    mpi4py it says what to install."""
+    code = ("import sys; from dem import distributed; print(distributed.world(), 'mpi4py' in sys.modules)")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    alone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, cwd=ROOT)
+    assert alone.stdout.split() == ["None", "False"]
+    missing = ("import sys; sys.modules['mpi4py'] = None; from dem.cli import main; "
+               f"sys.exit(main(['run', {TORUS!r}]))")
+    launched = subprocess.run([sys.executable, "-c", missing], capture_output=True, text=True, cwd=ROOT,
+                              env={**environment, "PMI_SIZE": "2", "PMI_RANK": "0"})
+    assert launched.returncode == 2
+    assert "one of 2 processes, but mpi4py is not installed: pip install 'dem[mpi]'" in launched.stderr
