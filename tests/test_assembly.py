@@ -45,7 +45,7 @@ def test_free_flight_conserves_momenta(scene_file):
     _, model, state, _ = prepare(scene_file, ["walls=[]"])
     sim = Simulation(model, state, "rrp2", 1e-3, parallel=True)
     start = energy_budget(model, state)
-    sim.advance(2000)
+    sim.advance(500)
     end = sim.energy_budget()
     for names in (("Px", "Py", "Pz"), ("Lx", "Ly", "Lz")):
         before = np.array([start[k] for k in names])
