@@ -84,10 +84,6 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     ``(sim, output_dir)``. Raises `SceneError` before anything is written, `SimulationError`
     (outputs and the last checkpoint kept) if the run breaks down. A run stopped by a signal
     returns with ``sim.stop_requested`` set, after writing a final checkpoint."""
-    if _numba_cache.FRESH:
-        log.info("first run of this dem version on this machine: compiling its kernels (a minute or two on a "
-                 "2-core machine); they are cached in %s for every later run, from any folder",
-                 numba.config.CACHE_DIR)
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
     restored, energy_reference = None, None
     if restart is not None:
@@ -109,6 +105,11 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     except OSError as error:
         raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
                          f"{error.strerror}") from None
+    if _numba_cache.FRESH:
+        log.info("first run of this dem version on this machine: compiling its kernels (a minute or two on a "
+                 "2-core machine); they are cached in %s for every later run, from any folder",
+                 numba.config.CACHE_DIR)
+        _numba_cache.FRESH = False  # said once per process
     resume_step = state.step if restart is not None else None
     hint = instability_hint(scene, critical)
     guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],
