@@ -51,7 +51,7 @@ from .state import BodyArrays, State, StateArrays
 
 #: per-body state fields that travel with a body when it migrates
 STATE_FIELDS = StateArrays._fields
-#: what the halo exchange sends of a ghost (`_pack_ghosts`), and its width in doubles
+#: what the halo exchange sends of a ghost (`_copy_ghosts`), and its width in doubles
 GHOST_FIELDS = ("position", "velocity", "orientation", "angular_velocity")
 GHOST_WIDTH = 13
 #: rebalance the boxes at a rebuild when the most loaded rank owns this many times the mean
@@ -64,31 +64,26 @@ BROKEN = ("binder", "broken")
 
 
 @njit(cache=True)
-def _pack_ghosts(st, index, buffer):
-    """Rows ``index`` of the state into ``buffer`` (`GHOST_FIELDS`, one body per row)."""
+def _copy_ghosts(st, index, buffer, pack):
+    """Rows ``index`` of the state into ``buffer`` (``pack``; `GHOST_FIELDS`, one body per row), or
+    ``buffer`` back into those rows."""
     position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
     for k in range(index.shape[0]):
         i = index[k]
-        for c in range(3):
-            buffer[k, c] = position[i, c]
-            buffer[k, 3 + c] = velocity[i, c]
-            buffer[k, 10 + c] = angular_velocity[i, c]
         for c in range(4):
-            buffer[k, 6 + c] = orientation[i, c]
+            if c < 3:
+                _copy(position, buffer, i, k, c, c, pack)
+                _copy(velocity, buffer, i, k, c, 3 + c, pack)
+                _copy(angular_velocity, buffer, i, k, c, 10 + c, pack)
+            _copy(orientation, buffer, i, k, c, 6 + c, pack)
 
 
-@njit(cache=True)
-def _unpack_ghosts(st, index, buffer):
-    """``buffer`` (`_pack_ghosts`) into rows ``index`` of the state."""
-    position, velocity, orientation, angular_velocity = st.position, st.velocity, st.orientation, st.angular_velocity
-    for k in range(index.shape[0]):
-        i = index[k]
-        for c in range(3):
-            position[i, c] = buffer[k, c]
-            velocity[i, c] = buffer[k, 3 + c]
-            angular_velocity[i, c] = buffer[k, 10 + c]
-        for c in range(4):
-            orientation[i, c] = buffer[k, 6 + c]
+@njit(inline="always")
+def _copy(array, buffer, i, k, c, column, pack):
+    if pack:
+        buffer[k, column] = array[i, c]
+    else:
+        array[i, c] = buffer[k, column]
 
 
 class MPIError(RuntimeError):
@@ -449,10 +444,10 @@ class DistributedSimulation(Simulation):
         """The halo exchange: the ghosts' positions, velocities, orientations and angular
         velocities from their owners."""
         MPI, st = self._mpi, self._arguments[0]
-        _pack_ghosts(st, self.send_all, self.send_buffer)
+        _copy_ghosts(st, self.send_all, self.send_buffer, True)
         self.comm.Alltoallv([self.send_buffer, (self.send_counts, self.send_displacements), MPI.DOUBLE],
                             [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
-        _unpack_ghosts(st, self.receive_all, self.receive_buffer)
+        _copy_ghosts(st, self.receive_all, self.receive_buffer, False)
 
     def _step(self, n_steps, h):
         """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done)``

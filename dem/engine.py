@@ -23,7 +23,8 @@ It returns ``(index, *histories)``: a rebuild may have replaced them. ``paramete
 One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
 ``n_steps`` steps: the scheme's ``before_forces`` on every body, the forces, ``after_forces``
 (`dem.integrators`); with ``n_steps = 0`` it evaluates the forces of the current configuration
-(a run's start: one compiled function serves both, so a run compiles the force evaluation once). It returns ``(status, body, steps_done, index, *histories)``; on a status
+(a run's start: one compiled function serves both, so a run compiles the force evaluation
+once). It returns ``(status, body, steps_done, index, *histories)``; on a status
 other than `OK` the state is the one where the problem was found. Parallel builds run every
 per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
 writes only its own rows), so the result is the same for any number of threads.

@@ -129,9 +129,9 @@ class Simulation:
     def _step(self, n_steps, h):
         """The compiled loop (`dem.engine`): ``n_steps`` steps of size ``h`` (0 steps: the forces
         of the current state). Returns ``(status, body, steps done)``."""
-        names = tuple(self.model.interactions)
         estimate = None
         if self._engine is None:
+            names = tuple(self.model.interactions)
             self._engine = advance_module(self.scheme, names, self.parallel).advance
             estimate = compile_estimate(self.scheme, names, self.parallel)
             if estimate is not None:
@@ -146,7 +146,8 @@ class Simulation:
         )
         store_contacts(self.model, self.contacts, carried)
         if estimate is not None:
-            record_compile_time(self.scheme, names, self.parallel, time.perf_counter() - started)
+            record_compile_time(self.scheme, tuple(self.model.interactions), self.parallel,
+                                time.perf_counter() - started)
         return status, body, done
 
     def run(self, end_step, progress=None):
