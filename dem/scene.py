@@ -46,6 +46,12 @@ WALL_KEYS = {
     "normal": Key("vec3", REQUIRED, "normal pointing to the particles' side", "", nonzero_vector),
     "size": Key("float", 0.0, "edge of the square drawn in VTK output (0: fit the particles)", "length",
                 non_negative),
+    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction)", "",
+                    non_negative),
+    "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
+                            "rolling_friction)", "", non_negative),
+    "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
+                             "twisting_friction)", "", non_negative),
 }
 
 

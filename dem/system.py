@@ -10,6 +10,7 @@ from numba import njit
 from .builders import BUILDERS
 from .contacts import KEYS as CONTACT_KEYS, contact_skin
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
+from .interactions.friction import WALL_FRICTION_KEYS
 from .rotations import _quat_conjugate, _quat_multiply, _quat_rotate_inverse, matrix_quat
 from .schema import SceneError, defaults
 from .state import Bonds, Model, State, color_bonds
@@ -114,7 +115,8 @@ class SystemBuilder:
 
     def finish(self, walls=(), **sections):
         """The `Model` and `State` of what was added. ``walls`` are ``[[walls]]`` tables (``point``,
-        ``normal``, ``size``); ``sections`` the scene sections the interactions read (``contact``,
+        ``normal``, ``size``; optionally the wall's own ``friction``, ``rolling_friction``,
+        ``twisting_friction``, None or absent: the ``[contact]`` value); ``sections`` the scene sections the interactions read (``contact``,
         ``fields``, ``breakage``, …), as dicts of key values (missing keys: defaults)."""
         bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
         self._blocks = []
@@ -136,6 +138,8 @@ class SystemBuilder:
             normal = np.array([w["normal"] for w in walls], dtype=float)
             model.wall_normal = normal / np.linalg.norm(normal, axis=1, keepdims=True)
             model.wall_size = np.array([w["size"] for w in walls], dtype=float)
+            model.wall_friction = np.array([[np.nan if w.get(key) is None else w[key] for key in WALL_FRICTION_KEYS]
+                                            for w in walls], dtype=float)
         unknown = set(sections) - set(SECTION_KEYS)
         if unknown:
             raise TypeError(f"finish() got sections no interaction reads: {', '.join(sorted(unknown))}")
