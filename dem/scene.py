@@ -155,6 +155,8 @@ def load_scene(path, overrides=()):
     for name, builder in BUILDERS.items():
         for k, table in enumerate(_array(data, name, fail)):
             params = schema.validate_table(table, builder.keys, f"{name}.{k}", fail)
+            for key in (key for key, spec in builder.keys.items() if spec.kind == "path"):
+                params[key] = str(path.parent / params[key])   # (an absolute path stays as it is)
             if builder.check:
                 problem = builder.check(params)
                 if problem:

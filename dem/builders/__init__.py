@@ -8,7 +8,7 @@ Lennard-Jones body pairs). `BUILDERS` lists them in scene-file order.
 
 from dataclasses import dataclass
 
-from . import assembly, pendulum, rigid_body, tetra_chain, top, torus
+from . import assembly, particles, pendulum, rigid_body, sphere, tetra_chain, top, torus
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Builder:
 
 BUILDERS = {name: Builder.of(module) for name, module in (
     ("torus", torus), ("pendulum", pendulum), ("rigid_body", rigid_body), ("top", top),
-    ("tetra_chain", tetra_chain), ("assembly", assembly),
+    ("tetra_chain", tetra_chain), ("assembly", assembly), ("sphere", sphere), ("particles", particles),
 )}
 
 __all__ = ["BUILDERS", "Builder"]
