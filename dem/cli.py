@@ -1,11 +1,13 @@
-"""Command line: ``python -m dem [run|validate|plot|sweep] …`` (see `main` and ``--help``)."""
+"""Command line: ``python -m dem [run|validate|plot|sweep|repose] …`` (see `main` and ``--help``)."""
 
 import argparse
 import logging
+import math
 import sys
 import time
 from pathlib import Path
 
+from .repose import ReposeError
 from .runner import CHECKPOINT, describe, log, run
 from .scene import SceneError
 from .simulation import SimulationError
@@ -20,6 +22,7 @@ EXAMPLES = """examples:
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
+  python -m dem repose output/column_collapse                slope angle of the heap a run left
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -30,7 +33,7 @@ def _parser():
         prog="python -m dem", description="Discrete-element simulation with variational RRP integrators.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot,sweep}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,validate,plot,sweep,repose}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -56,12 +59,37 @@ def _parser():
     from .sweep import add_sweep_command
 
     add_sweep_command(commands)
+    repose = commands.add_parser("repose", help="slope angle of the heap of spheres a run left (angle of repose)",
+                                 description="Measure the slope of the heap in a run's last particle snapshot: "
+                                             "a line fitted through the heap's surface profile (docs/guide.md#"
+                                             "angle-of-repose).")
+    repose.add_argument("run_dir", type=Path, help="a run's output folder (with vtk/particles_*.vtp)")
+    repose.add_argument("--up", metavar="X,Y,Z", help="the vertical (default: against the run's gravity, else +z)")
+    repose.add_argument("--profile", action="store_true", help="also print the surface profile (ring, height)")
     return parser
+
+
+def _repose(args):
+    from .repose import measure_run
+
+    up = None
+    if args.up is not None:
+        try:
+            up = [float(c) for c in args.up.split(",")]
+            assert len(up) == 3 and any(up) and all(map(math.isfinite, up))
+        except (ValueError, AssertionError):
+            raise SceneError(f"--up {args.up}: expected three numbers X,Y,Z, not all zero") from None
+    slope, snapshot, up = measure_run(args.run_dir, up)
+    print(f"{snapshot}: {slope.describe()}")
+    if args.profile:
+        print("rho,surface_height")
+        print("\n".join(f"{rho:.6g},{height:.6g}" for rho, height in slope.profile))
+    return 0
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
+    if argv and argv[0] not in ("run", "validate", "plot", "sweep", "repose", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     level = logging.WARNING if getattr(args, "quiet", False) else (
@@ -81,6 +109,8 @@ def main(argv=None):
             from .sweep import sweep_command
 
             return sweep_command(args)
+        if args.command == "repose":
+            return _repose(args)
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except SceneError as error:
         print(f"dem: error: {error}", file=sys.stderr)
@@ -90,6 +120,9 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     except FileNotFoundError as error:  # plot of a folder without a log
+        print(f"dem: error: {error}", file=sys.stderr)
+        return 2
+    except ReposeError as error:
         print(f"dem: error: {error}", file=sys.stderr)
         return 2
     checkpoint = output_dir / CHECKPOINT

@@ -2,11 +2,15 @@
 scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
+    python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
+    python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
 interior sphere; K_a = K_s = 200, K_m = 10), Hertz contact K = 1e5 between spheres and with a wall
-at distance 0.5 in front of the block, initial velocity (−1, 0, 0), dt = 1e-3, rrp2. Compiles and
+at distance 0.5 in front of the block, initial velocity (−1, 0, 0), dt = 1e-3, rrp2 (``--friction``:
+Coulomb friction μ = 0.5 between the spheres and with the wall; ``--rolling``: also rolling and
+twisting resistance μ_r = μ_t = 0.1). Compiles and
 warms up (20 steps), then times S steps. Prints N, bonds, threads, seconds, time per bond-step,
 peak memory per particle (whole process, and the growth from building the block onwards) and,
 as its last line, ``particle-steps/s: X``.
@@ -28,7 +32,7 @@ def peak_rss_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def build_block(n_target):
+def build_block(n_target, friction=0.0, rolling=0.0):
     position = fcc_block(n_target, diameter=1.0)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -37,7 +41,8 @@ def build_block(n_target):
     system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
     del position, pairs
     wall = dict(point=(-1.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0)
-    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5})
+    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5, "friction": friction, "rolling_friction": rolling,
+                                          "twisting_friction": rolling})
 
 
 def main():
@@ -46,6 +51,8 @@ def main():
     parser.add_argument("--steps", type=int, default=200, help="timed steps")
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
+    parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
+    parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
@@ -56,7 +63,7 @@ def main():
         warm.advance(20)  # compile (or load the cache) on a copy
         sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
-        model, state = build_block(args.n)
+        model, state = build_block(args.n, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
         sim = Simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
     n = model.n_bodies
@@ -68,6 +75,7 @@ def main():
     print(f"N: {n}")
     print(f"bonds: {bonds}")
     print(f"threads: {args.threads} (parallel kernels: {sim.parallel and args.threads > 1})")
+    print(f"interactions: {', '.join(model.interactions)}")
     print(f"steps: {args.steps}")
     print(f"seconds: {seconds:.3f}")
     if bonds:

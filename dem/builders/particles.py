@@ -79,7 +79,9 @@ def _csv(path):
     return position, size, velocity
 
 
-def _vtk(path):
+def read_vtk_points(path):
+    """``(points (n, 3), diameter (n,), velocity (n, 3))`` of a VTK point cloud (see the module's
+    docstring); raises `PackingError`."""
     if path.suffix.lower() == ".vtp":
         from vtkmodules.util.numpy_support import vtk_to_numpy
         from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
@@ -127,7 +129,7 @@ def read_packing(path, kind="auto", overlap_tolerance=0.01):
     if kind == "auto":
         kind = "csv" if path.suffix.lower() in (".csv", ".txt") else "vtk"
     try:
-        position, diameter, velocity = (_csv if kind == "csv" else _vtk)(path)
+        position, diameter, velocity = (_csv if kind == "csv" else read_vtk_points)(path)
     except (OSError, UnicodeDecodeError) as error:
         raise PackingError(f"cannot read it ({getattr(error, 'strerror', None) or error})") from None
     if len(position) == 0:

@@ -50,7 +50,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..contacts import free_wall_slot, pair_slot, wall_slot
+from ..contacts import pair_slot, wall_slot
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
@@ -198,6 +198,11 @@ def _mean(a, b):
 @njit(inline="always")
 def _row3(values, slot):
     return values[slot, 0], values[slot, 1], values[slot, 2]
+
+
+@njit(inline="always")
+def _wall3(springs, i, s):
+    return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2]
 
 
 @njit(inline="always")
@@ -391,16 +396,20 @@ def friction_pp_energy(st, bodies, contacts, p, own, history):
 
 @njit(inline="always")
 def release_wall(i, w, keys, springs):
-    """Drop particle ``i``'s spring with wall ``w``; returns the squares ``(|v|², v_3²)`` of its
-    first three and (if any) fourth components, zeros when it had none."""
+    """Drop particle ``i``'s spring with wall ``w`` (as `dem.contacts.free_wall_slot`, element by
+    element: a view of ``springs (n, s, width)`` would cost more than the rest of the row);
+    returns the squares ``(|v|², v_3²)`` of its first three and (if any) fourth components, zeros
+    when it had none."""
     vector = twist = 0.0
     for s in range(keys.shape[1]):
         if keys[i, s] == w:
-            spring = springs[i, s]
-            vector = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]
-            if spring.shape[0] > 3:
-                twist = spring[3] * spring[3]
-            free_wall_slot(keys, springs, i, w)
+            vector = springs[i, s, 0] * springs[i, s, 0] + springs[i, s, 1] * springs[i, s, 1] \
+                + springs[i, s, 2] * springs[i, s, 2]
+            if springs.shape[2] > 3:
+                twist = springs[i, s, 3] * springs[i, s, 3]
+            keys[i, s] = -1
+            for c in range(springs.shape[2]):
+                springs[i, s, c] = 0.0
     return vector, twist
 
 
@@ -443,14 +452,15 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
         limit = p.wall_friction[w] * hertz(delta, p.stiffness, radius)[1]
         n = (p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2])
-        xi = _row3(springs[i], slot)
+        xi = _wall3(springs, i, slot)
         if advance:
             k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
             arm = _mean(_lever(radius, n, radius - gap), _lever(radius, n, radius - gap_old))
             v_t = _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0), arm, n)
             xi, work = _step_spring(xi, k_old, k_t, v_t, h, limit)
             booked += work
-            _store(springs[i], slot, xi)
+            for c in range(3):
+                springs[i, slot, c] = xi[c]
         squared = _squared(xi)
         energy += 0.5 * k_t * squared
         gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]

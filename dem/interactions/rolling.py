@@ -100,6 +100,16 @@ def _store(values, slot, theta, twist):
 
 
 @njit(inline="always")
+def _row4(values, slot):
+    return values[slot, 0], values[slot, 1], values[slot, 2], values[slot, 3]
+
+
+@njit(inline="always")
+def _wall4(springs, i, s):
+    return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2], springs[i, s, 3]
+
+
+@njit(inline="always")
 def _moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
     """``(M (3), energy, power)``: the couple of the springs ``spring`` with stiffnesses ``k``
     about the normal ``n``, plus the dashpots ``−C_r ω_r``, ``C_r = 2 η_r √(I_r k_r)``, and
@@ -149,7 +159,7 @@ def _relative_spin(st, a, b):
 @njit(inline="always")
 def _advance_pair(i, j, slot, h, st, bodies, p, history):
     """Advance the rolling and twisting springs of the pair ``i < j``; returns the booked energy."""
-    spring = history[slot]
+    spring = _row4(history, slot)
     stored = spring[0] != 0.0 or spring[1] != 0.0 or spring[2] != 0.0 or spring[3] != 0.0
     radius_i, radius_j = 0.5 * bodies.diameter[i], 0.5 * bodies.diameter[j]
     dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, st.position, bodies.diameter)
@@ -222,7 +232,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
         inverse_a = _contact_inertia(a, radius_a, bodies)
         inverse_b = _contact_inertia(b, radius_b, bodies)
-        moment, u, dissipation = _moment(history[slot], k, n, p.damping, (inverse_a[0] + inverse_b[0],
+        moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping, (inverse_a[0] + inverse_b[0],
                                                                           inverse_a[1] + inverse_b[1]),
                                          _relative_spin(st, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
                                          (p.rolling, p.twisting))
@@ -267,7 +277,7 @@ def rolling_pp_energy(st, bodies, contacts, p, own, history):
                 reduced = radius * 0.5 * bodies.diameter[j] / (radius + 0.5 * bodies.diameter[j])
                 k_r, k_tw = _stiffnesses(hertz_stiffness(1.0 - r / reach, p.stiffness, reach), reduced, reach - r,
                                          p.rolling, p.ratio)
-                s = history[slot]
+                s = _row4(history, slot)
                 rolling += 0.5 * k_r * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
                 twisting += 0.5 * k_tw * s[3] * s[3]
             slot += 1
@@ -306,12 +316,14 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         delta = 1.0 - gap / radius
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
         limit = radius * hertz(delta, p.stiffness, radius)[1]
-        spring = springs[i, slot]
+        spring = _wall4(springs, i, slot)
         if advance:
             k_old = _stiffnesses(hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius), radius,
                                  radius - gap_old, mu[0], p.ratio)
             theta, twist, work = _advance_springs(spring, k_old, k, omega, n, h, limit, mu)
-            _store(springs[i], slot, theta, twist)
+            spring = (theta[0], theta[1], theta[2], twist)
+            for c in range(WIDTH):
+                springs[i, slot, c] = spring[c]
             booked += work
         moment, u, dissipation = _moment(spring, k, n, p.damping, _contact_inertia(i, radius, bodies), omega, limit,
                                          mu)
