@@ -10,10 +10,19 @@ per name of ``columns``, and whether it is ``internal`` (zero net force and mome
 How the compiled loop (`dem.engine`) applies ``forces`` depends on ``kind``:
 
 * `ROW` — per body, in one fused pass over the bodies (each body's row is independent, so the
-  pass runs in parallel with no races): ``forces(i, h, st, bodies, contacts, params, own, f)``
-  returns the accumulator ``f = (fx, fy, fz, τx, τy, τz)`` of body ``i`` with its contribution
-  added (``inline="always"``). With ``neighbors`` it reads the particle neighbour list
-  ``contacts`` (`dem.contacts.Contacts`, a full list: each pair is seen from both rows).
+  pass runs in parallel with no races): ``forces(i, h, st, bodies, contacts, params, own)``
+  returns body ``i``'s share ``(fx, fy, fz, τx, τy, τz)`` (``inline="always"``); the pass sums
+  the row kernels' shares in registry order and *sets* the body's force and moment. With
+  ``neighbors`` it reads the particle neighbour list ``contacts`` (`dem.contacts.Contacts`, a
+  full list: each pair is seen from both rows). A row kernel may write only row ``i`` of its
+  own state.
+
+Kernels run in the innermost loops, and numba counts references to arrays it takes out of named
+tuples: take every array out once, at the top of a kernel (``position, velocity = st.position,
+st.velocity``), never inside a loop or a branch, and write a row kernel's own state
+unconditionally (``own.dissipated[i] += h * power`` with ``power`` possibly 0). Measured on the
+N = 10⁵ block: a conditional write made the pass over the bodies five times slower, and arrays
+taken out inside the contact loop added 50 %.
 * `BOND` — over the bonds of one colour at a time (bonds of a colour share no body):
   ``forces(lo, hi, h, st, bodies, params, own)`` adds into ``st.force``/``st.moment`` for the
   bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.

@@ -149,10 +149,9 @@ def slip(before, trial, k, limit):
 
 
 @njit(inline="always")
-def pair_now_and_before(i, j, h, st, reach):
+def pair_now_and_before(i, j, h, position, velocity):
     """Pair ``(i, j)`` now and a step ago (positions ``x − h v``, exact for every scheme):
     ``(n, r, n_old, r_old)``, normals from ``j`` to ``i``."""
-    position, velocity = st.position, st.velocity
     dx = position[i, 0] - position[j, 0]
     dy = position[i, 1] - position[j, 1]
     dz = position[i, 2] - position[j, 2]
@@ -165,11 +164,11 @@ def pair_now_and_before(i, j, h, st, reach):
 
 
 @njit(inline="always")
-def wall_now_and_before(i, w, h, st, wall_point, wall_normal):
+def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal):
     """Particle ``i``'s distance from wall ``w`` now and a step ago: ``(gap, gap_old)``."""
-    gap = _wall_gap(i, w, st.position, wall_point, wall_normal)
-    speed = (st.velocity[i, 0] * wall_normal[w, 0] + st.velocity[i, 1] * wall_normal[w, 1]
-             + st.velocity[i, 2] * wall_normal[w, 2])
+    gap = _wall_gap(i, w, position, wall_point, wall_normal)
+    speed = (velocity[i, 0] * wall_normal[w, 0] + velocity[i, 1] * wall_normal[w, 1]
+             + velocity[i, 2] * wall_normal[w, 2])
     return gap, gap - h * speed
 
 
@@ -235,24 +234,23 @@ def _store(values, slot, v):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _advance_pair(i, j, slot, h, st, bodies, p, history):
+def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history):
     """Advance the tangential spring of the pair ``i < j`` (its history ``slot``); returns the
     energy booked to friction."""
     xi = _row3(history, slot)
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0
-    radius_i, radius_j = 0.5 * bodies.diameter[i], 0.5 * bodies.diameter[j]
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, st.position, bodies.diameter)
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
     touching = r2 < reach * reach
     if not (touching or stored):
         return 0.0
-    n, r, old, r_old = pair_now_and_before(i, j, h, st, reach)
+    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
     k_old = p.ratio * hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach)
     if not touching:  # the contact opened: its elastic energy leaves with it
         _store(history, slot, (0.0, 0.0, 0.0))
         return 0.5 * k_old * _squared(xi)
     delta = 1.0 - r / reach
     k_new = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
-    omega = st.angular_velocity
     omega_i = (omega[i, 0], omega[i, 1], omega[i, 2])
     omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
     if stored:
@@ -261,7 +259,6 @@ def _advance_pair(i, j, slot, h, st, bodies, p, history):
     arm_i = _mean(_lever(radius_i, n, reach - r), _lever(radius_i, old, reach - r_old))
     arm_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
     arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
-    velocity = st.velocity
     v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
     v_t = _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n)
     xi, booked = _step_spring(xi, k_old, k_new, v_t, h, p.friction * hertz(delta, p.stiffness, reach)[1])
@@ -272,16 +269,17 @@ def _advance_pair(i, j, slot, h, st, bodies, p, history):
 @njit(cache=True)
 def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
+    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
     for i in range(lo, hi):
-        slot = contacts.owner_start[i]
+        slot = owner_start[i]
         booked = 0.0
-        for k in range(contacts.start[i], contacts.start[i + 1]):
-            j = contacts.index[k]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
             if j > i:
-                booked += _advance_pair(i, j, slot, h, st, bodies, p, history)
+                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
                 slot += 1
-        if booked != 0.0:
-            own.friction[i] += booked
+        friction[i] += booked
 
 
 @njit(inline="always")
@@ -316,21 +314,23 @@ def _pair_rows(i, st, bodies, contacts, p, history):
     and moment on ``i``, half the elastic energy and half the dashpot power of its contacts.
     Each pair's force ``−k_t ξ − c v_t`` is computed for its owner ``a < b`` (whose history ``ξ``
     is) and negated for ``b``, so both rows get it bitwise opposite."""
+    position, velocity, omega = st.position, st.velocity, st.angular_velocity
+    diameter, inverse_mass = bodies.diameter, bodies.inverse_mass
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     fx = fy = fz = tx = ty = tz = energy = power = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    owner = contacts.owner_start[i]
-    velocity, omega = st.velocity, st.angular_velocity
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        j = contacts.index[k]
+    radius = 0.5 * diameter[i]
+    owner = owner_start[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
         slot = owner
         if j > i:
             owner += 1
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, st.position, bodies.diameter)
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if r2 >= reach * reach:
             continue
         a, b = i, j
         if j < i:
-            slot = pair_slot(contacts, j, i)
+            slot = pair_slot(start, index, owner_start, j, i)
             a, b, dx, dy, dz = j, i, -dx, -dy, -dz
         r = np.sqrt(r2)
         n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
@@ -340,11 +340,11 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         squared = _squared(xi)
         energy += 0.25 * k_t * squared
         gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]  # the force on the owner
-        arm_a = _lever(0.5 * bodies.diameter[a], n, reach - r)
-        arm_b = _lever(0.5 * bodies.diameter[b], n, reach - r)
+        arm_a = _lever(0.5 * diameter[a], n, reach - r)
+        arm_b = _lever(0.5 * diameter[b], n, reach - r)
         arm_b = (-arm_b[0], -arm_b[1], -arm_b[2])
         limit = p.friction * hertz(delta, p.stiffness, reach)[1]
-        c = dashpot(k_t, squared, limit, p.damping, bodies.inverse_mass[a] + bodies.inverse_mass[b])
+        c = dashpot(k_t, squared, limit, p.damping, inverse_mass[a] + inverse_mass[b])
         if c != 0.0:
             v_t = _tangential_velocity((velocity[a, 0] - velocity[b, 0], velocity[a, 1] - velocity[b, 1],
                                         velocity[a, 2] - velocity[b, 2]), (omega[a, 0], omega[a, 1], omega[a, 2]),
@@ -362,21 +362,12 @@ def _pair_rows(i, st, bodies, contacts, p, history):
 
 
 @njit(inline="always")
-def add_row(f, row):
-    """The accumulator ``f`` with a row's force and moment ``row[:6]`` added."""
-    return f[0] + row[0], f[1] + row[1], f[2] + row[2], f[3] + row[3], f[4] + row[4], f[5] + row[5]
-
-
-@njit(inline="always")
-def friction_pp_forces(i, h, st, bodies, contacts, p, own, history, f):
+def friction_pp_forces(i, h, st, bodies, contacts, p, own, history):
     """Tangential forces and moments of particle ``i``'s contacts on it; books half the dashpot
-    work of each."""
-    if bodies.diameter[i] <= 0.0:
-        return f
+    work of each (a particle without contact has an empty neighbour row)."""
     row = _pair_rows(i, st, bodies, contacts, p, history)
-    if row[7] != 0.0:
-        own.dissipated[i] += h * row[7]
-    return add_row(f, row)
+    own.dissipated[i] += h * row[7]
+    return row[0], row[1], row[2], row[3], row[4], row[5]
 
 
 @njit(cache=True)
@@ -385,8 +376,7 @@ def friction_pp_energy(st, bodies, contacts, p, own, history):
     slip and dashpot work."""
     energy = 0.0
     for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _pair_rows(i, st, bodies, contacts, p, history)[6]
+        energy += _pair_rows(i, st, bodies, contacts, p, history)[6]
     return energy, np.sum(own.friction), np.sum(own.dissipated)
 
 
@@ -430,15 +420,18 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
     """Particle ``i``'s contacts with the walls: ``(fx, fy, fz, τx, τy, τz, energy, booked,
     power)``; with ``advance`` the springs first take the step (and contacts that opened are
     dropped)."""
+    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
+    keys, springs = own.wall_key, own.wall_spring
+    wall_point, wall_normal, wall_friction = p.wall_point, p.wall_normal, p.wall_friction
     fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
-    keys, springs = own.wall_key, own.wall_spring
-    v = (st.velocity[i, 0], st.velocity[i, 1], st.velocity[i, 2])
-    omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
-    for w in range(p.wall_point.shape[0]):
-        if p.wall_friction[w] == 0.0:
+    inverse_mass = bodies.inverse_mass[i]
+    v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
+    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    for w in range(wall_point.shape[0]):
+        if wall_friction[w] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, st, p.wall_point, p.wall_normal)
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
@@ -450,8 +443,8 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
             continue
         delta = 1.0 - gap / radius
         k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
-        limit = p.wall_friction[w] * hertz(delta, p.stiffness, radius)[1]
-        n = (p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2])
+        limit = wall_friction[w] * hertz(delta, p.stiffness, radius)[1]
+        n = (wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2])
         xi = _wall3(springs, i, slot)
         if advance:
             k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
@@ -465,7 +458,7 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         energy += 0.5 * k_t * squared
         gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
         arm = _lever(radius, n, radius - gap)
-        c = dashpot(k_t, squared, limit, p.damping, bodies.inverse_mass[i])
+        c = dashpot(k_t, squared, limit, p.damping, inverse_mass)
         if c != 0.0:
             (gx, gy, gz), dissipation = damped((gx, gy, gz), c, _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0),
                                                                                        arm, n), limit)
@@ -480,21 +473,17 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
 @njit(inline="always")
 def book(i, h, own, booked, power):
     """Book a row's released and slipped energy (``friction``) and ``h ×`` its dashpot power
-    (``dissipated``) to particle ``i``."""
-    if booked != 0.0:
-        own.friction[i] += booked
-    if power != 0.0:
-        own.dissipated[i] += h * power
+    (``dissipated``) to particle ``i`` (unconditionally: see `dem.interactions.contract`)."""
+    own.friction[i] += booked
+    own.dissipated[i] += h * power
 
 
 @njit(inline="always")
-def friction_pw_forces(i, h, st, bodies, contacts, p, own, f):
-    """Advance particle ``i``'s wall springs, book their work, add their forces and moments."""
-    if bodies.diameter[i] <= 0.0:
-        return f
+def friction_pw_forces(i, h, st, bodies, contacts, p, own):
+    """Advance particle ``i``'s wall springs, book their work; returns their forces and moments."""
     row = _wall_rows(i, h, st, bodies, p, own, True)
     book(i, h, own, row[7], row[8])
-    return add_row(f, row)
+    return row[0], row[1], row[2], row[3], row[4], row[5]
 
 
 @njit(cache=True)
@@ -502,8 +491,7 @@ def friction_pw_energy(st, bodies, contacts, p, own):
     """``(tangential, friction, dissipated)`` of the particle–wall contacts."""
     energy = 0.0
     for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _wall_rows(i, 0.0, st, bodies, p, own, False)[6]
+        energy += _wall_rows(i, 0.0, st, bodies, p, own, False)[6]
     return energy, np.sum(own.friction), np.sum(own.dissipated)
 
 

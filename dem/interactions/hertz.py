@@ -98,23 +98,24 @@ def _pair_row(i, st, bodies, contacts, p, damping):
     """Particle ``i``'s contacts with other particles: ``(fx, fy, fz, power, energy)``, the
     Hertz (and damping) force on ``i``, and half the damping power and elastic energy of its
     contacts (the other halves belong to the partners)."""
-    position, velocity = st.position, st.velocity
+    position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
+    start, index, stiffness = contacts.start, contacts.index, p.stiffness
     fx = fy = fz = power = energy = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        j = contacts.index[k]
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, bodies.diameter)
+    radius = 0.5 * diameter[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if r2 >= reach * reach:
             continue
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
-        u, force = hertz(delta, p.stiffness, reach)
+        u, force = hertz(delta, stiffness, reach)
         energy += 0.5 * u
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-            force, power = _damped(force, power, 0.5, delta, p.stiffness, reach,
-                                   bodies.inverse_mass[i] + bodies.inverse_mass[j], speed, damping)
+            force, power = _damped(force, power, 0.5, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j],
+                                   speed, damping)
         force /= r
         fx += force * dx
         fy += force * dy
@@ -124,66 +125,70 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 @njit(inline="always")
 def _wall_row(i, st, bodies, p, damping):
-    """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)``."""
+    """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)`` (none for a
+    body without contact diameter)."""
+    position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, p.wall_point, \
+        p.wall_normal, p.stiffness
+    inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
-    for w in range(p.wall_point.shape[0]):
-        gap = _wall_gap(i, w, st.position, p.wall_point, p.wall_normal)
-        if gap >= radius:
+    for w in range(wall_point.shape[0]):
+        gap = _wall_gap(i, w, position, wall_point, wall_normal)
+        if gap >= radius or radius <= 0.0:
             continue
-        nx, ny, nz = p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2]
+        nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
         delta = 1.0 - gap / radius
-        u, force = hertz(delta, p.stiffness, radius)
+        u, force = hertz(delta, stiffness, radius)
         energy += u
         if damping != 0.0:
-            speed = st.velocity[i, 0] * nx + st.velocity[i, 1] * ny + st.velocity[i, 2] * nz
-            force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed,
-                                   damping)
+            speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
+            force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, energy
 
 
 @njit(inline="always")
-def _with_row(i, h, own, f, row):
-    """The accumulator ``f`` with a row's force added; books the row's damping work."""
-    if row[3] != 0.0:
-        own.dissipated[i] += h * row[3]
-    return f[0] + row[0], f[1] + row[1], f[2] + row[2], f[3], f[4], f[5]
+def _booked(i, h, own, row):
+    """A row's force as body ``i``'s share; books its damping work (every step, 0 without
+    damping: see `dem.interactions.contract`)."""
+    own.dissipated[i] += h * row[3]
+    return row[0], row[1], row[2], 0.0, 0.0, 0.0
 
 
 @njit(inline="always")
-def hertz_pp_forces(i, h, st, bodies, contacts, p, own, f):
-    """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each."""
-    if bodies.diameter[i] <= 0.0:
-        return f
-    return _with_row(i, h, own, f, _pair_row(i, st, bodies, contacts, p, p.damping))
+def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
+    """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each
+    (a particle without contact has an empty neighbour row)."""
+    return _booked(i, h, own, _pair_row(i, st, bodies, contacts, p, p.damping))
+
+
+@njit(inline="always")
+def hertz_pw_forces(i, h, st, bodies, contacts, p, own):
+    """Hertz forces of all walls on particle ``i``; books the damping work."""
+    return _booked(i, h, own, _wall_row(i, st, bodies, p, p.damping))
 
 
 @njit(cache=True)
 def hertz_pp_energy(st, bodies, contacts, p, own):
-    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs (half from each row)."""
+    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs, half from each row."""
     energy = 0.0
     for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
+        energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
     return energy, np.sum(own.dissipated)
-
-
-@njit(inline="always")
-def hertz_pw_forces(i, h, st, bodies, contacts, p, own, f):
-    """Hertz forces of all walls on particle ``i``; books the damping work."""
-    if bodies.diameter[i] <= 0.0:
-        return f
-    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, p.damping))
 
 
 @njit(cache=True)
 def hertz_pw_energy(st, bodies, contacts, p, own):
-    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts."""
+    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts, wall by
+    wall."""
     energy = 0.0
-    for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _wall_row(i, st, bodies, p, 0.0)[4]
+    diameter = bodies.diameter
+    for w in range(p.wall_point.shape[0]):
+        for i in range(diameter.shape[0]):
+            radius = 0.5 * diameter[i]
+            gap = _wall_gap(i, w, st.position, p.wall_point, p.wall_normal)
+            if radius > 0.0 and gap < radius:
+                energy += hertz(1.0 - gap / radius, p.stiffness, radius)[0]
     return energy, np.sum(own.dissipated)
 
 

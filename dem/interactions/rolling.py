@@ -34,8 +34,9 @@ from ..contacts import pair_slot
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .friction import (
-    POISSON_RATIO, FrictionState, FrictionWallState, add_row, book, carry, damped, dashpot, find_wall_slot, pair_now_and_before,
-    release_wall, restiffen, slip, stiffness_ratio, wall_coefficients, wall_now_and_before, wall_slots,
+    POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, find_wall_slot,
+    pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_coefficients, wall_now_and_before,
+    wall_slots,
 )
 from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
 
@@ -138,12 +139,12 @@ def _moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
 
 
 @njit(inline="always")
-def _contact_inertia(b, radius, bodies):
+def _contact_inertia(b, radius, inertia, inverse_inertia, mass):
     """``(1/(J + m R²), 1/J)`` of body ``b``: its inverse moments of inertia for rolling about its
     contact point and for twisting about the normal (0 if it cannot turn)."""
-    if bodies.inverse_inertia[b, 0] == 0.0:
+    if inverse_inertia[b, 0] == 0.0:
         return 0.0, 0.0
-    return 1.0 / (bodies.inertia[b, 0] + bodies.mass[b] * radius * radius), bodies.inverse_inertia[b, 0]
+    return 1.0 / (inertia[b, 0] + mass[b] * radius * radius), inverse_inertia[b, 0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,22 +152,21 @@ def _contact_inertia(b, radius, bodies):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _relative_spin(st, a, b):
-    omega = st.angular_velocity
+def _relative_spin(omega, a, b):
     return omega[a, 0] - omega[b, 0], omega[a, 1] - omega[b, 1], omega[a, 2] - omega[b, 2]
 
 
 @njit(inline="always")
-def _advance_pair(i, j, slot, h, st, bodies, p, history):
+def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
     """Advance the rolling and twisting springs of the pair ``i < j``; returns the booked energy."""
     spring = _row4(history, slot)
     stored = spring[0] != 0.0 or spring[1] != 0.0 or spring[2] != 0.0 or spring[3] != 0.0
-    radius_i, radius_j = 0.5 * bodies.diameter[i], 0.5 * bodies.diameter[j]
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, st.position, bodies.diameter)
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
     touching = r2 < reach * reach
     if not (touching or stored):
         return 0.0
-    n, r, old, r_old = pair_now_and_before(i, j, h, st, reach)
+    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
     reduced = radius_i * radius_j / (radius_i + radius_j)
     k_old = _stiffnesses(hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old, p.rolling,
                          p.ratio)
@@ -177,10 +177,9 @@ def _advance_pair(i, j, slot, h, st, bodies, p, history):
         return released
     delta = 1.0 - r / reach
     k_new = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
-    omega = _relative_spin(st, i, j)
+    omega = _relative_spin(w, i, j)
     theta = (spring[0], spring[1], spring[2])
     if stored:
-        w = st.angular_velocity
         spin = (w[i, 0] + w[j, 0]) * n[0] + (w[i, 1] + w[j, 1]) * n[1] + (w[i, 2] + w[j, 2]) * n[2]
         theta = carry(theta, old, n, 0.5 * h * spin)
     theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]), k_old, k_new, omega, n, h,
@@ -192,16 +191,17 @@ def _advance_pair(i, j, slot, h, st, bodies, p, history):
 @njit(cache=True)
 def rolling_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
+    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
     for i in range(lo, hi):
-        slot = contacts.owner_start[i]
+        slot = owner_start[i]
         booked = 0.0
-        for k in range(contacts.start[i], contacts.start[i + 1]):
-            j = contacts.index[k]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
             if j > i:
-                booked += _advance_pair(i, j, slot, h, st, bodies, p, history)
+                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
                 slot += 1
-        if booked != 0.0:
-            own.friction[i] += booked
+        friction[i] += booked
 
 
 @njit(inline="always")
@@ -209,32 +209,35 @@ def _pair_rows(i, st, bodies, contacts, p, history):
     """Particle ``i``'s rolling and twisting couples: ``(0, 0, 0, τx, τy, τz, energy, power)``,
     half the elastic energy and half the dashpot power of its contacts. Each pair's couple is
     computed for its owner ``a < b`` and negated for ``b``."""
+    position, omega, diameter = st.position, st.angular_velocity, bodies.diameter
+    inertia, inverse_inertia, mass = bodies.inertia, bodies.inverse_inertia, bodies.mass
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     tx = ty = tz = energy = power = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    owner = contacts.owner_start[i]
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        j = contacts.index[k]
+    radius = 0.5 * diameter[i]
+    owner = owner_start[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
         slot = owner
         if j > i:
             owner += 1
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, st.position, bodies.diameter)
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if r2 >= reach * reach:
             continue
         a, b = i, j
         if j < i:
-            slot = pair_slot(contacts, j, i)
+            slot = pair_slot(start, index, owner_start, j, i)
             a, b, dx, dy, dz = j, i, -dx, -dy, -dz
         r = np.sqrt(r2)
         n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
-        radius_a, radius_b = 0.5 * bodies.diameter[a], 0.5 * bodies.diameter[b]
+        radius_a, radius_b = 0.5 * diameter[a], 0.5 * diameter[b]
         reduced = radius_a * radius_b / (radius_a + radius_b)
         delta = 1.0 - r / reach
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
-        inverse_a = _contact_inertia(a, radius_a, bodies)
-        inverse_b = _contact_inertia(b, radius_b, bodies)
-        moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping, (inverse_a[0] + inverse_b[0],
-                                                                          inverse_a[1] + inverse_b[1]),
-                                         _relative_spin(st, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
+        inverse_a = _contact_inertia(a, radius_a, inertia, inverse_inertia, mass)
+        inverse_b = _contact_inertia(b, radius_b, inertia, inverse_inertia, mass)
+        moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping,
+                                         (inverse_a[0] + inverse_b[0], inverse_a[1] + inverse_b[1]),
+                                         _relative_spin(omega, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
                                          (p.rolling, p.twisting))
         energy += 0.5 * u
         power += 0.5 * dissipation
@@ -246,35 +249,32 @@ def _pair_rows(i, st, bodies, contacts, p, history):
 
 
 @njit(inline="always")
-def rolling_pp_forces(i, h, st, bodies, contacts, p, own, history, f):
+def rolling_pp_forces(i, h, st, bodies, contacts, p, own, history):
     """Rolling and twisting couples of particle ``i``'s contacts on it; books half the dashpot
     work of each."""
-    if bodies.diameter[i] <= 0.0:
-        return f
     row = _pair_rows(i, st, bodies, contacts, p, history)
-    if row[7] != 0.0:
-        own.dissipated[i] += h * row[7]
-    return add_row(f, row)
+    own.dissipated[i] += h * row[7]
+    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
 
 
 @njit(cache=True)
 def rolling_pp_energy(st, bodies, contacts, p, own, history):
     """``(rolling, twisting, friction, dissipated)``: the springs' elastic energies and the
     booked slip and dashpot work."""
+    position, diameter = st.position, bodies.diameter
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     rolling = twisting = 0.0
-    for i in range(st.position.shape[0]):
-        if bodies.diameter[i] <= 0.0:
-            continue
-        radius = 0.5 * bodies.diameter[i]
-        slot = contacts.owner_start[i]
-        for k in range(contacts.start[i], contacts.start[i + 1]):
-            j = contacts.index[k]
+    for i in range(position.shape[0]):
+        radius = 0.5 * diameter[i]
+        slot = owner_start[i]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
             if j < i:
                 continue
-            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, st.position, bodies.diameter)
+            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
             if r2 < reach * reach:
                 r = np.sqrt(r2)
-                reduced = radius * 0.5 * bodies.diameter[j] / (radius + 0.5 * bodies.diameter[j])
+                reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
                 k_r, k_tw = _stiffnesses(hertz_stiffness(1.0 - r / reach, p.stiffness, reach), reduced, reach - r,
                                          p.rolling, p.ratio)
                 s = _row4(history, slot)
@@ -292,15 +292,18 @@ def rolling_pp_energy(st, bodies, contacts, p, own, history):
 def _wall_rows(i, h, st, bodies, p, own, advance):
     """Particle ``i``'s rolling and twisting couples with the walls: ``(0, 0, 0, τx, τy, τz,
     rolling, twisting, booked, power)``; with ``advance`` the springs first take the step."""
+    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
+    keys, springs = own.wall_key, own.wall_spring
+    wall_point, wall_normal, wall_rolling, wall_twisting = p.wall_point, p.wall_normal, p.wall_rolling, p.wall_twisting
     tx = ty = tz = rolling = twisting = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
-    keys, springs = own.wall_key, own.wall_spring
-    omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
-    for w in range(p.wall_point.shape[0]):
-        mu = (p.wall_rolling[w], p.wall_twisting[w])
-        if mu[0] == 0.0 and mu[1] == 0.0:
+    inverse = _contact_inertia(i, radius, bodies.inertia, bodies.inverse_inertia, bodies.mass)
+    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    for w in range(wall_point.shape[0]):
+        mu = (wall_rolling[w], wall_twisting[w])
+        if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, st, p.wall_point, p.wall_normal)
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 theta, twist = release_wall(i, w, keys, springs)
@@ -312,7 +315,7 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        n = (p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2])
+        n = (wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2])
         delta = 1.0 - gap / radius
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
         limit = radius * hertz(delta, p.stiffness, radius)[1]
@@ -325,8 +328,7 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
             for c in range(WIDTH):
                 springs[i, slot, c] = spring[c]
             booked += work
-        moment, u, dissipation = _moment(spring, k, n, p.damping, _contact_inertia(i, radius, bodies), omega, limit,
-                                         mu)
+        moment, u, dissipation = _moment(spring, k, n, p.damping, inverse, omega, limit, mu)
         rolling += 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2])
         twisting += 0.5 * k[1] * spring[3] * spring[3]
         power += dissipation
@@ -335,13 +337,11 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
 
 
 @njit(inline="always")
-def rolling_pw_forces(i, h, st, bodies, contacts, p, own, f):
-    """Advance particle ``i``'s wall springs, book their work, add their couples."""
-    if bodies.diameter[i] <= 0.0:
-        return f
+def rolling_pw_forces(i, h, st, bodies, contacts, p, own):
+    """Advance particle ``i``'s wall springs, book their work; returns their couples."""
     row = _wall_rows(i, h, st, bodies, p, own, True)
     book(i, h, own, row[8], row[9])
-    return add_row(f, row)
+    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
 
 
 @njit(cache=True)
@@ -349,10 +349,9 @@ def rolling_pw_energy(st, bodies, contacts, p, own):
     """``(rolling, twisting, friction, dissipated)`` of the particle–wall contacts."""
     rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            row = _wall_rows(i, 0.0, st, bodies, p, own, False)
-            rolling += row[6]
-            twisting += row[7]
+        row = _wall_rows(i, 0.0, st, bodies, p, own, False)
+        rolling += row[6]
+        twisting += row[7]
     return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
 
 
