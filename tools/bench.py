@@ -4,6 +4,7 @@ scene's whole run of steps.
     python tools/bench.py --n 100000 --steps 200 --threads 2
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
+    python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
@@ -13,7 +14,10 @@ Coulomb friction μ = 0.5 between the spheres and with the wall; ``--rolling``: 
 twisting resistance μ_r = μ_t = 0.1). Compiles and warms up (20 steps), then times S steps (R
 times with --repeat R: the best counts). Prints N, bonds, threads, the interactions, seconds, time
 per bond-step, peak memory per particle (whole process, and the growth from building the block onwards) and,
-as its last line, ``particle-steps/s: X``.
+as its last line, ``particle-steps/s: X``. ``--compare`` also builds the frictionless block and
+times the two in turn, repeat by repeat (on a shared machine the load changes from minute to
+minute, not from one run to the next), and prints the ratio of their best times (its peak memory
+is that of both blocks).
 """
 
 import argparse
@@ -55,6 +59,8 @@ def main():
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
     parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
+    parser.add_argument("--compare", action="store_true",
+                        help="with --friction/--rolling: time the frictionless block in turn with it, print the ratio")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
@@ -68,9 +74,17 @@ def main():
         model, state = build_block(args.n, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
         sim = Simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
+    plain = None
+    if args.compare and not args.scene:
+        plain = Simulation(*build_block(args.n), "rrp2", 1e-3)
+        plain.advance(20)
     n = model.n_bodies
-    times = []
+    times, plain_times = [], []
     for _ in range(1 if args.scene else max(1, args.repeat)):
+        if plain is not None:
+            start = time.perf_counter()
+            plain.advance(args.steps)
+            plain_times.append(time.perf_counter() - start)
         start = time.perf_counter()
         sim.advance(args.steps)
         times.append(time.perf_counter() - start)
@@ -86,6 +100,9 @@ def main():
     if bonds:
         print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
+    if plain is not None:
+        print(f"frictionless, timed in turn: {min(plain_times):.3f} s (best of {len(plain_times)}); "
+              f"{', '.join(model.interactions)} cost {seconds / min(plain_times):.3f} × as much per particle-step")
     print(f"particle-steps/s: {n * args.steps / seconds:.4g}")
 
 

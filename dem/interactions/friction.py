@@ -54,12 +54,14 @@ from ..contacts import pair_slot, wall_slot
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
-    RESTITUTION, _pair_overlap, _wall_gap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
+    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
     inverse_masses,
 )
 
 FrictionParams = namedtuple("FrictionParams", "stiffness ratio friction damping")
-FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio wall_friction damping wall_point wall_normal")
+#: ``walls (w, 7)``: each wall's point, normal and friction coefficient (one array: each array a
+#: row kernel takes out of a named tuple costs reference counts, `dem.interactions.contract`)
+FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio damping walls")
 #: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle.
 FrictionState = namedtuple("FrictionState", "friction dissipated")
 #: ... and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
@@ -164,11 +166,12 @@ def pair_now_and_before(i, j, h, position, velocity):
 
 
 @njit(inline="always")
-def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal):
-    """Particle ``i``'s distance from wall ``w`` now and a step ago: ``(gap, gap_old)``."""
-    gap = _wall_gap(i, w, position, wall_point, wall_normal)
-    speed = (velocity[i, 0] * wall_normal[w, 0] + velocity[i, 1] * wall_normal[w, 1]
-             + velocity[i, 2] * wall_normal[w, 2])
+def wall_now_and_before(i, w, h, position, velocity, walls):
+    """Particle ``i``'s distance from wall ``w`` (``walls[w]``: point, normal, …) now and a step
+    ago: ``(gap, gap_old)``."""
+    gap = ((position[i, 0] - walls[w, 0]) * walls[w, 3] + (position[i, 1] - walls[w, 1]) * walls[w, 4]
+           + (position[i, 2] - walls[w, 2]) * walls[w, 5])
+    speed = velocity[i, 0] * walls[w, 3] + velocity[i, 1] * walls[w, 4] + velocity[i, 2] * walls[w, 5]
     return gap, gap - h * speed
 
 
@@ -422,16 +425,16 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
     dropped)."""
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
     keys, springs = own.wall_key, own.wall_spring
-    wall_point, wall_normal, wall_friction = p.wall_point, p.wall_normal, p.wall_friction
+    walls = p.walls
     fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
     inverse_mass = bodies.inverse_mass[i]
     v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    for w in range(wall_point.shape[0]):
-        if wall_friction[w] == 0.0 or radius <= 0.0:
+    for w in range(walls.shape[0]):
+        if walls[w, 6] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal)
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
@@ -443,8 +446,8 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
             continue
         delta = 1.0 - gap / radius
         k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
-        limit = wall_friction[w] * hertz(delta, p.stiffness, radius)[1]
-        n = (wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2])
+        limit = walls[w, 6] * hertz(delta, p.stiffness, radius)[1]
+        n = (walls[w, 3], walls[w, 4], walls[w, 5])
         xi = _wall3(springs, i, slot)
         if advance:
             k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
@@ -499,10 +502,14 @@ def friction_pw_energy(st, bodies, contacts, p, own):
 # Set-up
 # ---------------------------------------------------------------------------------------------
 
-def wall_coefficients(model, column, default):
-    """Each wall's coefficient ``WALL_FRICTION_KEYS[column]``: its own, else ``default``."""
-    own = model.wall_friction[:, column] if len(model.wall_friction) else np.zeros(0)
-    return np.ascontiguousarray(np.where(np.isnan(own), default, own))
+def wall_table(model, coefficients):
+    """``(w, 6 + k)``: each wall's point, normal and its own coefficients
+    ``WALL_FRICTION_KEYS[column]`` for the ``(column, default)`` pairs of ``coefficients`` (a wall
+    without its own takes ``default``)."""
+    columns = [np.where(np.isnan(model.wall_friction[:, column]), default, model.wall_friction[:, column])
+               for column, default in coefficients] if len(model.wall_friction) else [np.zeros(0)] * len(coefficients)
+    return np.ascontiguousarray(np.column_stack([model.wall_point, model.wall_normal,
+                                                 *columns]))
 
 
 def wall_slots(model, width, active):
@@ -522,11 +529,11 @@ def _setup_pp(model):
 
 def _setup_pw(model):
     contact = model.sections["contact"]
-    coefficients = wall_coefficients(model, 0, contact["friction"])
-    if contact["k_pw"] <= 0.0 or not (coefficients > 0).any() or not (model.diameter > 0).any():
+    walls = wall_table(model, [(0, contact["friction"])])
+    if contact["k_pw"] <= 0.0 or not (walls[:, 6] > 0).any() or not (model.diameter > 0).any():
         return None
-    return FrictionWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]), coefficients,
-                              damping_from_restitution(contact["restitution"]), model.wall_point, model.wall_normal)
+    return FrictionWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                              damping_from_restitution(contact["restitution"]), walls)
 
 
 def _state_pp(model, params):
@@ -535,7 +542,7 @@ def _state_pp(model, params):
 
 def _state_pw(model, params):
     return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, 3, params.wall_friction > 0))
+                             *wall_slots(model, 3, params.walls[:, 6] > 0))
 
 
 def _critical_step(what, reach_factor, pair_factor):

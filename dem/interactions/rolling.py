@@ -35,14 +35,15 @@ from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .friction import (
     POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, find_wall_slot,
-    pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_coefficients, wall_now_and_before,
+    pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_now_and_before, wall_table,
     wall_slots,
 )
 from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
 
-RollingParams = namedtuple("RollingParams", "stiffness ratio rolling twisting damping")
-RollingWallParams = namedtuple("RollingWallParams",
-                               "stiffness ratio wall_rolling wall_twisting damping wall_point wall_normal")
+#: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
+RollingParams = namedtuple("RollingParams", "stiffness ratio rolling twisting damping contact_inertia")
+#: ``walls (w, 8)``: each wall's point, normal, μ_r and μ_t (`dem.interactions.friction.wall_table`)
+RollingWallParams = namedtuple("RollingWallParams", "stiffness ratio damping walls contact_inertia")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -138,13 +139,14 @@ def _moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
             energy, power)
 
 
-@njit(inline="always")
-def _contact_inertia(b, radius, inertia, inverse_inertia, mass):
-    """``(1/(J + m R²), 1/J)`` of body ``b``: its inverse moments of inertia for rolling about its
-    contact point and for twisting about the normal (0 if it cannot turn)."""
-    if inverse_inertia[b, 0] == 0.0:
-        return 0.0, 0.0
-    return 1.0 / (inertia[b, 0] + mass[b] * radius * radius), inverse_inertia[b, 0]
+def contact_inertia(model):
+    """``(n, 2)``: ``(1/(J + m R²), 1/J)`` of each body, its inverse moments of inertia for
+    rolling about its contact point and for twisting about the normal (0 if it cannot turn)."""
+    inverse_inertia = model.body_arrays().inverse_inertia[:, 0]
+    radius = 0.5 * model.diameter
+    with np.errstate(divide="ignore"):
+        rolling = np.where(inverse_inertia == 0.0, 0.0, 1.0 / (model.inertia[:, 0] + model.mass * radius * radius))
+    return np.ascontiguousarray(np.column_stack([rolling, inverse_inertia]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +212,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
     half the elastic energy and half the dashpot power of its contacts. Each pair's couple is
     computed for its owner ``a < b`` and negated for ``b``."""
     position, omega, diameter = st.position, st.angular_velocity, bodies.diameter
-    inertia, inverse_inertia, mass = bodies.inertia, bodies.inverse_inertia, bodies.mass
+    inertia = p.contact_inertia
     start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     tx = ty = tz = energy = power = 0.0
     radius = 0.5 * diameter[i]
@@ -233,10 +235,8 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         reduced = radius_a * radius_b / (radius_a + radius_b)
         delta = 1.0 - r / reach
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
-        inverse_a = _contact_inertia(a, radius_a, inertia, inverse_inertia, mass)
-        inverse_b = _contact_inertia(b, radius_b, inertia, inverse_inertia, mass)
         moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping,
-                                         (inverse_a[0] + inverse_b[0], inverse_a[1] + inverse_b[1]),
+                                         (inertia[a, 0] + inertia[b, 0], inertia[a, 1] + inertia[b, 1]),
                                          _relative_spin(omega, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
                                          (p.rolling, p.twisting))
         energy += 0.5 * u
@@ -294,16 +294,16 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
     rolling, twisting, booked, power)``; with ``advance`` the springs first take the step."""
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
     keys, springs = own.wall_key, own.wall_spring
-    wall_point, wall_normal, wall_rolling, wall_twisting = p.wall_point, p.wall_normal, p.wall_rolling, p.wall_twisting
+    walls, inertia = p.walls, p.contact_inertia
     tx = ty = tz = rolling = twisting = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
-    inverse = _contact_inertia(i, radius, bodies.inertia, bodies.inverse_inertia, bodies.mass)
+    inverse = (inertia[i, 0], inertia[i, 1])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    for w in range(wall_point.shape[0]):
-        mu = (wall_rolling[w], wall_twisting[w])
+    for w in range(walls.shape[0]):
+        mu = (walls[w, 6], walls[w, 7])
         if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_normal)
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 theta, twist = release_wall(i, w, keys, springs)
@@ -315,7 +315,7 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        n = (wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2])
+        n = (walls[w, 3], walls[w, 4], walls[w, 5])
         delta = 1.0 - gap / radius
         k = _stiffnesses(hertz_stiffness(delta, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
         limit = radius * hertz(delta, p.stiffness, radius)[1]
@@ -366,17 +366,16 @@ def _setup_pp(model):
         return None
     return RollingParams(float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
                          float(contact["rolling_friction"]), float(contact["twisting_friction"]),
-                         float(contact["rolling_damping"]))
+                         float(contact["rolling_damping"]), contact_inertia(model))
 
 
 def _setup_pw(model):
     contact = model.sections["contact"]
-    rolling = wall_coefficients(model, 1, contact["rolling_friction"])
-    twisting = wall_coefficients(model, 2, contact["twisting_friction"])
-    if contact["k_pw"] <= 0.0 or not ((rolling > 0) | (twisting > 0)).any() or not (model.diameter > 0).any():
+    walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
+    if contact["k_pw"] <= 0.0 or not (walls[:, 6:] > 0).any() or not (model.diameter > 0).any():
         return None
-    return RollingWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]), rolling, twisting,
-                             float(contact["rolling_damping"]), model.wall_point, model.wall_normal)
+    return RollingWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                             float(contact["rolling_damping"]), walls, contact_inertia(model))
 
 
 def _state_pp(model, params):
@@ -385,7 +384,7 @@ def _state_pp(model, params):
 
 def _state_pw(model, params):
     return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, WIDTH, (params.wall_rolling > 0) | (params.wall_twisting > 0)))
+                             *wall_slots(model, WIDTH, (params.walls[:, 6:] > 0).any(axis=1)))
 
 
 def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
@@ -418,5 +417,5 @@ ROLLING_PW = Interaction(
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=rolling_pw_forces, energy=rolling_pw_energy,
     critical_step=_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
-                                 lambda p: (p.wall_rolling.max(), p.wall_twisting.max())),
+                                 lambda p: (p.walls[:, 6].max(), p.walls[:, 7].max())),
 )
