@@ -30,7 +30,8 @@ def test_the_slope_of_a_cone(angle):
     position, diameter = cone(angle)
     slope = heap_slope(position, diameter)
     assert slope.angle == pytest.approx(angle, abs=1.5)
-    assert slope.height == pytest.approx(15.0 * np.tan(np.radians(angle)), rel=0.1)
+    # the highest sphere's top lies within one spacing (0.5) of the cone's apex, jitter aside
+    assert slope.height == pytest.approx(15.0 * np.tan(np.radians(angle)), abs=0.55)
     assert slope.rings >= 5
 
 
@@ -50,7 +51,7 @@ def test_command_line(tmp_path, capsys):
     rows = "\n".join(f"{x:.6g},{y:.6g},{z:.6g},0.5" for x, y, z in cone(30.0, base=5.0)[0])
     (tmp_path / "heap.csv").write_text("x,y,z,diameter\n" + rows + "\n", encoding="utf-8")
     scene.write_text('[simulation]\ndt = 1e-3\nt_end = 2e-3\n[fields]\ngravity = [0.0, -1.0, 0.0]\n'
-                     '[[particles]]\nfile = "heap.csv"\nshift = [0.0, 0.0, 0.0]\n', encoding="utf-8")
+                     '[[particles]]\nfile = "heap.csv"\nshift = [0.0, 0.0, 0.0]\noverlap_tolerance = 0.2\n', encoding="utf-8")
     # the vertical comes from the run's gravity (−y here), unless --up says otherwise
     assert main([str(scene), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     capsys.readouterr()
