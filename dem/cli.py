@@ -1,13 +1,15 @@
-"""Command line: ``python -m dem [run|validate|plot|fragments|rig|sweep] …`` (see `main` and ``--help``)."""
+"""Command line: ``python -m dem [run|validate|plot|fragments|rig|repose|sweep] …`` (see `main` and ``--help``)."""
 
 import argparse
 import logging
+import math
 import sys
 import time
 from pathlib import Path
 
 from . import distributed
 from .fragments import write_fragments
+from .repose import ReposeError
 from .rig import TESTS, summary, write_rig
 from .runfiles import RunFolderError
 from .runner import CHECKPOINT, describe, log, run
@@ -27,6 +29,7 @@ EXAMPLES = """examples:
   python -m dem rig output/uniaxial_compression             a rig's stress-strain curve: rig.csv, rig.png
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
   mpiexec -n 4 python -m dem scenes/assembly_impact.toml       one run on 4 MPI processes (pip install ".[mpi]")
+  python -m dem repose output/column_collapse                slope angle of the heap a run left
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -46,7 +49,7 @@ def _parser():
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{run,validate,plot,fragments,rig,sweep}")
+                                     metavar="{run,validate,plot,fragments,rig,repose,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -85,7 +88,32 @@ def _parser():
     from .sweep import add_sweep_command
 
     add_sweep_command(commands)
+    repose = commands.add_parser("repose", help="slope angle of the heap of spheres a run left (angle of repose)",
+                                 description="Measure the slope of the heap in a run's last particle snapshot: "
+                                             "a line fitted through the heap's surface profile (docs/guide.md#"
+                                             "angle-of-repose).")
+    repose.add_argument("run_dir", type=Path, help="a run's output folder (with vtk/particles_*.vtp)")
+    repose.add_argument("--up", metavar="X,Y,Z", help="the vertical (default: against the run's gravity, else +z)")
+    repose.add_argument("--profile", action="store_true", help="also print the surface profile (ring, height)")
     return parser
+
+
+def _repose(args):
+    from .repose import measure_run
+
+    up = None
+    if args.up is not None:
+        try:
+            up = [float(c) for c in args.up.split(",")]
+            assert len(up) == 3 and any(up) and all(map(math.isfinite, up))
+        except (ValueError, AssertionError):
+            raise SceneError(f"--up {args.up}: expected three numbers X,Y,Z, not all zero") from None
+    slope, step, up = measure_run(args.run_dir, up)
+    print(f"{args.run_dir}, step {step}: {slope.describe()}")
+    if args.profile:
+        print("rho,surface_height")
+        print("\n".join(f"{rho:.6g},{height:.6g}" for rho, height in slope.profile))
+    return 0
 
 
 def main(argv=None):
@@ -93,7 +121,7 @@ def main(argv=None):
     if not argv:  # python -m dem alone: what it does and how
         _parser().print_help()
         return 2
-    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "sweep", "-h", "--help"):
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     try:
@@ -128,6 +156,8 @@ def main(argv=None):
             from .sweep import sweep_command
 
             return sweep_command(args)
+        if args.command == "repose":
+            return _repose(args)
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except (SceneError, distributed.MPIError) as error:
         if primary:
@@ -138,7 +168,7 @@ def main(argv=None):
             print(f"dem: run stopped: {error}\n     outputs written so far and the last checkpoint are kept.",
                   file=sys.stderr)
         return 1
-    except RunFolderError as error:  # fragments or rig of a folder without the outputs they read
+    except (RunFolderError, ReposeError) as error:  # fragments, rig or repose of a folder without what they read
         print(f"dem: error: {error}", file=sys.stderr)
         return 2
     except FileNotFoundError as error:  # plot of a folder without a log

@@ -68,13 +68,14 @@ def _owner_offsets(start, index, owner_start):
 
 
 @njit(inline="always")
-def pair_slot(contacts, a, b):
-    """History slot of the pair ``(a, b)``, ``a < b`` (−1 if ``b`` is not in row ``a``)."""
+def pair_slot(start, index, owner_start, a, b):
+    """History slot of the pair ``(a, b)``, ``a < b`` (−1 if ``b`` is not in row ``a``); the
+    arrays are those of `Contacts`."""
     m = 0
-    for k in range(contacts.start[a], contacts.start[a + 1]):
-        j = contacts.index[k]
+    for k in range(start[a], start[a + 1]):
+        j = index[k]
         if j == b:
-            return contacts.owner_start[a] + m
+            return owner_start[a] + m
         if j > a:
             m += 1
     return -1
@@ -143,9 +144,8 @@ def _restore_history(start, index, owner_start, keys, values, history):
         history = np.zeros((rows + rows // 4 + 16, history.shape[1]))
     else:
         history[:rows] = 0.0
-    contacts = Contacts(start, index, owner_start)
     for m in range(keys.shape[0]):
-        slot = pair_slot(contacts, keys[m, 0], keys[m, 1])
+        slot = pair_slot(start, index, owner_start, keys[m, 0], keys[m, 1])
         if slot >= 0:
             history[slot] = values[m]
     return history

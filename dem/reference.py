@@ -20,7 +20,7 @@ from .scene import SCHEMA, WALL_KEYS
 from .schema import REQUIRED, toml_text
 
 #: What each kind of key looks like in TOML.
-KIND_NAMES = {"float": "float", "int": "int", "str": "string", "bool": "bool", "vec3": "vec3"}
+KIND_NAMES = {"float": "float", "int": "int", "str": "string", "path": "path", "bool": "bool", "vec3": "vec3"}
 
 #: One line on each section of `SCHEMA` (a section missing here is listed without one).
 SECTION_INTRO = {
@@ -28,8 +28,10 @@ SECTION_INTRO = {
                   "(see the integrators in [guide.md](guide.md#integrators)).",
     "output": "What is written, and how often, into the output folder (see "
               "[guide.md](guide.md#outputs)).",
-    "contact": "Hertz contact between particles and with walls (SPEC §3). Contacts act between "
-               "every pair of touching spheres of non-zero diameter, bonded or not.",
+    "contact": "Hertz contact between particles and with walls (SPEC §3), with optional friction, "
+               "rolling and twisting resistance (SPEC §3b; the model: [guide.md](guide.md#friction-rolling-and-"
+               "twisting)). Contacts act between every pair of touching spheres of non-zero diameter, bonded "
+               "or not.",
     "breakage": "Optional bond breakage (SPEC §3): a bond past any non-zero threshold is removed "
                 "and its stored energy is booked in the `broken` column of `energy.csv`; each "
                 "criterion's count of broken bonds is logged as `broken_<criterion>`.",
@@ -65,7 +67,8 @@ def scene_reference():
         "`--set torus.0.velocity=[1,0,0]`, `--set walls=[]`. An unknown key, a value of the wrong "
         "type or outside its constraint is an error naming the file and the key; nothing is run.",
         "",
-        "Columns: **type** `float`, `int`, `string`, `bool` or `vec3` (a list of three numbers "
+        "Columns: **type** `float`, `int`, `string`, `path` (a file name as a string, relative to the "
+        "scene file's folder unless absolute), `bool` or `vec3` (a list of three numbers "
         "`[x, y, z]`); **default** the value used when the key is absent (**REQUIRED**: it must be "
         "given; —: no default: whether the key is needed depends on other keys, as the builder's "
         "text says, e.g. `size` for `shape = \"box\"`, and otherwise its absence has the meaning "
@@ -88,7 +91,8 @@ def scene_reference():
         out += _table(keys)
     out += ["## `[[walls]]`", "",
             "Rigid planes `(p, n_w)`, any number (none by default). Particles touch a wall "
-            "from the side its normal points to, with the Hertz stiffness `contact.k_pw`. In VTK output "
+            "from the side its normal points to, with the Hertz stiffness `contact.k_pw`; a wall may set "
+            "its own friction coefficients (otherwise those of `[contact]` apply). In VTK output "
             "each wall is drawn as a square.", ""]
     out += _table(WALL_KEYS)
     out += ["# Builders", "",

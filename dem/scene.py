@@ -46,6 +46,12 @@ WALL_KEYS = {
     "normal": Key("vec3", REQUIRED, "normal pointing to the particles' side", "", nonzero_vector),
     "size": Key("float", 0.0, "edge of the square drawn in VTK output (0: fit the particles)", "length",
                 non_negative),
+    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction)", "",
+                    non_negative),
+    "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
+                            "rolling_friction)", "", non_negative),
+    "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
+                             "twisting_friction)", "", non_negative),
 }
 
 
@@ -170,6 +176,8 @@ def load_scene(path, overrides=()):
     for name, builder in BUILDERS.items():
         for k, table in enumerate(_array(data, name, fail)):
             params = schema.validate_table(table, builder.keys, f"{name}.{k}", fail)
+            for key in (key for key, spec in builder.keys.items() if spec.kind == "path"):
+                params[key] = str(path.parent / params[key])   # (an absolute path stays as it is)
             if builder.check:
                 problem = builder.check(params)
                 if problem:

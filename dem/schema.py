@@ -29,8 +29,9 @@ class SceneError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One scene key: ``kind`` is one of ``float int str bool vec3``; ``check`` returns an
-    error text or None; ``choices`` restricts strings."""
+    """One scene key: ``kind`` is one of ``float int str path bool vec3`` (``path``: a file name,
+    relative to the scene file's folder unless absolute; `dem.scene` resolves it); ``check``
+    returns an error text or None; ``choices`` restricts strings."""
 
     kind: str
     default: object = REQUIRED
@@ -142,7 +143,8 @@ def too_many(count):
 # ---------------------------------------------------------------------------------------------
 
 def _type_error(kind, value):
-    names = {"float": "a number", "int": "an integer", "str": "a string", "bool": "true or false",
+    names = {"float": "a number", "int": "an integer", "str": "a string", "path": "a file name (a string)",
+             "bool": "true or false",
              "vec3": "a list of 3 numbers"}
     if kind == "float" and _is_number(value) or kind == "vec3" and isinstance(value, list) and len(value) == 3 \
             and all(_is_number(c) for c in value):
@@ -181,6 +183,13 @@ def coerce(kind, value):
     if kind == "str":
         if not isinstance(value, str):
             raise ValueError(_type_error(kind, value))
+        return value
+    if kind == "path":
+        if not isinstance(value, str):
+            raise ValueError(_type_error(kind, value))
+        problem = "must not be empty" if not value.strip() else folder_name(value)
+        if problem:
+            raise ValueError(f"{problem}, got {show(value)}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):

@@ -123,7 +123,9 @@ class Model:
     the builder table that made each body.
 
     Walls are planes through ``wall_point (w, 3)`` with unit normals ``wall_normal (w, 3)``
-    pointing to the particles' side (``wall_size``: the square drawn in VTK output). Rigid
+    pointing to the particles' side (``wall_size``: the square drawn in VTK output);
+    ``wall_friction (w, 3)`` holds each wall's own friction, rolling and twisting coefficients
+    (NaN: the wall takes the ``[contact]`` value). Rigid
     clusters carry interaction sites: the sites of body ``i`` are
     ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point).
     ``inputs[name]`` is what builders hand to interaction ``name`` (e.g. the Lennard-Jones body
@@ -142,6 +144,7 @@ class Model:
     wall_point: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     wall_normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     wall_size: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wall_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     site_start: np.ndarray = None
     site_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     #: Verlet skin of the particles' neighbour list (`dem.contacts`)

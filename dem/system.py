@@ -12,6 +12,7 @@ from .contacts import KEYS as CONTACT_KEYS
 from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
+from .interactions.friction import WALL_FRICTION_KEYS
 from .rotations import (
     _quat_conjugate,
     _quat_multiply,
@@ -136,7 +137,8 @@ class SystemBuilder:
 
     def finish(self, walls=(), **sections):
         """The `Model` and `State` of what was added. ``walls`` are ``[[walls]]`` tables (``point``,
-        ``normal``, ``size``); ``sections`` the scene sections the interactions read (``contact``,
+        ``normal``, ``size``; optionally the wall's own ``friction``, ``rolling_friction``,
+        ``twisting_friction``, None or absent: the ``[contact]`` value); ``sections`` the scene sections the interactions read (``contact``,
         ``fields``, ``breakage``, …), as dicts of key values (missing keys: defaults)."""
         bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
         self._blocks = []
@@ -158,6 +160,8 @@ class SystemBuilder:
             normal = np.array([w["normal"] for w in walls], dtype=float)
             model.wall_normal = normal / np.linalg.norm(normal, axis=1, keepdims=True)
             model.wall_size = np.array([w["size"] for w in walls], dtype=float)
+            model.wall_friction = np.array([[np.nan if w.get(key) is None else w[key] for key in WALL_FRICTION_KEYS]
+                                            for w in walls], dtype=float)
         unknown = set(sections) - set(SECTION_KEYS)
         if unknown:
             raise TypeError(f"finish() got sections no interaction reads: {', '.join(sorted(unknown))}")

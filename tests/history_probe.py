@@ -57,7 +57,7 @@ def probe_forces(i, h, st, bodies, contacts, p, own, history):
         j = contacts.index[k]
         delta, nx, ny, nz = _overlap(i, j, st.position, bodies.diameter)
         if delta > 0.0:
-            slot = pair_slot(contacts, min(i, j), max(i, j))
+            slot = pair_slot(contacts.start, contacts.index, contacts.owner_start, min(i, j), max(i, j))
             push = p.strength * history[slot, 0] * delta
             fx += push * nx
             fy += push * ny

@@ -211,3 +211,179 @@ REFERENCE = {
     "binder": binder, "parallel_bond": parallel_bond, "hertz_pp": hertz_pp, "hertz_pw": hertz_pw, "gravity": gravity,
     "lennard_jones": lennard_jones, "ortolan_saccon": ortolan_saccon, "applied_force": applied_force,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Friction, rolling and twisting (SPEC §3b): forces of given springs (the per-contact histories)
+# ---------------------------------------------------------------------------------------------
+
+def _contact_constants(model):
+    contact = model.sections["contact"]
+    nu = contact["poisson_ratio"]
+    return contact, 2 * (1 - nu) / (2 - nu)
+
+
+def touching_pairs(model, state):
+    """``[(a, b, n, r, reach, δ)]`` of the touching pairs ``a < b``, ``n`` from ``b`` to ``a``."""
+    out = []
+    x, d = state.position, model.diameter
+    for a in range(model.n_bodies):
+        for b in range(a + 1, model.n_bodies):
+            reach = 0.5 * (d[a] + d[b])
+            r = np.linalg.norm(x[a] - x[b])
+            if d[a] > 0 and d[b] > 0 and r < reach:
+                out.append((a, b, (x[a] - x[b]) / r, r, reach, 1 - r / reach))
+    return out
+
+
+def touching_walls(model, state):
+    """``[(i, w, n, gap, radius, δ)]`` of the particle–wall contacts."""
+    out = []
+    for w, (p, n) in enumerate(zip(model.wall_point, model.wall_normal)):
+        for i in range(model.n_bodies):
+            radius = 0.5 * model.diameter[i]
+            gap = (state.position[i] - p) @ n
+            if radius > 0 and gap < radius:
+                out.append((i, w, n, gap, radius, 1 - gap / radius))
+    return out
+
+
+def _wall_value(model, w, column, default):
+    own = model.wall_friction[w, column]
+    return default if np.isnan(own) else own
+
+
+def spring_laws(model, name, n, overlap, length, delta, reduced, w=None):
+    """``(stiffnesses, limits)`` of the springs of interaction ``name`` at one contact: ``((k_t,),
+    (μ F_n,))`` for friction, ``((k_r, k_tw), (μ_r R* F_n, μ_t R* F_n))`` for rolling."""
+    contact, ratio = _contact_constants(model)
+    k = contact["k_pw" if w is not None else "k_pp"]
+    normal_stiffness = 1.5 * k / length ** 2 * np.sqrt(delta)
+    normal_force = k / length * delta ** 1.5
+    if name.startswith("friction"):
+        mu = contact["friction"] if w is None else _wall_value(model, w, 0, contact["friction"])
+        return (ratio * normal_stiffness,), (mu * normal_force,)
+    mu_r = contact["rolling_friction"] if w is None else _wall_value(model, w, 1, contact["rolling_friction"])
+    mu_t = contact["twisting_friction"] if w is None else _wall_value(model, w, 2, contact["twisting_friction"])
+    return ((2.25 * mu_r ** 2 * reduced ** 2 * normal_stiffness, 0.5 * ratio * normal_stiffness * reduced * overlap),
+            (mu_r * reduced * normal_force, mu_t * reduced * normal_force))
+
+
+def _contacts(model, state, name):
+    """Every contact of interaction ``name``: ``(key, a, b, n, lever_a, lever_b, laws)`` (``b`` is
+    None for a wall; levers from the centres to the contact point)."""
+    out = []
+    if name.endswith("_pp"):
+        for a, b, n, r, reach, delta in touching_pairs(model, state):
+            ra, rb = 0.5 * model.diameter[a], 0.5 * model.diameter[b]
+            overlap = reach - r
+            laws = spring_laws(model, name, n, overlap, reach, delta, ra * rb / (ra + rb))
+            out.append(((a, b), a, b, n, -(ra - overlap / 2) * n, (rb - overlap / 2) * n, laws))
+    else:
+        for i, w, n, gap, radius, delta in touching_walls(model, state):
+            overlap = radius - gap
+            laws = spring_laws(model, name, n, overlap, radius, delta, radius, w)
+            out.append(((i, w), i, None, n, -(radius - overlap / 2) * n, None, laws))
+    return out
+
+
+def random_springs(model, state, name, rng):
+    """Springs (histories) for every contact of ``name``, random within 10–90 % of their limits:
+    ``{key: vector}`` (friction: ``ξ ⊥ n``; rolling: ``(θ_r ⊥ n, θ_t)``)."""
+    springs = {}
+    for key, a, b, n, _, _, (stiffness, limits) in _contacts(model, state, name):
+        direction = rng.normal(size=3)
+        direction -= (direction @ n) * n
+        direction /= np.linalg.norm(direction)
+        vector = direction * rng.uniform(0.1, 0.9) * limits[0] / stiffness[0]
+        if name.startswith("rolling"):
+            vector = np.append(vector, rng.choice([-1, 1]) * rng.uniform(0.1, 0.9) * limits[1] / stiffness[1])
+        springs[key] = vector
+    return springs
+
+
+def _damped(spring, dashpot, limit):
+    """``spring + f dashpot`` with the largest ``f ≤ 1`` that keeps its length within ``limit``
+    (found by bisection)."""
+    if np.linalg.norm(spring + dashpot) <= limit:
+        return spring + dashpot
+    low, high = 0.0, 1.0
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if np.linalg.norm(spring + middle * dashpot) <= limit else (low, middle)
+    return spring + low * dashpot
+
+
+def _friction(model, state, springs, name):
+    force, moment = _zeros(state)
+    energy = 0.0
+    e = model.sections["contact"]["restitution"]
+    gamma = -2 * np.sqrt(5 / 6) * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
+    v, w = state.velocity, state.angular_velocity
+    for key, a, b, n, lever_a, lever_b, ((k_t,), (limit,)) in _contacts(model, state, name):
+        f = -k_t * springs[key]
+        energy += 0.5 * k_t * springs[key] @ springs[key]
+        if k_t * np.linalg.norm(springs[key]) < limit * (1 - 1e-9):   # the dashpot, while it sticks
+            relative = v[a] + np.cross(w[a], lever_a)
+            mass = model.mass[a]
+            if b is not None:
+                relative -= v[b] + np.cross(w[b], lever_b)
+                mass = model.mass[a] * model.mass[b] / (model.mass[a] + model.mass[b])
+            f = _damped(f, -gamma * np.sqrt(k_t * mass) * (relative - (relative @ n) * n), limit)
+        force[a] += f
+        moment[a] += np.cross(lever_a, f)
+        if b is not None:
+            force[b] -= f
+            moment[b] += np.cross(lever_b, -f)
+    return energy, force, moment
+
+
+def friction_pp(model, state, springs):
+    """``F_a = −k_t ξ − γ √(m* k_t) v_t`` at the contact point (``−F_a`` on ``b``),
+    ``k_t = 2(1−ν)/(2−ν) · 1.5 K/L² √δ``, ``U = ½ k_t |ξ|²``, ``γ`` the Hertz–Tsuji damping."""
+    return _friction(model, state, springs, "friction_pp")
+
+
+def friction_pw(model, state, springs):
+    """As `friction_pp`, the wall taking no load."""
+    return _friction(model, state, springs, "friction_pw")
+
+
+def _rolling(model, state, springs, name):
+    force, moment = _zeros(state)
+    contact = model.sections["contact"]
+    energy = 0.0
+    for key, a, b, n, lever_a, lever_b, ((k_r, k_tw), (limit_r, limit_t)) in _contacts(model, state, name):
+        theta, twist = springs[key][:3], springs[key][3]
+        m = -k_r * theta - k_tw * twist * n
+        energy += 0.5 * k_r * theta @ theta + 0.5 * k_tw * twist ** 2
+        spin = state.angular_velocity[a] - (state.angular_velocity[b] if b is not None else 0.0)
+        bodies = [a] + ([b] if b is not None else [])
+        inertia = 1 / sum(1 / (model.inertia[c, 0] + model.mass[c] * model.diameter[c] ** 2 / 4) for c in bodies)
+        twisting_inertia = 1 / sum(1 / model.inertia[c, 0] for c in bodies)
+        eta = contact["rolling_damping"]
+        if k_r * np.linalg.norm(theta) < limit_r * (1 - 1e-9):   # the EPSD dashpots, below their limits
+            m += _damped(-k_r * theta, -eta * 2 * np.sqrt(inertia * k_r) * (spin - (spin @ n) * n), limit_r) \
+                + k_r * theta
+        if abs(k_tw * twist) < limit_t * (1 - 1e-9):
+            m += (_damped(-k_tw * twist * n, -eta * 2 * np.sqrt(twisting_inertia * k_tw) * (spin @ n) * n, limit_t)
+                  + k_tw * twist * n)
+        moment[a] += m
+        if b is not None:
+            moment[b] -= m
+    return energy, force, moment
+
+
+def rolling_pp(model, state, springs):
+    """Couple ``M_a = −k_r θ_r − k_tw θ_t n − η_r 2√(I_r k_r) ω_r − η_r 2√(I_t k_tw) (ω·n) n``
+    (dashpots below the limits, capped at them; ``−M_a`` on ``b``),
+    ``k_r = 2.25 μ_r² R*² k_n``, ``k_tw = ½ k_t R* ξ_n``; ``U = ½ k_r |θ_r|² + ½ k_tw θ_t²``."""
+    return _rolling(model, state, springs, "rolling_pp")
+
+
+def rolling_pw(model, state, springs):
+    """As `rolling_pp`; the wall does not spin."""
+    return _rolling(model, state, springs, "rolling_pw")
+
+
+REFERENCE.update(friction_pp=friction_pp, friction_pw=friction_pw, rolling_pp=rolling_pp, rolling_pw=rolling_pw)

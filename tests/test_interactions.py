@@ -6,22 +6,35 @@
 * internal interactions have ΣF = 0 and Σ(x × F + τ) = 0;
 * nothing acts beyond reach, bonds at rest are unloaded.
 
-Every interaction of `dem.interactions.INTERACTIONS` must have configurations in `CASES`."""
+Every interaction of `dem.interactions.INTERACTIONS` must have configurations in `CASES`.
+
+Interactions with per-contact springs (friction, rolling, twisting) are not gradients of a
+potential of the configuration: their force depends on the springs' history. Their cases come
+with random springs (within the slip limits, `reference_laws.random_springs`), the kernels are
+compared with the numpy laws for those springs, and in place of the gradient test they pass
+`test_spring_forces_are_minus_the_virtual_work`: for an infinitesimal motion of one body the
+spring energy plus the work the interaction books changes by minus the work of its force and
+moment (the statement the energy budget rests on)."""
+
+import copy
 
 import numpy as np
 import pytest
-from reference_laws import REFERENCE
+from reference_laws import REFERENCE, random_springs
 
 from dem import SystemBuilder
 from dem.builders.tetra_chain import TETRAHEDRON
+from dem.contacts import _restore_history
 from dem.diagnostics import interaction_energies
-from dem.engine import compute_forces
+from dem.engine import compute_forces, new_contacts
 from dem.interactions import INTERACTIONS, hertz
 from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
 
 SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
-BOOKED = ("broken", "dissipated")
+BOOKED = ("broken", "dissipated", "friction")
+#: interactions with contact springs: their cases give springs (see the module's docstring)
+SPRINGS = ("friction_pp", "friction_pw", "rolling_pp", "rolling_pw")
 
 
 def random_quaternions(rng, n, angle=np.pi):
@@ -50,22 +63,36 @@ def bonded_chain(**bond):
     return make
 
 
-def overlapping_cloud(rng):
+def overlapping_cloud(rng, **contact):
     """Polydisperse spheres packed closely enough that several pairs overlap."""
     system = SystemBuilder()
     for x in rng.uniform(0, 2.0, size=(12, 3)):
         system.add_body(x, mass=1.0, inertia=1.0, diameter=rng.uniform(0.6, 1.2))
-    return system.finish(contact={"k_pp": 50.0})
+    return system.finish(contact={"k_pp": 50.0, **contact})
 
 
-def spheres_near_walls(rng):
+def spheres_near_walls(rng, wall_friction=None, **contact):
     system = SystemBuilder()
     for _ in range(8):
         system.add_body(rng.uniform(-0.3, 1.0, size=3), mass=1.0, inertia=1.0, diameter=rng.uniform(0.5, 1.0),
                         orientation=random_quaternions(rng, 1)[0])
     walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
-             dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0)]
-    return system.finish(walls, contact={"k_pw": 30.0})
+             dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0, **(wall_friction or {}))]
+    return system.finish(walls, contact={"k_pw": 30.0, **contact})
+
+
+def with_springs(name, make, **contact):
+    """A configuration of the spring interaction ``name`` alone (the Hertz contact it rides on
+    is removed from the model), spinning bodies, and random springs on its contacts."""
+    def configure(rng):
+        model, state = make(rng, **contact)
+        model.interactions = {name: model.interactions[name]}
+        state.interactions = {name: state.interactions[name]}
+        state.velocity[:] = rng.normal(size=state.velocity.shape)
+        state.angular_velocity[:] = rng.normal(size=state.angular_velocity.shape)
+        return model, state, random_springs(model, state, name, rng)
+
+    return configure
 
 
 def pendulum_in_gravity(rng):
@@ -128,20 +155,58 @@ CASES = {
     "lennard_jones": {"tetrahedra": tetrahedra_close_together},
     "ortolan_saccon": {"two bodies": bodies_in_stress_potential},
     "applied_force": {"three bodies": bodies_with_applied_forces},
+    "friction_pp": {"cloud": with_springs("friction_pp", overlapping_cloud, friction=0.4, poisson_ratio=0.3,
+                                          restitution=0.5)},
+    "friction_pw": {"walls": with_springs("friction_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
+                                          restitution=0.7, wall_friction={"friction": 0.25})},
+    "rolling_pp": {"cloud": with_springs("rolling_pp", overlapping_cloud, rolling_friction=0.1, twisting_friction=0.05,
+                                         poisson_ratio=0.2)},
+    "rolling_pw": {"walls": with_springs("rolling_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
+                                         twisting_friction=0.08, wall_friction={"rolling_friction": 0.2})},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 
 
 def configuration(name, variant, seed):
-    model, state = CASES[name][variant](np.random.default_rng(seed))
+    """``(model, state, springs)``; ``springs`` None for interactions without contact springs."""
+    made = CASES[name][variant](np.random.default_rng(seed))
+    model, state, springs = made if len(made) == 3 else (*made, None)
     assert list(model.interactions) == [name]  # the configuration loads this interaction alone
-    return model, state
+    return model, state, springs
 
 
-def evaluate(model, state):
+def set_springs(model, state, contacts, springs):
+    """Put ``springs`` (`reference_laws.random_springs`) into the contact table's history or the
+    interaction's wall slots."""
+    (name,) = model.interactions
+    if INTERACTIONS[name].history:
+        keys = np.array(sorted(springs), np.int32).reshape(-1, 2)
+        values = np.array([springs[tuple(key)] for key in keys]).reshape(len(keys), -1)
+        contacts.histories[name] = _restore_history(contacts.start, contacts.index, contacts.owner_start, keys, values,
+                                                    contacts.histories[name])
+    else:
+        own = state.interactions[name]
+        own.wall_key[:] = -1
+        own.wall_spring[:] = 0.0
+        for (i, w), value in springs.items():
+            slot = int(np.argmax(own.wall_key[i] < 0))
+            own.wall_key[i, slot] = w
+            own.wall_spring[i, slot] = value
+
+
+def run_forces(model, state, springs=None, dt=0.0):
+    """Forces of ``model`` at ``state`` (with ``springs``, taking a step ``dt`` of them); returns
+    the contact table."""
+    contacts = new_contacts(model)
+    contacts.rebuild(state.position, model.diameter)
+    if springs is not None:
+        set_springs(model, state, contacts, springs)
+    return compute_forces(model, state, contacts, dt=dt)
+
+
+def evaluate(model, state, springs=None):
     """Forces, moments and the potential energy (every column but the booked ones)."""
-    contacts = compute_forces(model, state)
-    energies = interaction_energies(model, state, contacts)
+    energies = interaction_energies(model, state, run_forces(model, state, springs))
     return state.force.copy(), state.moment.copy(), sum(v for k, v in energies.items() if k not in BOOKED)
 
 
@@ -158,9 +223,9 @@ def test_every_interaction_is_in_the_battery():
 
 @pytest.mark.parametrize("name, variant, seed", PARAMETERS)
 def test_kernels_equal_the_reference_implementation(name, variant, seed):
-    model, state = configuration(name, variant, seed)
-    force, moment, energy = evaluate(model, state)
-    ref_energy, ref_force, ref_moment = REFERENCE[name](model, state)
+    model, state, springs = configuration(name, variant, seed)
+    force, moment, energy = evaluate(model, state, springs)
+    ref_energy, ref_force, ref_moment = REFERENCE[name](model, state, *([springs] if springs is not None else []))
     scale = max(np.abs(ref_force).max(), np.abs(ref_moment).max())
     assert scale > 0 and ref_energy != 0.0, "the configuration must load the interaction"
     assert energy == pytest.approx(ref_energy, rel=1e-12, abs=1e-12 * scale)
@@ -168,9 +233,9 @@ def test_kernels_equal_the_reference_implementation(name, variant, seed):
     assert np.abs(moment - ref_moment).max() <= 1e-12 * scale
 
 
-@pytest.mark.parametrize("name, variant, seed", PARAMETERS)
+@pytest.mark.parametrize("name, variant, seed", [p for p in PARAMETERS if p[0] not in SPRINGS])
 def test_forces_and_moments_are_minus_the_energy_gradient(name, variant, seed):
-    model, state = configuration(name, variant, seed)
+    model, state, _ = configuration(name, variant, seed)
     force, moment, energy = evaluate(model, state)
     eps = 1e-6
     fd_force = np.zeros_like(force)
@@ -195,12 +260,44 @@ def test_forces_and_moments_are_minus_the_energy_gradient(name, variant, seed):
 
 @pytest.mark.parametrize("name, variant, seed", [p for p in PARAMETERS if INTERACTIONS[p[0]].internal])
 def test_internal_interactions_have_no_net_force_or_moment(name, variant, seed):
-    model, state = configuration(name, variant, seed)
-    force, moment, _ = evaluate(model, state)
+    model, state, springs = configuration(name, variant, seed)
+    force, moment, _ = evaluate(model, state, springs)
     scale = np.abs(force).max() * (1 + np.abs(state.position).max()) + np.abs(moment).max()
     assert np.abs(force.sum(axis=0)).max() < 1e-13 * scale
     torque = np.cross(state.position, force).sum(axis=0) + moment.sum(axis=0)
     assert np.abs(torque).max() < 1e-13 * scale
+
+
+@pytest.mark.parametrize("name, variant, seed", [p for p in PARAMETERS if p[0] in SPRINGS])
+def test_spring_forces_are_minus_the_virtual_work(name, variant, seed):
+    """Moving body i by ε e (velocity e, step h = ε) or turning it by ε e (Ω = e) advances the
+    springs by the relative motion at the contact points; the springs' energy plus the work the
+    interaction books for them (its ``friction`` column) changes by −F·ε e, −τ·ε e: central
+    differences of it equal the elastic force and moment (the dashpots, velocity terms whose work
+    is ``dissipated``, are zero at rest)."""
+    model, state, springs = configuration(name, variant, seed)
+    state.velocity[:] = 0.0
+    state.angular_velocity[:] = 0.0
+    force, moment, _ = evaluate(model, state, springs)
+    eps = 1e-6
+
+    def energy_after(c, body, sign, turn):
+        unit = np.zeros((model.n_bodies, 3))
+        unit[body, c] = sign
+        moved = type(state).new(state.position + (0.0 if turn else eps * unit), 0.0 if turn else unit,
+                                state.orientation, unit if turn else 0.0, copy.deepcopy(state.interactions))
+        energies = interaction_energies(model, moved, run_forces(model, moved, springs, dt=eps))
+        return sum(v for k, v in energies.items() if k != "dissipated")   # (the dashpots' work: velocity terms)
+
+    fd_force, fd_moment = np.zeros_like(force), np.zeros_like(moment)
+    for body in range(model.n_bodies):
+        for c in range(3):
+            fd_force[body, c] = -(energy_after(c, body, 1, False) - energy_after(c, body, -1, False)) / (2 * eps)
+            fd_moment[body, c] = -(energy_after(c, body, 1, True) - energy_after(c, body, -1, True)) / (2 * eps)
+    scale = max(np.abs(force).max(), np.abs(moment).max())
+    assert scale > 0
+    assert np.abs(force - fd_force).max() < 1e-6 * scale
+    assert np.abs(moment - fd_moment).max() < 1e-6 * scale
 
 
 def test_nothing_acts_beyond_reach():

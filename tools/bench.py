@@ -2,6 +2,9 @@
 scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
+    python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
+    python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
+    python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     mpiexec -n 2 python tools/bench.py --n 100000 --threads 1   # on 2 MPI ranks (dem.distributed)
 
@@ -9,10 +12,15 @@ Builds an FCC block of about N unit-diameter spheres, bonded to all touching nei
 interior sphere; K_a = K_s = 200, K_m = 10; or, with ``--binder parallel_bond``, unbreakable
 parallel bonds of radius 0.5, E = 255, G = 100: K_n = 200, K_s = 79, K_b = 12.5, K_t = 9.8),
 Hertz contact K = 1e5 between spheres and with a wall at distance 0.5 in front of the block,
-initial velocity (−1, 0, 0), dt = 1e-3, rrp2. Compiles and warms up (20 steps), then times S steps
-(R times with --repeat R: the best counts). Prints N, bonds, ranks, threads, seconds, time per
-bond-step, peak memory per particle (whole process, and the growth from building the block
-onwards; under MPI the largest rank's) and, as its last line, ``particle-steps/s: X``.
+initial velocity (−1, 0, 0), dt = 1e-3, rrp2 (``--friction``: Coulomb friction μ = 0.5 between the
+spheres and with the wall; ``--rolling``: also rolling and twisting resistance μ_r = μ_t = 0.1).
+Compiles and warms up (20 steps), then times S steps (R times with --repeat R: the best counts).
+Prints N, bonds, ranks, threads, the interactions, seconds, time per bond-step, peak memory per
+particle (whole process, and the growth from building the block onwards; under MPI the largest
+rank's) and, as its last line, ``particle-steps/s: X``. ``--compare`` also builds the frictionless
+block and times the two in turn, repeat by repeat (on a shared machine the load changes from
+minute to minute, not from one run to the next), and prints the ratio of their best times (its
+peak memory is that of both blocks).
 """
 
 import argparse
@@ -40,7 +48,7 @@ BINDERS = {
 }
 
 
-def build_block(n_target, binder="seed001"):
+def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0):
     position = fcc_block(n_target, diameter=1.0)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -49,7 +57,8 @@ def build_block(n_target, binder="seed001"):
     system.add_bonds(pairs[:, 0], pairs[:, 1], **BINDERS[binder])
     del position, pairs
     wall = dict(point=(-1.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0)
-    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5})
+    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5, "friction": friction, "rolling_friction": rolling,
+                                          "twisting_friction": rolling})
 
 
 def main():
@@ -61,6 +70,10 @@ def main():
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
     parser.add_argument("--binder", choices=tuple(BINDERS), default="seed001", help="bond law of the block")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
+    parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
+    parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
+    parser.add_argument("--compare", action="store_true",
+                        help="with --friction/--rolling: time the frictionless block in turn with it, print the ratio")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
@@ -71,15 +84,23 @@ def main():
         warm.advance(20)  # compile (or load the cache) on a copy
         sim = simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
-        model, state = build_block(args.n, args.binder)
+        model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
         sim = simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
+    plain = None
+    if args.compare and not args.scene:
+        plain = simulation(*build_block(args.n, args.binder), "rrp2", 1e-3)
+        plain.advance(20)
     comm = world()
     n = model.n_bodies
-    times = []
+    times, plain_times = [], []
     for _ in range(1 if args.scene else max(1, args.repeat)):
         if comm is not None:
             comm.Barrier()
+        if plain is not None:
+            start = time.perf_counter()
+            plain.advance(args.steps)
+            plain_times.append(time.perf_counter() - start)
         start = time.perf_counter()
         sim.advance(args.steps)
         if comm is not None:
@@ -101,11 +122,15 @@ def main():
         print(f"ghosts per rank: {' '.join(map(str, ghosts))} (halo exchange: {GHOST_WIDTH * 8 * sum(ghosts)} bytes "
               f"per step in all)")
     print(f"threads: {args.threads} (parallel kernels: {sim.parallel and args.threads > 1})")
+    print(f"interactions: {', '.join(model.interactions)}")
     print(f"steps: {args.steps}")
     print(f"seconds: {seconds:.3f}" + (f" (best of {len(times)}; median {np.median(times):.3f})" if len(times) > 1 else ""))
     if bonds:
         print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
+    if plain is not None:
+        print(f"frictionless, timed in turn: {min(plain_times):.3f} s (best of {len(plain_times)}); "
+              f"{', '.join(model.interactions)} cost {seconds / min(plain_times):.3f} × as much per particle-step")
     print(f"particle-steps/s: {n * args.steps / seconds:.4g}")
 
 

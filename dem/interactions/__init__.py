@@ -11,17 +11,19 @@ elsewhere, e.g. in a test).
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, GLOBAL, ROW, Interaction
+from .friction import FRICTION_PP, FRICTION_PW
 from .gravity import GRAVITY
 from .hertz import HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
 from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
+from .rolling import ROLLING_PP, ROLLING_PW
 
 #: name -> Interaction, in application order
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, HERTZ_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
-                        APPLIED_FORCE)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, HERTZ_PW, FRICTION_PP, FRICTION_PW, ROLLING_PP, ROLLING_PW,
+                        GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE)
 }
 
 #: The energy columns of SPEC §4, in its order (after the two kinetic ones). Columns of

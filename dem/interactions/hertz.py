@@ -28,7 +28,8 @@ HertzParams = namedtuple("HertzParams", "stiffness damping wall_point wall_norma
 HertzState = namedtuple("HertzState", "dissipated")
 
 RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of Hertz contacts (1: no damping; the damping "
-                  "work is logged as 'dissipated')", "", restitution)
+                  "work is logged as 'dissipated'); with friction its damping ratio also damps the tangential "
+                  "spring while it sticks", "", restitution)
 KEYS_PP = {"contact": {
     "k_pp": Key("float", 0.0, "Hertz particle–particle stiffness K_pp (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
@@ -56,13 +57,21 @@ def hertz(delta, stiffness, length):
 
 
 @njit(inline="always")
+def hertz_stiffness(delta, stiffness, length):
+    """Tangent stiffness ``dF/dξ_n = 1.5 K/L² √δ`` of the Hertz law above with respect to the
+    overlap ``ξ_n = L δ`` (0 for ``δ ≤ 0``)."""
+    if delta <= 0.0:
+        return 0.0
+    return 1.5 * stiffness / (length * length) * np.sqrt(delta)
+
+
+@njit(inline="always")
 def _damped(force, power, share, delta, stiffness, length, inverse_mass, approach_speed, damping):
     """``(force, power)`` with the normal damping force ``f_d`` of the Hertz law above added to
     the force and ``share · f_d · v_n`` taken from the power (a pair's row books half)."""
     if damping == 0.0 or inverse_mass == 0.0:
         return force, power
-    contact_stiffness = 1.5 * stiffness / (length * length) * np.sqrt(delta)
-    f_d = -damping * np.sqrt(contact_stiffness / inverse_mass) * approach_speed
+    f_d = -damping * np.sqrt(hertz_stiffness(delta, stiffness, length) / inverse_mass) * approach_speed
     return force + f_d, power - share * f_d * approach_speed
 
 
@@ -199,17 +208,32 @@ def initial_state(model, params):
     return HertzState(np.zeros(model.n_bodies))
 
 
+def contact_critical_step(model, state, stiffness, reach_factor, scale):
+    """``(dt, body)``: ``2/ω`` of the stiffest contact oscillator. Each particle's contact is taken
+    at the overlap its kinetic energy would reach, ``(2/5) K δ*^{5/2} = ½ m v²`` (at least 1 %),
+    with the Hertz stiffness ``1.5 K/L² √δ*`` (``L = reach_factor · D``); ``scale(δ*)`` turns it
+    into ``ω²`` per particle (inverse masses, the pair factor, a stiffness ratio, …)."""
+    energy = 0.5 * model.mass * np.sum(state.velocity ** 2, axis=1) + 1e-300
+    overlap = np.maximum((energy / (0.4 * stiffness)) ** 0.4, 0.01)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        contact = 1.5 * stiffness / (reach_factor * model.diameter) ** 2 * np.sqrt(overlap)
+        omega2 = np.where(model.diameter > 0, contact * scale(overlap), 0.0)
+    k = int(np.argmax(omega2))
+    return 2.0 / np.sqrt(omega2[k]), k
+
+
+def inverse_masses(model):
+    """``(1/m, 1/J)`` per body, 0 for pinned (mass) and clamped (inertia) bodies; ``J`` the first
+    principal moment (spheres)."""
+    return np.where(model.pinned, 0.0, 1.0 / model.mass), np.where(model.clamped, 0.0, 1.0 / model.inertia[:, 0])
+
+
 def _critical_step(what, reach_factor, pair_factor):
-    """The contact oscillator of the fastest particle at the overlap its kinetic energy would
-    reach, ``(2/5) K δ*^{5/2} = ½ m v²`` (at least 1 %): stiffness ``1.5 K/L² √δ*``."""
+    """The normal contact oscillator (`contact_critical_step`): ``ω² = 1.5 K/L² √δ* · pair/m``."""
     def critical_step(model, state, p):
-        inverse_mass = np.where(model.pinned, 0.0, 1.0 / model.mass)
-        energy = 0.5 * model.mass * np.sum(state.velocity ** 2, axis=1) + 1e-300
-        overlap = np.maximum((energy / (0.4 * p.stiffness)) ** 0.4, 0.01)
-        stiffness = 1.5 * p.stiffness / (reach_factor * model.diameter) ** 2 * np.sqrt(overlap)
-        omega2 = np.where(model.diameter > 0, stiffness * inverse_mass * pair_factor, 0.0)
-        k = int(np.argmax(omega2))
-        return [(2.0 / np.sqrt(omega2[k]), what, k)]
+        inverse_mass = inverse_masses(model)[0]
+        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, lambda overlap: inverse_mass * pair_factor)
+        return [(dt, what, k)]
 
     return critical_step
 

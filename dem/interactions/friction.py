@@ -1,0 +1,571 @@
+"""Tangential (Coulomb) friction of Hertz contacts (SPEC §3b): particle–particle (`FRICTION_PP`,
+per-contact history in the contact table) and particle–wall (`FRICTION_PW`, history in keyed
+wall slots of its own state). Acts only where the Hertz contact acts (``k_pp``/``k_pw`` > 0) and
+a friction coefficient is non-zero, so scenes without friction run exactly as before.
+
+Contact frame (pair ``i``, ``j``; the owner ``i < j`` of the pair's history): ``n = (x_i − x_j)/r``
+from ``j`` to ``i``, overlap ``ξ_n = R_i + R_j − r``, the contact point on the line of centres at
+the middle of the overlap, ``c = x_i + a_i = x_j + a_j`` with lever arms
+``a_i = −(R_i − ξ_n/2) n``, ``a_j = (R_j − ξ_n/2) n``; a wall is a particle of infinite radius
+(``n`` its normal, ``a = −(R − ξ_n/2) n``, ``ξ_n = R − gap``).
+
+Tangential spring (Mindlin no-slip stiffness, Cundall–Strack history): the history is the
+elastic tangential displacement ``ξ`` of ``i`` relative to ``j`` (a vector in the tangent plane);
+the force on ``i`` is ``F_t = −k_t ξ`` at the contact point (``−F_t`` on ``j``), with
+
+    k_t = κ k_n,   k_n = dF_n/dξ_n = 1.5 K/L² √δ (the Hertz law of `dem.interactions.hertz`),
+    κ = 2(1 − ν)/(2 − ν)     (Mindlin: k_t/k_n = 4G*/E* for like materials; ν = ``poisson_ratio``)
+
+Each step (the ``update`` before the forces, with the half-step velocities of ``rrp2``):
+
+1. ``ξ`` turns with the contact frame: the smallest rotation taking the normal of a step ago
+   (from ``x − h v``) to ``n``, then a turn about ``n`` by the pair's mean spin
+   ``h (Ω_i + Ω_j)·n/2`` (rrp2's Cayley map), then projection on the tangent plane — so a pair
+   that turns rigidly keeps its ``ξ`` (objectivity);
+2. the stiffness follows the normal load (Thornton & Yin 1991): on loading (``k_t`` grows) the
+   force is kept (``ξ ← ξ k_t_old/k_t``), on unloading ``ξ`` is kept (the force falls with
+   ``k_t``); the elastic energy this releases, ``½ k_old|ξ|² − ½ k_t|ξ'|² ≥ 0``, is booked;
+3. ``ξ ← ξ + h v_t``: ``v_t`` the tangential part of the relative velocity at the contact point,
+   ``v_i − v_j + Ω_i × ā_i − Ω_j × ā_j``, with the lever arms averaged over the step (so the
+   spring's energy change equals the work of the force to second order);
+4. Coulomb: if ``k_t |ξ| > μ F_n`` (``F_n`` the elastic Hertz force), ``ξ`` is scaled back to
+   ``|ξ| = μ F_n/k_t`` (slip); the work of the force through the slip,
+   ``½ k_t (ξ_before + ξ_after)·(ξ_trial − ξ_after)``, is booked.
+
+While the spring sticks (below its limit) a dashpot ``−γ √(m* k_t) v_t`` damps it, with the
+``γ`` of the normal Hertz damping (``[contact] restitution``; none for ``e = 1``; as the
+Hertz–Mindlin model of EDEM), so that stuck contacts do not ring; the dashpot is scaled down
+where spring plus dashpot would exceed ``μ F_n``, and a slipping contact carries exactly
+``μ F_n``.
+
+The elastic energy ``½ k_t |ξ|²`` is potential energy (column ``tangential``); the booked work
+(steps 2 and 4, and the elastic energy of a contact that opens) is column ``friction``, the
+dashpot's work ``h c |v_t|²`` column ``dissipated``; both are part of ``total``. Both rows of a pair read the one history vector: the force on the pair's two
+particles is bitwise opposite and acts at one point, so ``ΣF = 0`` and ``Σ(x × F + τ) = 0`` to
+round-off.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..contacts import pair_slot, wall_slot
+from ..schema import Key, non_negative
+from .contract import ROW, Interaction
+from .hertz import (
+    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
+    inverse_masses,
+)
+
+FrictionParams = namedtuple("FrictionParams", "stiffness ratio friction damping")
+#: ``walls (w, 7)``: each wall's point, normal and friction coefficient (one array: each array a
+#: row kernel takes out of a named tuple costs reference counts, `dem.interactions.contract`)
+FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio damping walls")
+#: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle.
+FrictionState = namedtuple("FrictionState", "friction dissipated")
+#: ... and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
+#: ``wall_spring (n, s, width)``.
+FrictionWallState = namedtuple("FrictionWallState", "friction dissipated wall_key wall_spring")
+#: a spring within this fraction of its limit counts as slipping (no dashpot)
+MOBILISED = 1.0 - 1e-9
+
+#: Most walls one particle keeps friction history with (more touching at once: the extra ones
+#: act without friction).
+MAX_WALL_SLOTS = 4
+#: The ``[[walls]]`` keys that override a coefficient of ``[contact]`` for one wall.
+WALL_FRICTION_KEYS = ("friction", "rolling_friction", "twisting_friction")
+
+
+def _poisson_ratio(value):
+    return None if 0.0 <= value <= 0.5 else "must be in [0, 0.5]"
+
+
+FRICTION = Key("float", 0.0, "Coulomb friction coefficient μ of particle–particle and particle–wall contacts: "
+               "|F_t| ≤ μ F_n (0: frictionless; a wall may set its own)", "", non_negative)
+POISSON_RATIO = Key("float", 0.25, "Poisson's ratio ν of the particles; it sets the Mindlin tangential stiffness "
+                    "k_t = 2(1 − ν)/(2 − ν) · k_n (6/7 k_n for 0.25), also used by twisting", "", _poisson_ratio)
+KEYS = {"contact": {"friction": FRICTION, "poisson_ratio": POISSON_RATIO, "restitution": RESTITUTION}}
+
+
+def stiffness_ratio(poisson_ratio):
+    """Mindlin's no-slip ``k_t/k_n = 2(1 − ν)/(2 − ν)`` for two spheres of one material."""
+    return 2.0 * (1.0 - poisson_ratio) / (2.0 - poisson_ratio)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared numerics of history springs (tangential here, rolling and twisting in `.rolling`)
+# ---------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def carry(v, old, n, twist):
+    """The tangent vector ``v`` (⊥ the old normal ``old``) turned with the contact frame: the
+    smallest rotation taking ``old`` to ``n``, a turn about ``n`` by ``2 atan(twist/2)`` (the
+    Cayley map of rrp2's ``R(Δα)`` for ``Δα = twist n``), then projected on the plane ⊥ ``n``."""
+    ux = old[1] * n[2] - old[2] * n[1]
+    uy = old[2] * n[0] - old[0] * n[2]
+    uz = old[0] * n[1] - old[1] * n[0]
+    c = old[0] * n[0] + old[1] * n[1] + old[2] * n[2]
+    x, y, z = v
+    if c > -0.5:  # R v = v + u × v + u × (u × v)/(1 + c); a pair does not turn by 120° in a step
+        wx, wy, wz = uy * z - uz * y, uz * x - ux * z, ux * y - uy * x
+        s = 1.0 / (1.0 + c)
+        x, y, z = (x + wx + s * (uy * wz - uz * wy), y + wy + s * (uz * wx - ux * wz),
+                   z + wz + s * (ux * wy - uy * wx))
+    if twist != 0.0:
+        t2 = twist * twist
+        cos, sin = (4.0 - t2) / (4.0 + t2), 4.0 * twist / (4.0 + t2)
+        px, py, pz = n[1] * z - n[2] * y, n[2] * x - n[0] * z, n[0] * y - n[1] * x
+        x, y, z = cos * x + sin * px, cos * y + sin * py, cos * z + sin * pz
+    along = x * n[0] + y * n[1] + z * n[2]
+    return x - along * n[0], y - along * n[1], z - along * n[2]
+
+
+@njit(inline="always")
+def restiffen(squared, k_old, k_new):
+    """``(factor, booked)`` for a spring stored at stiffness ``k_old`` whose contact now has
+    ``k_new`` (``squared`` its squared extension): on loading the force is kept (the extension
+    scaled by ``k_old/k_new``), on unloading the extension is kept (Thornton & Yin); ``booked``
+    is the elastic energy released, ``½ k_old |v|² − ½ k_new |factor v|² ≥ 0``."""
+    if k_new > k_old:
+        factor = k_old / k_new
+        return factor, 0.5 * squared * k_old * (1.0 - factor)
+    return 1.0, 0.5 * squared * (k_old - k_new)
+
+
+@njit(inline="always")
+def slip(before, trial, k, limit):
+    """The spring after a step: ``trial`` (3-vector) scaled back to ``k |v| ≤ limit``; returns
+    ``(v, booked)``, ``booked`` the work of the force through the slip,
+    ``½ k (before + v)·(trial − v)`` (``before``: the spring at the start of the step)."""
+    squared = trial[0] * trial[0] + trial[1] * trial[1] + trial[2] * trial[2]
+    if k == 0.0:
+        return (0.0, 0.0, 0.0), 0.0
+    if k * k * squared <= limit * limit:
+        return trial, 0.0
+    factor = limit / (k * np.sqrt(squared))
+    v = (factor * trial[0], factor * trial[1], factor * trial[2])
+    booked = 0.5 * k * ((before[0] + v[0]) * (trial[0] - v[0]) + (before[1] + v[1]) * (trial[1] - v[1])
+                        + (before[2] + v[2]) * (trial[2] - v[2]))
+    return v, booked
+
+
+@njit(inline="always")
+def pair_now_and_before(i, j, h, position, velocity):
+    """Pair ``(i, j)`` now and a step ago (positions ``x − h v``, exact for every scheme):
+    ``(n, r, n_old, r_old)``, normals from ``j`` to ``i``."""
+    dx = position[i, 0] - position[j, 0]
+    dy = position[i, 1] - position[j, 1]
+    dz = position[i, 2] - position[j, 2]
+    ox = dx - h * (velocity[i, 0] - velocity[j, 0])
+    oy = dy - h * (velocity[i, 1] - velocity[j, 1])
+    oz = dz - h * (velocity[i, 2] - velocity[j, 2])
+    r = np.sqrt(dx * dx + dy * dy + dz * dz)
+    r_old = np.sqrt(ox * ox + oy * oy + oz * oz)
+    return (dx / r, dy / r, dz / r), r, (ox / r_old, oy / r_old, oz / r_old), r_old
+
+
+@njit(inline="always")
+def wall_now_and_before(i, w, h, position, velocity, walls):
+    """Particle ``i``'s distance from wall ``w`` (``walls[w]``: point, normal, …) now and a step
+    ago: ``(gap, gap_old)``."""
+    gap = ((position[i, 0] - walls[w, 0]) * walls[w, 3] + (position[i, 1] - walls[w, 1]) * walls[w, 4]
+           + (position[i, 2] - walls[w, 2]) * walls[w, 5])
+    speed = velocity[i, 0] * walls[w, 3] + velocity[i, 1] * walls[w, 4] + velocity[i, 2] * walls[w, 5]
+    return gap, gap - h * speed
+
+
+@njit(inline="always")
+def _lever(radius, n, overlap):
+    """``−(R − ξ_n/2) n``: from a particle's centre to the contact point."""
+    arm = -(radius - 0.5 * overlap)
+    return arm * n[0], arm * n[1], arm * n[2]
+
+
+@njit(inline="always")
+def _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n):
+    """Tangential part of ``v + Ω_i × a_i − Ω_j × a_j`` (``v`` the relative centre velocity)."""
+    x = v[0] + omega_i[1] * arm_i[2] - omega_i[2] * arm_i[1] - omega_j[1] * arm_j[2] + omega_j[2] * arm_j[1]
+    y = v[1] + omega_i[2] * arm_i[0] - omega_i[0] * arm_i[2] - omega_j[2] * arm_j[0] + omega_j[0] * arm_j[2]
+    z = v[2] + omega_i[0] * arm_i[1] - omega_i[1] * arm_i[0] - omega_j[0] * arm_j[1] + omega_j[1] * arm_j[0]
+    along = x * n[0] + y * n[1] + z * n[2]
+    return x - along * n[0], y - along * n[1], z - along * n[2]
+
+
+@njit(inline="always")
+def _mean(a, b):
+    return 0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2])
+
+
+@njit(inline="always")
+def _row3(values, slot):
+    return values[slot, 0], values[slot, 1], values[slot, 2]
+
+
+@njit(inline="always")
+def _wall3(springs, i, s):
+    return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2]
+
+
+@njit(inline="always")
+def _squared(v):
+    return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+
+
+@njit(inline="always")
+def _step_spring(xi, k_old, k_new, v_t, h, limit):
+    """Steps 2–4 of the module's docstring for the spring ``xi`` (already turned with the frame):
+    ``(xi, booked)``."""
+    booked = 0.0
+    if xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0:
+        factor, booked = restiffen(_squared(xi), k_old, k_new)
+        xi = (factor * xi[0], factor * xi[1], factor * xi[2])
+    trial = (xi[0] + h * v_t[0], xi[1] + h * v_t[1], xi[2] + h * v_t[2])
+    xi, work = slip(xi, trial, k_new, limit)
+    return xi, booked + work
+
+
+@njit(inline="always")
+def _store(values, slot, v):
+    values[slot, 0] = v[0]
+    values[slot, 1] = v[1]
+    values[slot, 2] = v[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Particle–particle
+# ---------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history):
+    """Advance the tangential spring of the pair ``i < j`` (its history ``slot``); returns the
+    energy booked to friction."""
+    xi = _row3(history, slot)
+    stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
+    touching = r2 < reach * reach
+    if not (touching or stored):
+        return 0.0
+    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
+    k_old = p.ratio * hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach)
+    if not touching:  # the contact opened: its elastic energy leaves with it
+        _store(history, slot, (0.0, 0.0, 0.0))
+        return 0.5 * k_old * _squared(xi)
+    delta = 1.0 - r / reach
+    k_new = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
+    omega_i = (omega[i, 0], omega[i, 1], omega[i, 2])
+    omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
+    if stored:
+        spin = (omega_i[0] + omega_j[0]) * n[0] + (omega_i[1] + omega_j[1]) * n[1] + (omega_i[2] + omega_j[2]) * n[2]
+        xi = carry(xi, old, n, 0.5 * h * spin)
+    arm_i = _mean(_lever(radius_i, n, reach - r), _lever(radius_i, old, reach - r_old))
+    arm_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
+    arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
+    v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
+    v_t = _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n)
+    xi, booked = _step_spring(xi, k_old, k_new, v_t, h, p.friction * hertz(delta, p.stiffness, reach)[1])
+    _store(history, slot, xi)
+    return booked
+
+
+@njit(cache=True)
+def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
+    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
+    for i in range(lo, hi):
+        slot = owner_start[i]
+        booked = 0.0
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j > i:
+                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
+                slot += 1
+        friction[i] += booked
+
+
+@njit(inline="always")
+def dashpot(k, squared, limit, damping, inverse_mass):
+    """``c`` of a contact dashpot ``−c v`` on a spring of stiffness ``k`` and squared extension
+    ``squared``: ``γ √(k m*)`` (the Hertz damping of `dem.interactions.hertz` with ``k`` for the
+    normal stiffness) while ``k |v| < limit``; 0 once the spring slips (or ``γ = 0``)."""
+    if damping == 0.0 or inverse_mass == 0.0 or k == 0.0 or k * k * squared >= (MOBILISED * limit) ** 2:
+        return 0.0
+    return damping * np.sqrt(k / inverse_mass)
+
+
+@njit(inline="always")
+def damped(spring, c, v, limit):
+    """``(spring − f c v, f c |v|²)``: the spring's force (or moment) plus the dashpot ``−c v``,
+    scaled by the largest ``f ≤ 1`` that keeps the sum within ``limit`` (so a dashpot never
+    carries a contact past its slip limit), and the dashpot's power."""
+    dx, dy, dz = -c * v[0], -c * v[1], -c * v[2]
+    sx, sy, sz = spring[0] + dx, spring[1] + dy, spring[2] + dz
+    f = 1.0
+    if sx * sx + sy * sy + sz * sz > limit * limit:
+        a = dx * dx + dy * dy + dz * dz
+        b = spring[0] * dx + spring[1] * dy + spring[2] * dz
+        rest = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2] - limit * limit
+        f = (-b + np.sqrt(max(b * b - a * rest, 0.0))) / a
+    return (spring[0] + f * dx, spring[1] + f * dy, spring[2] + f * dz), f * c * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+@njit(inline="always")
+def _pair_rows(i, st, bodies, contacts, p, history):
+    """Particle ``i``'s tangential contacts: ``(fx, fy, fz, τx, τy, τz, energy, power)``, the force
+    and moment on ``i``, half the elastic energy and half the dashpot power of its contacts.
+    Each pair's force ``−k_t ξ − c v_t`` is computed for its owner ``a < b`` (whose history ``ξ``
+    is) and negated for ``b``, so both rows get it bitwise opposite."""
+    position, velocity, omega = st.position, st.velocity, st.angular_velocity
+    diameter, inverse_mass = bodies.diameter, bodies.inverse_mass
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    fx = fy = fz = tx = ty = tz = energy = power = 0.0
+    radius = 0.5 * diameter[i]
+    owner = owner_start[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
+        slot = owner
+        if j > i:
+            owner += 1
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+        if r2 >= reach * reach:
+            continue
+        a, b = i, j
+        if j < i:
+            slot = pair_slot(start, index, owner_start, j, i)
+            a, b, dx, dy, dz = j, i, -dx, -dy, -dz
+        r = np.sqrt(r2)
+        n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
+        delta = 1.0 - r / reach
+        k_t = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
+        xi = _row3(history, slot)
+        squared = _squared(xi)
+        energy += 0.25 * k_t * squared
+        gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]  # the force on the owner
+        arm_a = _lever(0.5 * diameter[a], n, reach - r)
+        arm_b = _lever(0.5 * diameter[b], n, reach - r)
+        arm_b = (-arm_b[0], -arm_b[1], -arm_b[2])
+        limit = p.friction * hertz(delta, p.stiffness, reach)[1]
+        c = dashpot(k_t, squared, limit, p.damping, inverse_mass[a] + inverse_mass[b])
+        if c != 0.0:
+            v_t = _tangential_velocity((velocity[a, 0] - velocity[b, 0], velocity[a, 1] - velocity[b, 1],
+                                        velocity[a, 2] - velocity[b, 2]), (omega[a, 0], omega[a, 1], omega[a, 2]),
+                                       arm_a, (omega[b, 0], omega[b, 1], omega[b, 2]), arm_b, n)
+            (gx, gy, gz), dissipation = damped((gx, gy, gz), c, v_t, limit)
+            power += 0.5 * dissipation
+        arm = arm_a
+        if j < i:
+            gx, gy, gz, arm = -gx, -gy, -gz, arm_b
+        fx, fy, fz = fx + gx, fy + gy, fz + gz
+        tx += arm[1] * gz - arm[2] * gy
+        ty += arm[2] * gx - arm[0] * gz
+        tz += arm[0] * gy - arm[1] * gx
+    return fx, fy, fz, tx, ty, tz, energy, power
+
+
+@njit(inline="always")
+def friction_pp_forces(i, h, st, bodies, contacts, p, own, history):
+    """Tangential forces and moments of particle ``i``'s contacts on it; books half the dashpot
+    work of each (a particle without contact has an empty neighbour row)."""
+    row = _pair_rows(i, st, bodies, contacts, p, history)
+    own.dissipated[i] += h * row[7]
+    return row[0], row[1], row[2], row[3], row[4], row[5]
+
+
+@njit(cache=True)
+def friction_pp_energy(st, bodies, contacts, p, own, history):
+    """``(tangential, friction, dissipated)``: ``Σ ½ k_t |ξ|²`` over touching pairs, the booked
+    slip and dashpot work."""
+    energy = 0.0
+    for i in range(st.position.shape[0]):
+        energy += _pair_rows(i, st, bodies, contacts, p, history)[6]
+    return energy, np.sum(own.friction), np.sum(own.dissipated)
+
+
+# ---------------------------------------------------------------------------------------------
+# Particle–wall
+# ---------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def release_wall(i, w, keys, springs):
+    """Drop particle ``i``'s spring with wall ``w`` (as `dem.contacts.free_wall_slot`, element by
+    element: a view of ``springs (n, s, width)`` would cost more than the rest of the row);
+    returns the squares ``(|v|², v_3²)`` of its first three and (if any) fourth components, zeros
+    when it had none."""
+    vector = twist = 0.0
+    for s in range(keys.shape[1]):
+        if keys[i, s] == w:
+            vector = springs[i, s, 0] * springs[i, s, 0] + springs[i, s, 1] * springs[i, s, 1] \
+                + springs[i, s, 2] * springs[i, s, 2]
+            if springs.shape[2] > 3:
+                twist = springs[i, s, 3] * springs[i, s, 3]
+            keys[i, s] = -1
+            for c in range(springs.shape[2]):
+                springs[i, s, c] = 0.0
+    return vector, twist
+
+
+@njit(inline="always")
+def find_wall_slot(keys, i, w, claim):
+    """Particle ``i``'s slot of wall ``w``: with ``claim``, a free one is claimed if it has none
+    (`dem.contacts.wall_slot`); −1 if none."""
+    if claim:
+        return wall_slot(keys, i, w)
+    for s in range(keys.shape[1]):
+        if keys[i, s] == w:
+            return s
+    return -1
+
+
+@njit(inline="always")
+def _wall_rows(i, h, st, bodies, p, own, advance):
+    """Particle ``i``'s contacts with the walls: ``(fx, fy, fz, τx, τy, τz, energy, booked,
+    power)``; with ``advance`` the springs first take the step (and contacts that opened are
+    dropped)."""
+    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
+    keys, springs = own.wall_key, own.wall_spring
+    walls = p.walls
+    fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
+    radius = 0.5 * bodies.diameter[i]
+    inverse_mass = bodies.inverse_mass[i]
+    v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
+    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    for w in range(walls.shape[0]):
+        if walls[w, 6] == 0.0 or radius <= 0.0:
+            continue
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
+        if gap >= radius:
+            if advance:  # the contact opened: its elastic energy leaves with it
+                squared = release_wall(i, w, keys, springs)[0]
+                if squared != 0.0:
+                    booked += 0.5 * squared * p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
+            continue
+        slot = find_wall_slot(keys, i, w, advance)
+        if slot < 0:
+            continue
+        delta = 1.0 - gap / radius
+        k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
+        limit = walls[w, 6] * hertz(delta, p.stiffness, radius)[1]
+        n = (walls[w, 3], walls[w, 4], walls[w, 5])
+        xi = _wall3(springs, i, slot)
+        if advance:
+            k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
+            arm = _mean(_lever(radius, n, radius - gap), _lever(radius, n, radius - gap_old))
+            v_t = _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0), arm, n)
+            xi, work = _step_spring(xi, k_old, k_t, v_t, h, limit)
+            booked += work
+            for c in range(3):
+                springs[i, slot, c] = xi[c]
+        squared = _squared(xi)
+        energy += 0.5 * k_t * squared
+        gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
+        arm = _lever(radius, n, radius - gap)
+        c = dashpot(k_t, squared, limit, p.damping, inverse_mass)
+        if c != 0.0:
+            (gx, gy, gz), dissipation = damped((gx, gy, gz), c, _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0),
+                                                                                       arm, n), limit)
+            power += dissipation
+        fx, fy, fz = fx + gx, fy + gy, fz + gz
+        tx += arm[1] * gz - arm[2] * gy
+        ty += arm[2] * gx - arm[0] * gz
+        tz += arm[0] * gy - arm[1] * gx
+    return fx, fy, fz, tx, ty, tz, energy, booked, power
+
+
+@njit(inline="always")
+def book(i, h, own, booked, power):
+    """Book a row's released and slipped energy (``friction``) and ``h ×`` its dashpot power
+    (``dissipated``) to particle ``i`` (unconditionally: see `dem.interactions.contract`)."""
+    own.friction[i] += booked
+    own.dissipated[i] += h * power
+
+
+@njit(inline="always")
+def friction_pw_forces(i, h, st, bodies, contacts, p, own):
+    """Advance particle ``i``'s wall springs, book their work; returns their forces and moments."""
+    row = _wall_rows(i, h, st, bodies, p, own, True)
+    book(i, h, own, row[7], row[8])
+    return row[0], row[1], row[2], row[3], row[4], row[5]
+
+
+@njit(cache=True)
+def friction_pw_energy(st, bodies, contacts, p, own):
+    """``(tangential, friction, dissipated)`` of the particle–wall contacts."""
+    energy = 0.0
+    for i in range(st.position.shape[0]):
+        energy += _wall_rows(i, 0.0, st, bodies, p, own, False)[6]
+    return energy, np.sum(own.friction), np.sum(own.dissipated)
+
+
+# ---------------------------------------------------------------------------------------------
+# Set-up
+# ---------------------------------------------------------------------------------------------
+
+def wall_table(model, coefficients):
+    """``(w, 6 + k)``: each wall's point, normal and its own coefficients
+    ``WALL_FRICTION_KEYS[column]`` for the ``(column, default)`` pairs of ``coefficients`` (a wall
+    without its own takes ``default``)."""
+    columns = [np.where(np.isnan(model.wall_friction[:, column]), default, model.wall_friction[:, column])
+               for column, default in coefficients] if len(model.wall_friction) else [np.zeros(0)] * len(coefficients)
+    return np.ascontiguousarray(np.column_stack([model.wall_point, model.wall_normal,
+                                                 *columns]))
+
+
+def wall_slots(model, width, active):
+    """Empty keyed wall slots ``(wall_key (n, s), springs (n, s, width))`` for the walls with
+    ``active`` coefficients (``s = min(their number, MAX_WALL_SLOTS)``)."""
+    slots = min(int(np.count_nonzero(active)), MAX_WALL_SLOTS)
+    return np.full((model.n_bodies, slots), -1, np.int32), np.zeros((model.n_bodies, slots, width))
+
+
+def _setup_pp(model):
+    contact = model.sections["contact"]
+    if contact["k_pp"] <= 0.0 or contact["friction"] <= 0.0 or not (model.diameter > 0).any():
+        return None
+    return FrictionParams(float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]), float(contact["friction"]),
+                          damping_from_restitution(contact["restitution"]))
+
+
+def _setup_pw(model):
+    contact = model.sections["contact"]
+    walls = wall_table(model, [(0, contact["friction"])])
+    if contact["k_pw"] <= 0.0 or not (walls[:, 6] > 0).any() or not (model.diameter > 0).any():
+        return None
+    return FrictionWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                              damping_from_restitution(contact["restitution"]), walls)
+
+
+def _state_pp(model, params):
+    return FrictionState(np.zeros(model.n_bodies), np.zeros(model.n_bodies))
+
+
+def _state_pw(model, params):
+    return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
+                             *wall_slots(model, 3, params.walls[:, 6] > 0))
+
+
+def _critical_step(what, reach_factor, pair_factor):
+    """The tangential spring's oscillator: ``k_t = κ k_n`` on the contact point's inverse mass
+    ``1/m + R²/J`` (translation and rolling), times the pair factor."""
+    def critical_step(model, state, p):
+        inverse_mass, inverse_inertia = inverse_masses(model)
+        scale = p.ratio * (inverse_mass + (0.5 * model.diameter) ** 2 * inverse_inertia) * pair_factor
+        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, lambda overlap: scale)
+        return [(dt, what, k)]
+
+    return critical_step
+
+
+FRICTION_PP = Interaction(
+    name="friction_pp", doc="Tangential (Mindlin–Coulomb) friction between touching particles.", kind=ROW,
+    columns=("tangential", "friction", "dissipated"), internal=True, keys=KEYS, setup=_setup_pp, state=_state_pp,
+    forces=friction_pp_forces, energy=friction_pp_energy, neighbors=True, history=3, update=friction_pp_update,
+    critical_step=_critical_step("tangential friction particle–particle", 1.0, 2.0),
+)
+FRICTION_PW = Interaction(
+    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
+    columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
+    forces=friction_pw_forces, energy=friction_pw_energy,
+    critical_step=_critical_step("tangential friction particle–wall", 0.5, 1.0),
+)

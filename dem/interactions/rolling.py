@@ -1,0 +1,421 @@
+"""Rolling and twisting resistance of Hertz contacts (SPEC §3b): particle–particle (`ROLLING_PP`,
+per-contact history in the contact table) and particle–wall (`ROLLING_PW`, keyed wall slots of
+its own state). Acts where the Hertz contact acts and ``rolling_friction`` or
+``twisting_friction`` is non-zero.
+
+Rolling: the elastic–plastic spring–dashpot model (EPSD, Ai, Chen, Rotter & Ooi 2011, Powder
+Technol. 206:269, type C). With the relative spin ``ω = Ω_i − Ω_j`` (a wall does not spin), its
+rolling part ``ω_r = ω − (ω·n) n`` and twisting part ``ω·n``, the histories are the elastic
+rolling rotation ``θ_r`` (a vector in the tangent plane) and twisting angle ``θ_t``; the moment
+on ``i`` is ``M = −k_r θ_r − k_t,tw θ_t n + M_d`` (``−M`` on ``j``: a couple), with
+
+    k_r = 2.25 μ_r² R*² k_n      (Ai et al.'s rolling stiffness; k_n = 1.5 K/L² √δ, R* = R_i R_j/(R_i + R_j))
+    k_tw = ½ k_t a²,  a² = R* ξ_n  (Marshall 2009, as LAMMPS' "twisting marshall"; k_t = κ k_n as for sliding)
+    |k_r θ_r| ≤ μ_r R* F_n,  |k_tw θ_t| ≤ μ_t R* F_n   (F_n the elastic Hertz force)
+    M_d = −η_r · 2 √(I_r k_r) ω_r while the rolling spring is below its limit (0 at full
+          mobilisation; scaled down where |−k_r θ_r + M_d| would pass μ_r R* F_n),
+          I_r = [Σ 1/(J + m R²)]⁻¹ over the moving bodies of the pair; the twisting spring has
+          the same kind of dashpot, −η_r · 2 √(I_t k_tw) (ω·n) n with I_t = [Σ 1/J]⁻¹
+
+Each step the springs turn with the contact frame, follow the normal load and take the
+increments ``h ω_r``, ``h ω·n`` (then slip at their limits) exactly as the tangential spring of
+`dem.interactions.friction`. Elastic energies ``½ k_r |θ_r|²`` and ``½ k_tw θ_t²`` are columns
+``rolling`` and ``twisting``; the released and slipped energy goes to ``friction``, the
+dashpots' work to ``dissipated``. The moments of a pair are bitwise opposite couples, so the
+angular momentum is conserved to round-off.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..contacts import pair_slot
+from ..schema import Key, non_negative
+from .contract import ROW, Interaction
+from .friction import (
+    POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, find_wall_slot,
+    pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_now_and_before, wall_table,
+    wall_slots,
+)
+from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
+
+#: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
+RollingParams = namedtuple("RollingParams", "stiffness ratio rolling twisting damping contact_inertia")
+#: ``walls (w, 8)``: each wall's point, normal, μ_r and μ_t (`dem.interactions.friction.wall_table`)
+RollingWallParams = namedtuple("RollingWallParams", "stiffness ratio damping walls contact_inertia")
+#: history width: θ_r (3), θ_t
+WIDTH = 4
+
+KEYS = {"contact": {
+    "rolling_friction": Key("float", 0.0, "rolling friction coefficient μ_r: |M_r| ≤ μ_r R* F_n, R* = R_i R_j/(R_i + "
+                            "R_j) (R for a wall), elastic–plastic spring–dashpot (EPSD) model (0: off; a wall may "
+                            "set its own)", "", non_negative),
+    "twisting_friction": Key("float", 0.0, "twisting friction coefficient μ_t: |M_t| ≤ μ_t R* F_n (0: off; a wall "
+                             "may set its own)", "", non_negative),
+    "rolling_damping": Key("float", 0.3, "EPSD dashpot η_r of the rolling and twisting springs, a fraction of "
+                           "their critical damping 2 √(I k), active below their limits (Ai et al. 2011 use 0.3)", "",
+                           non_negative),
+    "poisson_ratio": POISSON_RATIO,
+}}
+
+
+@njit(inline="always")
+def _stiffnesses(k_n, reduced_radius, overlap, rolling, ratio):
+    """``(k_r, k_tw)`` for the normal stiffness ``k_n`` and the overlap ``ξ_n``."""
+    return 2.25 * rolling * rolling * reduced_radius * reduced_radius * k_n, \
+        0.5 * ratio * k_n * reduced_radius * overlap
+
+
+@njit(inline="always")
+def _advance_springs(spring, k_old, k_new, omega, n, h, limit, mu):
+    """One step of the rolling and twisting springs ``spring = (θ_r, θ_t)`` (θ_r already turned
+    with the frame): follow the stiffness (``k_old``, ``k_new``: ``(k_r, k_tw)``), add ``h ω_r``
+    and ``h ω·n``, slip at ``μ limit`` (``mu = (μ_r, μ_t)``, ``limit = R* F_n``). Returns
+    ``(θ_r, θ_t, booked)``."""
+    theta = (spring[0], spring[1], spring[2])
+    twist = spring[3]
+    booked = 0.0
+    if theta[0] != 0.0 or theta[1] != 0.0 or theta[2] != 0.0:
+        factor, released = restiffen(theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2], k_old[0],
+                                     k_new[0])
+        theta = (factor * theta[0], factor * theta[1], factor * theta[2])
+        booked += released
+    if twist != 0.0:
+        factor, released = restiffen(twist * twist, k_old[1], k_new[1])
+        twist *= factor
+        booked += released
+    spin = omega[0] * n[0] + omega[1] * n[1] + omega[2] * n[2]
+    trial = (theta[0] + h * (omega[0] - spin * n[0]), theta[1] + h * (omega[1] - spin * n[1]),
+             theta[2] + h * (omega[2] - spin * n[2]))
+    theta, work = slip(theta, trial, k_new[0], mu[0] * limit)
+    turned, twisted = slip((twist, 0.0, 0.0), (twist + h * spin, 0.0, 0.0), k_new[1], mu[1] * limit)
+    return theta, turned[0], booked + work + twisted
+
+
+@njit(inline="always")
+def _store(values, slot, theta, twist):
+    values[slot, 0] = theta[0]
+    values[slot, 1] = theta[1]
+    values[slot, 2] = theta[2]
+    values[slot, 3] = twist
+
+
+@njit(inline="always")
+def _row4(values, slot):
+    return values[slot, 0], values[slot, 1], values[slot, 2], values[slot, 3]
+
+
+@njit(inline="always")
+def _wall4(springs, i, s):
+    return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2], springs[i, s, 3]
+
+
+@njit(inline="always")
+def _moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
+    """``(M (3), energy, power)``: the couple of the springs ``spring`` with stiffnesses ``k``
+    about the normal ``n``, plus the dashpots ``−C_r ω_r``, ``C_r = 2 η_r √(I_r k_r)``, and
+    ``−C_t (ω·n) n``, ``C_t = 2 η_r √(I_t k_tw)``, each below its limit ``μ R* F_n``
+    (``inverse_inertia = (1/I_r, 1/I_t)``, ``limit = R* F_n``, ``mu = (μ_r, μ_t)``; each scaled
+    down where it would carry its moment past the limit, `dem.interactions.friction.damped`);
+    ``energy`` the springs' elastic energy, ``power`` the dashpots' dissipation."""
+    theta0, theta1, theta2, twist = spring[0], spring[1], spring[2], spring[3]
+    rolling = (-k[0] * theta0, -k[0] * theta1, -k[0] * theta2)
+    twisting = -k[1] * twist
+    squared = theta0 * theta0 + theta1 * theta1 + theta2 * theta2
+    energy = 0.5 * k[0] * squared + 0.5 * k[1] * twist * twist
+    power = 0.0
+    spin = omega[0] * n[0] + omega[1] * n[1] + omega[2] * n[2]
+    c = dashpot(k[0], squared, mu[0] * limit, 2.0 * damping, inverse_inertia[0])
+    if c != 0.0:
+        rolling, power = damped(rolling, c, (omega[0] - spin * n[0], omega[1] - spin * n[1], omega[2] - spin * n[2]),
+                                mu[0] * limit)
+    c = dashpot(k[1], twist * twist, mu[1] * limit, 2.0 * damping, inverse_inertia[1])
+    if c != 0.0:
+        turned, dissipation = damped((twisting, 0.0, 0.0), c, (spin, 0.0, 0.0), mu[1] * limit)
+        twisting = turned[0]
+        power += dissipation
+    return ((rolling[0] + twisting * n[0], rolling[1] + twisting * n[1], rolling[2] + twisting * n[2]),
+            energy, power)
+
+
+def contact_inertia(model):
+    """``(n, 2)``: ``(1/(J + m R²), 1/J)`` of each body, its inverse moments of inertia for
+    rolling about its contact point and for twisting about the normal (0 if it cannot turn)."""
+    inverse_inertia = model.body_arrays().inverse_inertia[:, 0]
+    radius = 0.5 * model.diameter
+    with np.errstate(divide="ignore"):
+        rolling = np.where(inverse_inertia == 0.0, 0.0, 1.0 / (model.inertia[:, 0] + model.mass * radius * radius))
+    return np.ascontiguousarray(np.column_stack([rolling, inverse_inertia]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Particle–particle
+# ---------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _relative_spin(omega, a, b):
+    return omega[a, 0] - omega[b, 0], omega[a, 1] - omega[b, 1], omega[a, 2] - omega[b, 2]
+
+
+@njit(inline="always")
+def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
+    """Advance the rolling and twisting springs of the pair ``i < j``; returns the booked energy."""
+    spring = _row4(history, slot)
+    stored = spring[0] != 0.0 or spring[1] != 0.0 or spring[2] != 0.0 or spring[3] != 0.0
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
+    touching = r2 < reach * reach
+    if not (touching or stored):
+        return 0.0
+    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
+    reduced = radius_i * radius_j / (radius_i + radius_j)
+    k_old = _stiffnesses(hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old, p.rolling,
+                         p.ratio)
+    if not touching:  # the contact opened: its elastic energy leaves with it
+        theta = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]
+        released = 0.5 * k_old[0] * theta + 0.5 * k_old[1] * spring[3] * spring[3]
+        _store(history, slot, (0.0, 0.0, 0.0), 0.0)
+        return released
+    delta = 1.0 - r / reach
+    k_new = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
+    omega = _relative_spin(w, i, j)
+    theta = (spring[0], spring[1], spring[2])
+    if stored:
+        spin = (w[i, 0] + w[j, 0]) * n[0] + (w[i, 1] + w[j, 1]) * n[1] + (w[i, 2] + w[j, 2]) * n[2]
+        theta = carry(theta, old, n, 0.5 * h * spin)
+    theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]), k_old, k_new, omega, n, h,
+                                            reduced * hertz(delta, p.stiffness, reach)[1], (p.rolling, p.twisting))
+    _store(history, slot, theta, twist)
+    return booked
+
+
+@njit(cache=True)
+def rolling_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
+    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
+    for i in range(lo, hi):
+        slot = owner_start[i]
+        booked = 0.0
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j > i:
+                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
+                slot += 1
+        friction[i] += booked
+
+
+@njit(inline="always")
+def _pair_rows(i, st, bodies, contacts, p, history):
+    """Particle ``i``'s rolling and twisting couples: ``(0, 0, 0, τx, τy, τz, energy, power)``,
+    half the elastic energy and half the dashpot power of its contacts. Each pair's couple is
+    computed for its owner ``a < b`` and negated for ``b``."""
+    position, omega, diameter = st.position, st.angular_velocity, bodies.diameter
+    inertia = p.contact_inertia
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    tx = ty = tz = energy = power = 0.0
+    radius = 0.5 * diameter[i]
+    owner = owner_start[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
+        slot = owner
+        if j > i:
+            owner += 1
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+        if r2 >= reach * reach:
+            continue
+        a, b = i, j
+        if j < i:
+            slot = pair_slot(start, index, owner_start, j, i)
+            a, b, dx, dy, dz = j, i, -dx, -dy, -dz
+        r = np.sqrt(r2)
+        n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
+        radius_a, radius_b = 0.5 * diameter[a], 0.5 * diameter[b]
+        reduced = radius_a * radius_b / (radius_a + radius_b)
+        delta = 1.0 - r / reach
+        k = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
+        moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping,
+                                         (inertia[a, 0] + inertia[b, 0], inertia[a, 1] + inertia[b, 1]),
+                                         _relative_spin(omega, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
+                                         (p.rolling, p.twisting))
+        energy += 0.5 * u
+        power += 0.5 * dissipation
+        if j < i:
+            tx, ty, tz = tx - moment[0], ty - moment[1], tz - moment[2]
+        else:
+            tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
+    return 0.0, 0.0, 0.0, tx, ty, tz, energy, power
+
+
+@njit(inline="always")
+def rolling_pp_forces(i, h, st, bodies, contacts, p, own, history):
+    """Rolling and twisting couples of particle ``i``'s contacts on it; books half the dashpot
+    work of each."""
+    row = _pair_rows(i, st, bodies, contacts, p, history)
+    own.dissipated[i] += h * row[7]
+    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
+
+
+@njit(cache=True)
+def rolling_pp_energy(st, bodies, contacts, p, own, history):
+    """``(rolling, twisting, friction, dissipated)``: the springs' elastic energies and the
+    booked slip and dashpot work."""
+    position, diameter = st.position, bodies.diameter
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    rolling = twisting = 0.0
+    for i in range(position.shape[0]):
+        radius = 0.5 * diameter[i]
+        slot = owner_start[i]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j < i:
+                continue
+            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+            if r2 < reach * reach:
+                r = np.sqrt(r2)
+                reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+                k_r, k_tw = _stiffnesses(hertz_stiffness(1.0 - r / reach, p.stiffness, reach), reduced, reach - r,
+                                         p.rolling, p.ratio)
+                s = _row4(history, slot)
+                rolling += 0.5 * k_r * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+                twisting += 0.5 * k_tw * s[3] * s[3]
+            slot += 1
+    return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+
+
+# ---------------------------------------------------------------------------------------------
+# Particle–wall
+# ---------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _wall_rows(i, h, st, bodies, p, own, advance):
+    """Particle ``i``'s rolling and twisting couples with the walls: ``(0, 0, 0, τx, τy, τz,
+    rolling, twisting, booked, power)``; with ``advance`` the springs first take the step."""
+    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
+    keys, springs = own.wall_key, own.wall_spring
+    walls, inertia = p.walls, p.contact_inertia
+    tx = ty = tz = rolling = twisting = booked = power = 0.0
+    radius = 0.5 * bodies.diameter[i]
+    inverse = (inertia[i, 0], inertia[i, 1])
+    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    for w in range(walls.shape[0]):
+        mu = (walls[w, 6], walls[w, 7])
+        if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
+            continue
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
+        if gap >= radius:
+            if advance:  # the contact opened: its elastic energy leaves with it
+                theta, twist = release_wall(i, w, keys, springs)
+                if theta != 0.0 or twist != 0.0:
+                    k_old = _stiffnesses(hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius), radius,
+                                         radius - gap_old, mu[0], p.ratio)
+                    booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+            continue
+        slot = find_wall_slot(keys, i, w, advance)
+        if slot < 0:
+            continue
+        n = (walls[w, 3], walls[w, 4], walls[w, 5])
+        delta = 1.0 - gap / radius
+        k = _stiffnesses(hertz_stiffness(delta, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
+        limit = radius * hertz(delta, p.stiffness, radius)[1]
+        spring = _wall4(springs, i, slot)
+        if advance:
+            k_old = _stiffnesses(hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius), radius,
+                                 radius - gap_old, mu[0], p.ratio)
+            theta, twist, work = _advance_springs(spring, k_old, k, omega, n, h, limit, mu)
+            spring = (theta[0], theta[1], theta[2], twist)
+            for c in range(WIDTH):
+                springs[i, slot, c] = spring[c]
+            booked += work
+        moment, u, dissipation = _moment(spring, k, n, p.damping, inverse, omega, limit, mu)
+        rolling += 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2])
+        twisting += 0.5 * k[1] * spring[3] * spring[3]
+        power += dissipation
+        tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
+    return 0.0, 0.0, 0.0, tx, ty, tz, rolling, twisting, booked, power
+
+
+@njit(inline="always")
+def rolling_pw_forces(i, h, st, bodies, contacts, p, own):
+    """Advance particle ``i``'s wall springs, book their work; returns their couples."""
+    row = _wall_rows(i, h, st, bodies, p, own, True)
+    book(i, h, own, row[8], row[9])
+    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
+
+
+@njit(cache=True)
+def rolling_pw_energy(st, bodies, contacts, p, own):
+    """``(rolling, twisting, friction, dissipated)`` of the particle–wall contacts."""
+    rolling = twisting = 0.0
+    for i in range(st.position.shape[0]):
+        row = _wall_rows(i, 0.0, st, bodies, p, own, False)
+        rolling += row[6]
+        twisting += row[7]
+    return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+
+
+# ---------------------------------------------------------------------------------------------
+# Set-up
+# ---------------------------------------------------------------------------------------------
+
+def _setup_pp(model):
+    contact = model.sections["contact"]
+    if contact["k_pp"] <= 0.0 or not (contact["rolling_friction"] > 0.0 or contact["twisting_friction"] > 0.0) \
+            or not (model.diameter > 0).any():
+        return None
+    return RollingParams(float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
+                         float(contact["rolling_friction"]), float(contact["twisting_friction"]),
+                         float(contact["rolling_damping"]), contact_inertia(model))
+
+
+def _setup_pw(model):
+    contact = model.sections["contact"]
+    walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
+    if contact["k_pw"] <= 0.0 or not (walls[:, 6:] > 0).any() or not (model.diameter > 0).any():
+        return None
+    return RollingWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                             float(contact["rolling_damping"]), walls, contact_inertia(model))
+
+
+def _state_pp(model, params):
+    return FrictionState(np.zeros(model.n_bodies), np.zeros(model.n_bodies))
+
+
+def _state_pw(model, params):
+    return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
+                             *wall_slots(model, WIDTH, (params.walls[:, 6:] > 0).any(axis=1)))
+
+
+def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
+    """The rolling and twisting springs' oscillators on the particles' inertia:
+    ``ω² = (k_r + k_tw)/J · pair`` with ``R* = reduced_factor · D``."""
+    def critical_step(model, state, p):
+        rolling, twisting = coefficients(p)
+        inverse_inertia = inverse_masses(model)[1]
+        reduced = reduced_factor * model.diameter
+
+        def scale(overlap):
+            return (2.25 * rolling ** 2 * reduced ** 2 + 0.5 * p.ratio * reduced * overlap * reach_factor
+                    * model.diameter * (twisting > 0)) * inverse_inertia * pair_factor
+
+        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, scale)
+        return [(dt, what, k)]
+
+    return critical_step
+
+
+ROLLING_PP = Interaction(
+    name="rolling_pp", doc="Rolling and twisting resistance between touching particles (EPSD).", kind=ROW,
+    columns=("rolling", "twisting", "friction", "dissipated"), internal=True, keys=KEYS, setup=_setup_pp, state=_state_pp,
+    forces=rolling_pp_forces, energy=rolling_pp_energy, neighbors=True, history=WIDTH, update=rolling_pp_update,
+    critical_step=_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
+                                 lambda p: (p.rolling, p.twisting)),
+)
+ROLLING_PW = Interaction(
+    name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
+    columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
+    forces=rolling_pw_forces, energy=rolling_pw_energy,
+    critical_step=_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
+                                 lambda p: (p.walls[:, 6].max(), p.walls[:, 7].max())),
+)
