@@ -12,7 +12,8 @@ One force evaluation, `forces(h, st, bodies, table, index, *histories, *paramete
 
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
-2. each history interaction's ``update`` pass writes its owner slots;
+2. each ``update`` pass writes its rows (a history interaction its owner slots; the walls their
+   mesh contacts);
 3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels;
 4. the `BOND` kernels add their loads colour by colour;
 5. the `GLOBAL` kernels add theirs, serially.
@@ -21,7 +22,8 @@ It returns ``(index, *histories)``: a rebuild may have replaced them. ``paramete
 ``params, own`` of each interaction (``own`` its state, an empty tuple when it has none).
 
 One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
-``n_steps`` steps: the scheme's ``before_forces`` on every body, the forces, ``after_forces``
+``n_steps`` steps: the scheme's ``before_forces`` on every body, the interactions' ``advance``
+hooks (the walls' prescribed or servo motion to the new time), the forces, ``after_forces``
 (`dem.integrators`). It returns ``(status, body, steps_done, index, *histories)``; on a status
 other than `OK` the state is the one where the problem was found. Parallel builds run every
 per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
@@ -40,12 +42,10 @@ import numba
 
 from .contacts import Contacts, ContactTable, _owner_offsets, _restore_history, _save_history
 from .integrators.stages import first_not_finite
-from .interactions import BOND, GLOBAL, INTERACTIONS, ROW
+from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW
 from .neighbors import _build_kernel, _rebuild_due
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
-#: rows of work per parallel task (fixed, so that chunking never depends on the thread count)
-CHUNK = 2048
 
 _LOADED = {}
 
@@ -150,10 +150,11 @@ def _forces_text(names, parallel):
               f"hist_{name})", 2)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
     for i in interactions:
-        if i.history:
+        if i.update is not None:
             update = w.use(i.update, f"{i.name}_update")
-            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
-                     f"hist_{i.name})", "0", "n", parallel, 1)
+            extra = f", hist_{i.name}" if i.history else ""
+            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})",
+                     "0", "n", parallel, 1)
     _chunked(w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
              "0", "n", parallel, 1)
     for i in interactions:
@@ -202,6 +203,10 @@ def _advance_text(scheme, names, parallel, forces_module):
     w("for chunk in range(n_chunks):", 2)
     w("if failed[chunk] >= 0:", 3)
     w(f"return {FAILED}, failed[chunk], k, {carried}", 4)
+    for name in names:
+        if INTERACTIONS[name].advance is not None:
+            hook = w.use(INTERACTIONS[name].advance, f"{name}_advance")
+            w(f"{hook}(h, st, bodies, p_{name}, o_{name})", 2)
     w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
     for k, name in enumerate(["index"] + histories):
         w(f"{name} = out[{k}]", 2)

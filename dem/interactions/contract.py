@@ -17,7 +17,8 @@ How the compiled loop (`dem.engine`) applies ``forces`` depends on ``kind``:
 * `BOND` — over the bonds of one colour at a time (bonds of a colour share no body):
   ``forces(lo, hi, h, st, bodies, params, own)`` adds into ``st.force``/``st.moment`` for the
   bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.
-* `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms).
+* `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms), after
+  the rows and bonds, in registry order (so a later one sees the forces of the earlier ones).
 
 ``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
 interactions may share a column (``external``, ``dissipated``): the log sums them in registry
@@ -25,16 +26,29 @@ order. An interaction with per-contact ``history`` (a width > 0) gets, after ``o
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
-`dem.contacts`). ``h`` is the time step (0 outside a run): kernels book the work of
+`dem.contacts`). An interaction without history may have an ``update(lo, hi, h, st, bodies,
+contacts, params, own)`` too: a pass over the rows before the forces that writes only those rows
+(the walls' mesh contacts). ``h`` is the time step (0 outside a run): kernels book the work of
 non-conservative effects with it.
 
-Optional hooks: ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
+``st`` carries the walls' time-varying state (`dem.interactions.walls`): ``wall_point``,
+``wall_velocity``, ``wall_angular_velocity`` now, the per-chunk partial loads ``wall_partial``,
+each particle's mesh contacts ``mesh_*``. A particle–wall interaction reads the walls there and
+books the reaction of every force it applies with `dem.interactions.walls.add_wall_load`.
+
+Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
+after the scheme has moved the bodies and before the forces of the new configuration (state that
+is a prescribed function of time, such as moving walls; not run by a force evaluation outside a
+run); ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
 `dem.stability`; ``extra_columns(model, params)`` returns log columns ``name -> f(model, state)``.
 """
 
 from dataclasses import dataclass
 
 ROW, BOND, GLOBAL = "row", "bond", "global"
+#: rows of work per parallel task (fixed, so that chunking never depends on the thread count);
+#: a row kernel may keep per-chunk partial sums indexed by ``i // CHUNK``
+CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class Interaction:
     neighbors: bool = False
     history: int = 0
     update: object = None
+    advance: object = None
     critical_step: object = None
     extra_columns: object = None
 
