@@ -14,10 +14,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .interactions.walls import NO_WALLS
+
 #: What every kernel may read of the bodies (constant).
 BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
-#: The bodies' configuration and velocities, and the force and moment buffers.
-StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment")
+#: The bodies' configuration and velocities, the force and moment buffers, and what particle–wall
+#: interactions read and write of the walls' state (`dem.interactions.walls.WallState`: each
+#: wall's point and velocities now, the per-chunk partial loads, each particle's mesh contacts;
+#: flat, not a nested tuple, which numba's parallel loops cannot take).
+StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment wall_point "
+                         "wall_velocity wall_angular_velocity wall_partial mesh_count mesh_wall mesh_feature mesh_gap "
+                         "mesh_normal")
 
 
 @njit(cache=True)
@@ -93,8 +100,10 @@ class Model:
     ``position``), ``clamped (n,)`` bodies that do not rotate, ``group (n,)`` the first body of
     the builder table that made each body.
 
-    Walls are planes through ``wall_point (w, 3)`` with unit normals ``wall_normal (w, 3)``
-    pointing to the particles' side (``wall_size``: the square drawn in VTK output). Rigid
+    Walls are planes through ``wall_point (w, 3)`` (at t = 0: moving walls carry their pose in
+    the ``walls`` interaction's state) with unit normals ``wall_normal (w, 3)`` pointing to the
+    particles' side (``wall_size``: the square drawn in VTK output); the ``[[walls]]`` tables and
+    the ``[[mesh]]`` surfaces are ``inputs["walls"]`` (`dem.interactions.walls`). Rigid
     clusters carry interaction sites: the sites of body ``i`` are
     ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point).
     ``inputs[name]`` is what builders hand to interaction ``name`` (e.g. the Lennard-Jones body
@@ -178,5 +187,7 @@ class State:
         )
 
     def arrays(self):
+        walls = self.interactions.get("walls", NO_WALLS)
         return StateArrays(self.position, self.velocity, self.orientation, self.angular_velocity, self.force,
-                           self.moment)
+                           self.moment, walls.point, walls.velocity, walls.angular_velocity, walls.partial,
+                           walls.mesh_count, walls.mesh_wall, walls.mesh_feature, walls.mesh_gap, walls.mesh_normal)

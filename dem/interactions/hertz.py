@@ -5,11 +5,15 @@ Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (t
 prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
 between particles and ``δ = 1 − gap/(D/2)`` against a wall. Particle–particle pairs come from the
 full neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
-sums the forces on itself only, so rows are independent. A wall ``w`` is the plane through
-``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the particles' side.
+sums the forces on itself only, so rows are independent. A plane wall ``w`` passes through its
+current point ``st.wall_point[w]`` (it may move, `dem.interactions.walls`) with the unit normal
+``wall_normal[w]`` pointing to the particles' side; a mesh wall's contacts are the gaps and
+normals `dem.meshes` found for the particle (``st.mesh_*``), under the same law. Each wall
+contact books its reaction on the wall (`add_wall_load`).
 
 Damping (off when ``restitution = 1``): a normal force ``−γ √(m* k_n) v_n`` with the contact
-stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``,
+stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``
+(against a wall, relative to the wall's material at the contact point),
 where ``γ = −2 √(5/6) ln e / √(ln² e + π²)`` for a coefficient of restitution ``e``
 (`damping_from_restitution`, the usual Hertz–Tsuji form). Its work is booked as ``dissipated``.
 """
@@ -22,8 +26,9 @@ from numba import njit
 
 from ..schema import Key, non_negative, restitution
 from .contract import ROW, Interaction
+from .walls import add_wall_load, wall_velocity_at
 
-HertzParams = namedtuple("HertzParams", "stiffness damping wall_point wall_normal")
+HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal")
 #: ``dissipated (n,)``: the damping work booked to each particle so far.
 HertzState = namedtuple("HertzState", "dissipated")
 
@@ -114,23 +119,48 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 
 @njit(inline="always")
-def _wall_row(i, st, bodies, p, damping):
+def _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, damping, book):
+    """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
+    along the unit normal ``n``): ``(|F|, damping power, energy)``; books the reaction on the
+    wall when ``book``."""
+    delta = 1.0 - gap / radius
+    u, force = hertz(delta, p.stiffness, radius)
+    power = 0.0
+    x = st.position[i]
+    px, py, pz = x[0] - gap * nx, x[1] - gap * ny, x[2] - gap * nz  # contact point on the wall
+    if damping != 0.0:
+        wall = wall_velocity_at(st, w, px, py, pz)
+        speed = ((st.velocity[i, 0] - wall[0]) * nx + (st.velocity[i, 1] - wall[1]) * ny
+                 + (st.velocity[i, 2] - wall[2]) * nz)
+        force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed, damping)
+    if book:
+        add_wall_load(st, i, w, force * nx, force * ny, force * nz, px, py, pz,
+                      1.5 * p.stiffness / (radius * radius) * np.sqrt(delta))
+    return force, power, u
+
+
+@njit(inline="always")
+def _wall_row(i, st, bodies, p, damping, book):
     """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)``."""
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
-    for w in range(p.wall_point.shape[0]):
-        gap = _wall_gap(i, w, st.position, p.wall_point, p.wall_normal)
+    for w in range(p.wall_normal.shape[0]):
+        gap = _wall_gap(i, w, st.position, st.wall_point, p.wall_normal)
         if gap >= radius:
             continue
         nx, ny, nz = p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2]
-        delta = 1.0 - gap / radius
-        u, force = hertz(delta, p.stiffness, radius)
+        force, work, u = _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, damping, book)
         energy += u
-        if damping != 0.0:
-            speed = st.velocity[i, 0] * nx + st.velocity[i, 1] * ny + st.velocity[i, 2] * nz
-            force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed,
-                                   damping)
+        power += work
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
+    if st.mesh_count.shape[0] > 0:
+        for k in range(min(st.mesh_count[i], st.mesh_gap.shape[1])):
+            n = st.mesh_normal[i, k]
+            force, work, u = _wall_contact(i, st.mesh_wall[i, k], st.mesh_gap[i, k], n[0], n[1], n[2], radius, st,
+                                           bodies, p, damping, book)
+            energy += u
+            power += work
+            fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
     return fx, fy, fz, power, energy
 
 
@@ -165,7 +195,7 @@ def hertz_pw_forces(i, h, st, bodies, contacts, p, own, f):
     """Hertz forces of all walls on particle ``i``; books the damping work."""
     if bodies.diameter[i] <= 0.0:
         return f
-    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, p.damping))
+    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, p.damping, True))
 
 
 @njit(cache=True)
@@ -174,7 +204,7 @@ def hertz_pw_energy(st, bodies, contacts, p, own):
     energy = 0.0
     for i in range(st.position.shape[0]):
         if bodies.diameter[i] > 0.0:
-            energy += _wall_row(i, st, bodies, p, 0.0)[4]
+            energy += _wall_row(i, st, bodies, p, 0.0, False)[4]
     return energy, np.sum(own.dissipated)
 
 
@@ -182,10 +212,9 @@ def _setup(stiffness_key, needs_walls):
     def setup(model):
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
-        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and not len(model.wall_point)):
+        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs):
             return None
-        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_point,
-                           model.wall_normal)
+        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_normal)
 
     return setup
 
@@ -216,7 +245,7 @@ HERTZ_PP = Interaction(
     critical_step=_critical_step("Hertz particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
-    name="hertz_pw", doc="Hertz contact between particles and the walls.", kind=ROW,
+    name="hertz_pw", doc="Hertz contact between particles and the walls (planes and meshes).", kind=ROW,
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy,
     critical_step=_critical_step("Hertz particle–wall", 0.5, 1.0),
