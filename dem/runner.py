@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .integrators import SCHEMES
-from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter
+from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter, WallLog
 from .scene import SceneError, load_scene
 from .engine import loop_source
 from .simulation import PARALLEL_THRESHOLD, Simulation
@@ -101,6 +101,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                                 guard)
     observers = [guard, EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
                  VTKWriter(output_dir, scene.output["vtk_every"]), checkpointer]
+    if "walls" in model.inputs:
+        observers.insert(2, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
                      restored=restored)
     log.debug("%d bodies, %d bonds, parallel kernels: %s", model.n_bodies, len(model.bonds), sim.parallel)
@@ -117,6 +119,24 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     return sim, output_dir
 
 
+def describe_walls(model):
+    """``"2 planes (1 moving, 1 servo), mesh of 3264 triangles from drum.stl, moving"``, or
+    ``"none"``."""
+    given = model.inputs.get("walls")
+    if not given:
+        return "none"
+    parts = []
+    motion = {"moving": sum(any(t["velocity"]) for t in given["planes"]),
+              "servo": sum(t["servo"] for t in given["planes"])}
+    if given["planes"]:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in motion.items() if count)
+        parts.append(f"{len(given['planes'])} plane{'s' * (len(given['planes']) > 1)}" + (f" ({kinds})" if kinds else ""))
+    for mesh in given["meshes"]:
+        moving = ", moving" if mesh["velocity"].any() or mesh["angular_velocity"].any() else ""
+        parts.append(f"mesh of {len(mesh['faces'])} triangles from {mesh['name'] or '(arrays)'}{moving}")
+    return ", ".join(parts)
+
+
 def describe(scene_path, overrides=(), out=None, show_loop=False):
     """What a scene builds, as lines of text: bodies per builder, bonds, walls, sites, the acting
     interactions, the time step and its critical estimate, steps, memory, outputs; with
@@ -130,7 +150,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"bodies       {model.n_bodies} in {len(set(model.group.tolist()))} group(s) from "
         + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
         f"bonds        {len(model.bonds)} ({len(model.bonds.color_start) - 1} colours)",
-        f"walls        {len(model.wall_point)}",
+        f"walls        {describe_walls(model)}",
         f"sites        {model.n_sites}",
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",

@@ -2,10 +2,11 @@
 
 Layout under the run's output folder::
 
-    particles.pvd  bonds.pvd  walls.pvd          collections, one ``<DataSet>`` per snapshot
+    particles.pvd  bonds.pvd  walls.pvd  meshes.pvd   collections, one ``<DataSet>`` per snapshot
     vtk/particles_000000100.vtp                 bodies as vertices (point data below)
     vtk/bonds_000000100.vtp                     binders as lines between the bodies (if any)
-    vtk/walls_000000100.vtp                     walls as finite squares (if any)
+    vtk/walls_000000100.vtp                     walls as finite squares, where they are now (if any)
+    vtk/meshes_000000100.vtp                    mesh walls as their triangles, where they are now (if any)
 
 Files are binary (raw appended data), zlib-compressed. Each ``.pvd`` is rewritten atomically
 (``*.pvd.tmp``, then ``os.replace``) after a snapshot, so it is valid and lists only complete
@@ -21,7 +22,8 @@ Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``spe
 ``force``, ``moment``. Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
 ``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0 intact, else the
 `dem.interactions.binder` code of the criterion that broke it)
-(`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``.
+(`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``. Mesh
+cell data: ``mesh`` (index of the ``[[mesh]]`` table), ``normal`` (of each triangle).
 """
 
 import os
@@ -40,8 +42,8 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 from ..interactions.binder import bond_measures
 from ..rotations import quat_matrix
 
-SERIES = ("particles", "bonds", "walls")
-_FILE_NAME = re.compile(r"(particles|bonds|walls)_(\d{9})\.vtp")
+SERIES = ("particles", "bonds", "walls", "meshes")
+_FILE_NAME = re.compile(r"(particles|bonds|walls|meshes)_(\d{9})\.vtp")
 
 
 class VTKWriter:
@@ -84,6 +86,8 @@ class VTKWriter:
             written["bonds"] = _bonds(model, state)
         if len(model.wall_point):
             written["walls"] = _walls(model, state)
+        if "walls" in model.inputs and model.inputs["walls"]["meshes"]:
+            written["meshes"] = _meshes(model, state)
         for series, polydata in written.items():
             name = f"vtk/{series}_{step:09d}.vtp"
             self._write(polydata, self.directory / name)
@@ -201,7 +205,7 @@ def _walls(model, state):
     plane, centred at the projection of the bodies' centroid, corners counter-clockwise about
     the normal."""
     normal = model.wall_normal
-    point = model.wall_point
+    point = state.interactions["walls"].point[:len(normal)]
     position = state.position
     radius = 0.5 * model.diameter[:, None]
     extent = max(np.max((position + radius).max(axis=0) - (position - radius).min(axis=0)), model.diameter.max(initial=0.0))
@@ -223,6 +227,28 @@ def _walls(model, state):
     data = polydata.GetCellData()
     data.AddArray(_array(np.arange(n_walls), "wall", np.int32))
     data.AddArray(_array(normal, "normal"))
+    return polydata
+
+
+def _meshes(model, state):
+    """Every mesh's triangles at the mesh's pose now (``x = c + R x̂``)."""
+    walls = state.interactions["walls"]
+    meshes = model.inputs["walls"]["meshes"]
+    first = len(model.wall_point)
+    points, faces, index, offset = [], [], [], 0
+    for m, mesh in enumerate(meshes):
+        rotation = quat_matrix(walls.rotation[first + m])
+        points.append(mesh["vertices"] @ rotation.T + walls.point[first + m])
+        faces.append(mesh["faces"] + offset)
+        index.append(np.full(len(mesh["faces"]), m))
+        offset += len(mesh["vertices"])
+    points, faces = np.concatenate(points), np.concatenate(faces)
+    normal = np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])
+    polydata = _polydata(points)
+    polydata.SetPolys(_cells(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()))
+    data = polydata.GetCellData()
+    data.AddArray(_array(np.concatenate(index), "mesh", np.int32))
+    data.AddArray(_array(normal / np.linalg.norm(normal, axis=1, keepdims=True), "normal"))
     return polydata
 
 
