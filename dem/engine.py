@@ -113,6 +113,7 @@ def _forces_text(names, parallel):
     rows = [i for i in interactions if i.kind == ROW]
     neighbors = any(i.neighbors for i in interactions)
     row_arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+    row_arguments += ["o_walls"] if any(i.walls for i in rows) else []
 
     w("@njit(cache=True)")
     w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
@@ -121,7 +122,7 @@ def _forces_text(names, parallel):
     w("f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)", 2)
     for i in rows:
         kernel = w.use(i.forces, f"{i.name}_forces")
-        extra = f", hist_{i.name}" if i.history else ""
+        extra = (f", hist_{i.name}" if i.history else "") + (", o_walls" if i.walls else "")
         w(f"f = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra}, f)", 2)
     for c in range(3):
         w(f"st.force[i, {c}] = f[{c}]", 2)

@@ -14,17 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .interactions.walls import NO_WALLS
-
 #: What every kernel may read of the bodies (constant).
 BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
-#: The bodies' configuration and velocities, the force and moment buffers, and what particle–wall
-#: interactions read and write of the walls' state (`dem.interactions.walls.WallState`: each
-#: wall's point and velocities now, the per-chunk partial loads, each particle's mesh contacts;
-#: flat, not a nested tuple, which numba's parallel loops cannot take).
-StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment wall_point "
-                         "wall_velocity wall_angular_velocity wall_partial mesh_count mesh_wall mesh_feature mesh_gap "
-                         "mesh_normal")
+#: The bodies' configuration and velocities, and the force and moment buffers.
+StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment")
 
 
 @njit(cache=True)
@@ -187,7 +180,5 @@ class State:
         )
 
     def arrays(self):
-        walls = self.interactions.get("walls", NO_WALLS)
         return StateArrays(self.position, self.velocity, self.orientation, self.angular_velocity, self.force,
-                           self.moment, walls.point, walls.velocity, walls.angular_velocity, walls.partial,
-                           walls.mesh_count, walls.mesh_wall, walls.mesh_feature, walls.mesh_gap, walls.mesh_normal)
+                           self.moment)

@@ -31,10 +31,14 @@ contacts, params, own)`` too: a pass over the rows before the forces that writes
 (the walls' mesh contacts). ``h`` is the time step (0 outside a run): kernels book the work of
 non-conservative effects with it.
 
-``st`` carries the walls' time-varying state (`dem.interactions.walls`): ``wall_point``,
-``wall_velocity``, ``wall_angular_velocity`` now, the per-chunk partial loads ``wall_partial``,
-each particle's mesh contacts ``mesh_*``. A particle–wall interaction reads the walls there and
-books the reaction of every force it applies with `dem.interactions.walls.add_wall_load`.
+A particle–wall interaction (``walls``) gets, after ``own`` (and its history), the walls'
+time-varying state ``walls`` (`dem.interactions.walls.WallState`: each wall's point and
+velocities now, the per-chunk partial loads, each particle's mesh contacts) in its ``forces``
+and ``energy`` kernels: ``forces(i, h, st, bodies, contacts, params, own, walls, f)``. It reads
+the walls there and books the reaction of every force it applies with
+`dem.interactions.walls.add_wall_load`. (The walls' state is an argument of its own rather than
+part of ``st``: numba reference-counts every array of a tuple passed into a compiled function,
+so what every kernel carries is kept small.)
 
 Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
 after the scheme has moved the bodies and before the forces of the new configuration (state that
@@ -65,6 +69,7 @@ class Interaction:
     state: object = None
     neighbors: bool = False
     history: int = 0
+    walls: bool = False
     update: object = None
     advance: object = None
     critical_step: object = None
@@ -76,3 +81,5 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+        if self.walls and self.kind != ROW:
+            raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")

@@ -6,9 +6,10 @@ prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s 
 between particles and ``δ = 1 − gap/(D/2)`` against a wall. Particle–particle pairs come from the
 full neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
 sums the forces on itself only, so rows are independent. A plane wall ``w`` passes through its
-current point ``st.wall_point[w]`` (it may move, `dem.interactions.walls`) with the unit normal
-``wall_normal[w]`` pointing to the particles' side; a mesh wall's contacts are the gaps and
-normals `dem.meshes` found for the particle (``st.mesh_*``), under the same law. Each wall
+current point ``walls.point[w]`` (it may move: ``walls`` is the walls' state,
+`dem.interactions.walls`) with the unit normal ``wall_normal[w]`` pointing to the particles'
+side; a mesh wall's contacts are the gaps and normals `dem.meshes` found for the particle
+(``walls.mesh_*``), under the same law. Each wall
 contact books its reaction on the wall (`add_wall_load`).
 
 Damping (off when ``restitution = 1``): a normal force ``−γ √(m* k_n) v_n`` with the contact
@@ -119,7 +120,7 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 
 @njit(inline="always")
-def _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, damping, book):
+def _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, walls, damping, book):
     """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
     along the unit normal ``n``): ``(|F|, damping power, energy)``; books the reaction on the
     wall when ``book``."""
@@ -129,35 +130,35 @@ def _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, damping, book):
     x = st.position[i]
     px, py, pz = x[0] - gap * nx, x[1] - gap * ny, x[2] - gap * nz  # contact point on the wall
     if damping != 0.0:
-        wall = wall_velocity_at(st, w, px, py, pz)
+        wall = wall_velocity_at(walls, w, px, py, pz)
         speed = ((st.velocity[i, 0] - wall[0]) * nx + (st.velocity[i, 1] - wall[1]) * ny
                  + (st.velocity[i, 2] - wall[2]) * nz)
         force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed, damping)
     if book:
-        add_wall_load(st, i, w, force * nx, force * ny, force * nz, px, py, pz,
+        add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px, py, pz,
                       1.5 * p.stiffness / (radius * radius) * np.sqrt(delta))
     return force, power, u
 
 
 @njit(inline="always")
-def _wall_row(i, st, bodies, p, damping, book):
+def _wall_row(i, st, bodies, p, walls, damping, book):
     """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)``."""
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
     for w in range(p.wall_normal.shape[0]):
-        gap = _wall_gap(i, w, st.position, st.wall_point, p.wall_normal)
+        gap = _wall_gap(i, w, st.position, walls.point, p.wall_normal)
         if gap >= radius:
             continue
         nx, ny, nz = p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2]
-        force, work, u = _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, damping, book)
+        force, work, u = _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, walls, damping, book)
         energy += u
         power += work
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
-    if st.mesh_count.shape[0] > 0:
-        for k in range(min(st.mesh_count[i], st.mesh_gap.shape[1])):
-            n = st.mesh_normal[i, k]
-            force, work, u = _wall_contact(i, st.mesh_wall[i, k], st.mesh_gap[i, k], n[0], n[1], n[2], radius, st,
-                                           bodies, p, damping, book)
+    if walls.mesh_count.shape[0] > 0:
+        for k in range(min(walls.mesh_count[i], walls.mesh_gap.shape[1])):
+            n = walls.mesh_normal[i, k]
+            force, work, u = _wall_contact(i, walls.mesh_wall[i, k], walls.mesh_gap[i, k], n[0], n[1], n[2], radius,
+                                           st, bodies, p, walls, damping, book)
             energy += u
             power += work
             fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
@@ -191,20 +192,20 @@ def hertz_pp_energy(st, bodies, contacts, p, own):
 
 
 @njit(inline="always")
-def hertz_pw_forces(i, h, st, bodies, contacts, p, own, f):
-    """Hertz forces of all walls on particle ``i``; books the damping work."""
+def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls, f):
+    """Hertz forces of all walls on particle ``i``; books the damping work and the reactions."""
     if bodies.diameter[i] <= 0.0:
         return f
-    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, p.damping, True))
+    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, walls, p.damping, True))
 
 
 @njit(cache=True)
-def hertz_pw_energy(st, bodies, contacts, p, own):
+def hertz_pw_energy(st, bodies, contacts, p, own, walls):
     """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts."""
     energy = 0.0
     for i in range(st.position.shape[0]):
         if bodies.diameter[i] > 0.0:
-            energy += _wall_row(i, st, bodies, p, 0.0, False)[4]
+            energy += _wall_row(i, st, bodies, p, walls, 0.0, False)[4]
     return energy, np.sum(own.dissipated)
 
 
@@ -247,6 +248,6 @@ HERTZ_PP = Interaction(
 HERTZ_PW = Interaction(
     name="hertz_pw", doc="Hertz contact between particles and the walls (planes and meshes).", kind=ROW,
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
-    state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy,
+    state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
     critical_step=_critical_step("Hertz particle–wall", 0.5, 1.0),
 )

@@ -1,14 +1,14 @@
 """Walls that move: prescribed translation (planes and meshes), prescribed rotation (meshes) and
 servo control (planes), the loads the particles put on every wall, and the work those loads do
-(SPEC §3b). The walls exert no force of their own: the particle–wall interactions (`hertz_pw`, …)
-read the walls' current pose from ``st`` (``st.wall_point``, ``st.wall_velocity``, …; a mesh's
-contacts with each particle from ``st.mesh_*``) and book the reaction of each force they apply
-with `add_wall_load`.
+(SPEC §3b). The walls exert no force of their own: the particle–wall interactions (`hertz_pw`, …;
+``walls = True`` in their record) get the walls' state as an argument, read the walls' pose
+there (a mesh's contacts with each particle too: ``mesh_*``) and book the reaction of each force
+they apply with `add_wall_load`.
 
 Walls are the ``[[walls]]`` planes (scene order, indices ``0 … P−1``), then the ``[[mesh]]``
 surfaces (`dem.meshes`, indices ``P …``). Their time-varying state `WallState` is this
-interaction's own state, and what contact laws need of it is in every kernel's ``st`` (the same
-arrays), so checkpoints carry it. Per step (the loop of `dem.engine`):
+interaction's own state (so checkpoints carry it), which the loop also hands to the particle–wall
+interactions. Per step (the loop of `dem.engine`):
 
 1. ``advance`` (after the bodies moved, before the forces): step ``k → k+1``, ``t = (k+1) h``.
    A prescribed wall is put where it is at ``t``: ``p(t) = p0 + v t`` and, for a mesh,
@@ -139,21 +139,21 @@ def mesh_problem(table):
 
 
 @njit(inline="always")
-def wall_velocity_at(st, w, px, py, pz):
+def wall_velocity_at(walls, w, px, py, pz):
     """Velocity of wall ``w``'s material at the point ``p``: ``v + ω × (p − point)``."""
-    rx, ry, rz = px - st.wall_point[w, 0], py - st.wall_point[w, 1], pz - st.wall_point[w, 2]
-    v, omega = st.wall_velocity[w], st.wall_angular_velocity[w]
+    rx, ry, rz = px - walls.point[w, 0], py - walls.point[w, 1], pz - walls.point[w, 2]
+    v, omega = walls.velocity[w], walls.angular_velocity[w]
     return (v[0] + (omega[1] * rz - omega[2] * ry), v[1] + (omega[2] * rx - omega[0] * rz),
             v[2] + (omega[0] * ry - omega[1] * rx))
 
 
 @njit(inline="always")
-def add_wall_load(st, i, w, fx, fy, fz, px, py, pz, stiffness):
+def add_wall_load(walls, i, w, fx, fy, fz, px, py, pz, stiffness):
     """Book on wall ``w`` the reaction of the force ``f`` it exerts on particle ``i`` at the point
     ``p``: the load ``−f``, its moment ``(p − point) × (−f)`` and the contact's normal stiffness
     ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s chunk."""
-    row = st.wall_partial[i // CHUNK, w]
-    rx, ry, rz = px - st.wall_point[w, 0], py - st.wall_point[w, 1], pz - st.wall_point[w, 2]
+    row = walls.partial[i // CHUNK, w]
+    rx, ry, rz = px - walls.point[w, 0], py - walls.point[w, 1], pz - walls.point[w, 2]
     row[0] -= fx
     row[1] -= fy
     row[2] -= fz
@@ -295,13 +295,6 @@ def initial_state(model, p):
         mesh_feature=np.zeros((rows, MAX_CONTACTS), np.int64), mesh_gap=np.zeros((rows, MAX_CONTACTS)),
         mesh_normal=np.zeros((rows, MAX_CONTACTS, 3)),
     )
-
-
-#: The walls' state in a system without walls (so that every kernel's ``st`` has the same type).
-NO_WALLS = WallState(np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, LOAD)),
-                     np.zeros(0), np.zeros(1, np.int64), np.zeros((1, 0, LOAD)), np.zeros(0, np.int64),
-                     np.zeros((0, MAX_CONTACTS), np.int64), np.zeros((0, MAX_CONTACTS), np.int64),
-                     np.zeros((0, MAX_CONTACTS)), np.zeros((0, MAX_CONTACTS, 3)))
 
 
 WALLS = Interaction(
