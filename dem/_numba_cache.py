@@ -1,10 +1,15 @@
-"""Numba's on-disk cache, keyed by the package's source.
+"""numba's on-disk cache for `dem`: one folder per version of the source, shared by every copy.
 
-Numba invalidates a cached function only when *its own* file changes, but the compiled loop
+numba invalidates a cached function only when *its own* file changes, but the compiled loop
 inlines kernels from other modules, so an edit elsewhere would leave a stale kernel in use.
 Caching under a folder named after a hash of all of `dem`'s sources makes that impossible:
-any change selects a fresh folder (folders unused for a day are removed). ``NUMBA_CACHE_DIR``,
-when set, is respected as the parent folder.
+any change selects a fresh folder (folders unused for a week are removed).
+
+numba also files a function's cache under a hash of its source file's *absolute path*, so the
+source tree, an installed copy and a copy in another folder compiled everything again (about two
+minutes each). `PackageLocator` files `dem`'s functions by module name instead, so every copy
+of the same source shares one cache. ``NUMBA_CACHE_DIR``, when set, is respected as the parent
+folder.
 """
 
 import hashlib
@@ -14,28 +19,58 @@ import time
 from pathlib import Path
 
 import numba
+from numba.core import caching
 
 PACKAGE = Path(__file__).resolve().parent
+#: folders of other source versions unused for this long are removed
+KEEP_SECONDS = 7 * 86400
+#: True when this process created the cache folder of this source version: nothing is compiled yet
+FRESH = False
 
 
 def source_hash():
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE)).encode())
+        digest.update(path.relative_to(PACKAGE).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+# numba ≥ 0.61 names its locators without a leading underscore
+_USER_LOCATOR = getattr(caching, "UserProvidedCacheLocator", None) or getattr(caching, "_UserProvidedCacheLocator")
+_CACHE_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+
+
+class PackageLocator(_USER_LOCATOR):
+    """Caches a function of a `dem` module in ``CACHE_DIR/<module's package>`` (for example
+    ``dem.interactions``), wherever the package lies; numba's source stamp (a hash of the
+    file's content) still guards each entry."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(numba.config.CACHE_DIR, py_func.__module__.rpartition(".")[0] or "dem")
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not numba.config.CACHE_DIR or not getattr(py_func, "__module__", "").startswith("dem."):
+            return None
+        return super().from_function(py_func, py_file)
 
 
 def use_source_keyed_cache():
     parent = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                   / "dem-numba")
+    global FRESH
     folder = parent / source_hash()
+    FRESH = not folder.is_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # numba's default (next to the sources) then applies
     folder.touch()
     for stale in parent.iterdir():
-        if stale.is_dir() and stale != folder and time.time() - stale.stat().st_mtime > 86400:
+        if stale.is_dir() and stale != folder and time.time() - stale.stat().st_mtime > KEEP_SECONDS:
             shutil.rmtree(stale, ignore_errors=True)
     numba.config.CACHE_DIR = str(folder)
+    if PackageLocator not in _CACHE_IMPL._locator_classes:
+        _CACHE_IMPL._locator_classes.insert(0, PackageLocator)

@@ -56,6 +56,8 @@ def load_checkpoint(path):
     """The arrays of a checkpoint as a dict; raises `CheckpointError` for a missing, foreign or
     outdated file."""
     path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
     try:
         with np.load(path, allow_pickle=False) as data:
             content = {key: data[key] for key in data.files}

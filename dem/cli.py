@@ -61,7 +61,10 @@ def _parser():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
+    if not argv:  # python -m dem alone: what it does and how
+        _parser().print_help()
+        return 2
+    if argv[0] not in ("run", "validate", "plot", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     level = logging.WARNING if getattr(args, "quiet", False) else (
@@ -90,6 +93,12 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     except FileNotFoundError as error:  # plot of a folder without a log
+        print(f"dem: error: {error.filename}: no such file (give a run's output folder, which holds energy.csv)",
+              file=sys.stderr)
+        return 2
+    except ValueError as error:  # plot of a log with no rows
+        if args.command != "plot":
+            raise
         print(f"dem: error: {error}", file=sys.stderr)
         return 2
     checkpoint = output_dir / CHECKPOINT

@@ -24,15 +24,19 @@ It returns ``(index, *histories)``: a rebuild may have replaced them. ``paramete
 One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
 ``n_steps`` steps: the scheme's ``before_forces`` on every body, the interactions' ``advance``
 hooks (the walls' prescribed or servo motion to the new time), the forces, ``after_forces``
-(`dem.integrators`). It returns ``(status, body, steps_done, index, *histories)``; on a status
+(`dem.integrators`); with ``n_steps = 0`` it evaluates the forces of the current configuration
+(a run's start: one compiled function serves both, so a run compiles the force evaluation once;
+no ``advance`` hook runs). It returns ``(status, body, steps_done, index, *histories)``; on a status
 other than `OK` the state is the one where the problem was found. Parallel builds run every
 per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
 writes only its own rows), so the result is the same for any number of threads.
 """
 
+import functools
 import hashlib
 import importlib.util
 import inspect
+import json
 import os
 import sys
 import tempfile
@@ -40,14 +44,18 @@ from pathlib import Path
 
 import numba
 
-from .contacts import Contacts, ContactTable, _owner_offsets, _restore_history, _save_history
+from .contacts import (
+    Contacts,
+    ContactTable,
+    _owner_offsets,
+    _restore_history,
+    _save_history,
+)
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW
 from .neighbors import _build_kernel, _rebuild_due
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
-
-_LOADED = {}
 
 
 def generated_folder():
@@ -113,21 +121,26 @@ def _forces_text(names, parallel):
     rows = [i for i in interactions if i.kind == ROW]
     neighbors = any(i.neighbors for i in interactions)
     row_arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
-    row_arguments += ["o_walls"] if any(i.walls for i in rows) else []
+    if any(i.walls for i in rows):
+        if "walls" not in names:
+            raise ValueError("a particle–wall interaction acts without the walls interaction")
+        row_arguments.append("o_walls")
 
     w("@njit(cache=True)")
     w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
     w('"""Set the force and moment of bodies lo <= i < hi from the row interactions."""', 1)
     w("for i in range(lo, hi):", 1)
-    w("f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)", 2)
+    w("fx = fy = fz = tx = ty = tz = 0.0", 2)
     for i in rows:
         kernel = w.use(i.forces, f"{i.name}_forces")
         extra = (f", hist_{i.name}" if i.history else "") + (", o_walls" if i.walls else "")
-        w(f"f = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra}, f)", 2)
-    for c in range(3):
-        w(f"st.force[i, {c}] = f[{c}]", 2)
-    for c in range(3):
-        w(f"st.moment[i, {c}] = f[{c + 3}]", 2)
+        w(f"share = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})", 2)
+        w("fx, fy, fz = fx + share[0], fy + share[1], fz + share[2]", 2)
+        w("tx, ty, tz = tx + share[3], ty + share[4], tz + share[5]", 2)
+    for c, axis in enumerate("xyz"):
+        w(f"st.force[i, {c}] = f{axis}", 2)
+    for c, axis in enumerate("xyz"):
+        w(f"st.moment[i, {c}] = t{axis}", 2)
     w()
     w()
     w('@njit(inline="always")')
@@ -193,6 +206,9 @@ def _advance_text(scheme, names, parallel, forces_module):
     w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
     w(f"def advance({signature}):")
     w("n = st.position.shape[0]", 1)
+    w("if n_steps == 0:  # the forces of the current configuration, as at the start of a run", 1)
+    w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
+    w(f"return {OK}, -1, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
     w("for k in range(n_steps):", 1)
@@ -232,8 +248,6 @@ def _module(kind, describe, writer, stamp):
 
 def _load(name, text):
     """Import the generated module ``name`` (writing it first if need be)."""
-    if name in _LOADED:
-        return _LOADED[name]
     path = generated_folder() / f"{name}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -243,7 +257,6 @@ def _load(name, text):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # numba's cache re-imports the module by name
     spec.loader.exec_module(module)
-    _LOADED[name] = module
     return module
 
 
@@ -261,16 +274,19 @@ def _advance_spec(scheme, names, parallel, forces_name):
                    _advance_text(scheme, names, parallel, forces_name), _source_stamp(names))
 
 
+@functools.cache
 def forces_module(names, parallel):
-    """The module whose ``forces`` evaluates the interactions ``names`` (registry order)."""
-    return _load(*_forces_spec(tuple(names), parallel))
+    """The module whose ``forces`` evaluates the interactions ``names`` (a tuple, registry
+    order)."""
+    return _load(*_forces_spec(names, parallel))
 
 
+@functools.cache
 def advance_module(scheme, names, parallel):
     """The module whose ``advance`` steps ``scheme`` (a `dem.integrators.Scheme`) with the
-    interactions ``names``."""
+    interactions ``names`` (a tuple)."""
     forces = forces_module(names, parallel)
-    return _load(*_advance_spec(scheme, tuple(names), parallel, forces.__name__))
+    return _load(*_advance_spec(scheme, names, parallel, forces.__name__))
 
 
 def loop_source(scheme, names, parallel):
@@ -278,6 +294,40 @@ def loop_source(scheme, names, parallel):
     forces = _forces_spec(tuple(names), parallel)
     advance = _advance_spec(scheme, tuple(names), parallel, forces[0])
     return f"# {forces[0]}.py\n{forces[1]}\n# {advance[0]}.py\n{advance[1]}"
+
+
+#: first compile of a stepping loop when none was timed on this machine yet (2-core machine, cold)
+TYPICAL_COMPILE_SECONDS = {False: 40.0, True: 90.0}
+COMPILE_TIMES = "compile_times.json"
+
+
+def _compile_times():
+    try:
+        return json.loads((generated_folder() / COMPILE_TIMES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def compile_estimate(scheme, names, parallel):
+    """None when the stepping loop of ``scheme`` with ``names`` was compiled before on this
+    machine (numba's cache has it), else the seconds its compilation is expected to take: the
+    longest compile of a loop of the same kind timed here, or `TYPICAL_COMPILE_SECONDS`."""
+    name = advance_module(scheme, tuple(names), parallel).__name__
+    times = _compile_times()
+    if name in times:
+        return None
+    same_kind = [seconds for key, (seconds, kind) in times.items() if kind == parallel]
+    return max(same_kind) if same_kind else TYPICAL_COMPILE_SECONDS[parallel]
+
+
+def record_compile_time(scheme, names, parallel, seconds):
+    """Remember that the loop was compiled (and how long it took) for `compile_estimate`."""
+    times = _compile_times()
+    times[advance_module(scheme, tuple(names), parallel).__name__] = (round(seconds, 1), parallel)
+    path = generated_folder() / COMPILE_TIMES
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(times, indent=1), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def arguments(model, state, contacts):

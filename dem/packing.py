@@ -24,6 +24,9 @@ Packings return ``(positions (n, 3), diameters (n,))``:
 
 `bond_pairs` finds the pairs whose surface gap is below a tolerance relative to the pair's mean
 diameter.
+
+scipy is imported inside the functions that use it: importing it costs about a second, which
+every run would pay for the ``[[assembly]]`` builder's keys alone.
 """
 
 import math
@@ -31,8 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from scipy.spatial import cKDTree
-from scipy.special import ndtr, ndtri
 
 SHAPES = ("box", "sphere", "cylinder", "torus")
 LATTICES = ("sc", "fcc", "hcp")
@@ -302,6 +303,8 @@ def sample_diameters(n, distribution, rng, *, particle_diameter=None, diameter_m
     """``n`` diameters: ``mono`` (all ``particle_diameter``), ``uniform`` on [min, max] (number
     weighted), or ``lognormal`` (``ln D`` normal with median ``particle_diameter`` and standard
     deviation ``diameter_sigma``) truncated to [min, max] (sampled by inverse CDF)."""
+    from scipy.special import ndtr, ndtri
+
     problem = distribution_problem(distribution, particle_diameter, diameter_min, diameter_max, diameter_sigma)
     if problem:
         raise ValueError(f"{problem[0]}: {problem[1]}")
@@ -317,6 +320,8 @@ def sample_diameters(n, distribution, rng, *, particle_diameter=None, diameter_m
 def mean_sphere_volume(distribution, *, particle_diameter=None, diameter_min=None, diameter_max=None,
                        diameter_sigma=None):
     """Expected ``π D³/6`` of `sample_diameters` (exact)."""
+    from scipy.special import ndtr
+
     if distribution == "mono":
         third = particle_diameter ** 3
     elif distribution == "uniform":
@@ -492,6 +497,8 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
 
 def _candidate_pairs(position, radius, skin):
     """Pairs ``i < j`` (sorted) closer than ``r_i + r_j + skin``: the FIRE pair list."""
+    from scipy.spatial import cKDTree
+
     pairs = cKDTree(position).query_pairs(2.0 * radius.max() + skin, output_type="ndarray")
     if len(pairs):
         d = np.linalg.norm(position[pairs[:, 0]] - position[pairs[:, 1]], axis=1)
@@ -619,6 +626,8 @@ def bond_pairs(positions, diameters, gap_tolerance):
     pair's mean diameter; overlapping pairs are included). O(N log N): `cKDTree.query_pairs`
     with the largest reach ``D_max (1 + tol)``, then the per-pair test. Touching lattice spheres
     need a tolerance above round-off, e.g. 1e-6."""
+    from scipy.spatial import cKDTree
+
     positions = np.ascontiguousarray(positions, dtype=np.float64)
     diameters = np.broadcast_to(np.asarray(diameters, float), (len(positions),))
     if len(positions) < 2:

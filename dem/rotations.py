@@ -39,11 +39,17 @@ def _cross(a, b):
 
 @njit(cache=True)
 def _rrp_matrix(alpha):
-    """``R(α)`` of SPEC §1 (seed 001 eq. 4), a 3×3 rotation matrix."""
+    """``R(α)`` of SPEC §1 (seed 001 eq. 4), a 3×3 rotation matrix, written out with
+    ``S(α)² = ααᵀ − |α|² I``."""
     a0, a1, a2 = alpha[0], alpha[1], alpha[2]
-    c = 4.0 / (4.0 + a0 * a0 + a1 * a1 + a2 * a2)
-    s = np.array(((0.0, -a2, a1), (a2, 0.0, -a0), (-a1, a0, 0.0)))
-    return np.eye(3) + c * (s + 0.5 * (s @ s))
+    squared = a0 * a0 + a1 * a1 + a2 * a2
+    c = 4.0 / (4.0 + squared)
+    h = 0.5 * c
+    return np.array((
+        (1.0 + h * (a0 * a0 - squared), h * a0 * a1 - c * a2, h * a0 * a2 + c * a1),
+        (h * a1 * a0 + c * a2, 1.0 + h * (a1 * a1 - squared), h * a1 * a2 - c * a0),
+        (h * a2 * a0 - c * a1, h * a2 * a1 + c * a0, 1.0 + h * (a2 * a2 - squared)),
+    ))
 
 
 @njit(cache=True)
@@ -265,7 +271,10 @@ def _map_matrix(op, values):
     """op 0: ``R(α)`` of rows ``(n, 3)``; op 1: matrices of quaternion rows ``(n, 4)``."""
     out = np.empty((values.shape[0], 3, 3))
     for k in range(values.shape[0]):
-        out[k] = _rrp_matrix(values[k]) if op == 0 else _quat_matrix(values[k])
+        m = _rrp_matrix(values[k]) if op == 0 else _quat_matrix(values[k])
+        for a in range(3):  # (element by element: an array assignment compiles a shape check)
+            for b in range(3):
+                out[k, a, b] = m[a, b]
     return out
 
 
@@ -339,7 +348,9 @@ def matrix_quat(matrix):
 def _rotate_rows(q, v, inverse):
     out = np.empty(v.shape)
     for k in range(v.shape[0]):
-        out[k] = np.asarray(_quat_rotate_inverse(q[k], v[k]) if inverse else _quat_rotate(q[k], v[k]))
+        r = _quat_rotate_inverse(q[k], v[k]) if inverse else _quat_rotate(q[k], v[k])
+        for c in range(3):
+            out[k, c] = r[c]
     return out
 
 

@@ -9,13 +9,15 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+import numba
 from tqdm import tqdm
 
+from . import _numba_cache
 from .checkpoint import CheckpointError, load_checkpoint, restore
+from .engine import loop_source
 from .integrators import SCHEMES
 from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter, WallLog
 from .scene import SceneError, load_scene
-from .engine import loop_source
 from .simulation import PARALLEL_THRESHOLD, Simulation
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
 from .system import build_system
@@ -51,6 +53,15 @@ def check_time_step(scene, model, state):
     return critical
 
 
+def instability_hint(scene, critical):
+    """What to tell a user whose run went unstable: the step against its critical estimate and
+    the remedy."""
+    dt = scene.simulation["dt"]
+    return (f"simulation.dt = {dt:g} is {dt / critical.dt:.2g} × the critical time step ≈ {critical.dt:.3g} "
+            f"({critical.limited_by}): reduce it, to at most {SAFE_FRACTION * critical.dt:.2g} for a bounded energy "
+            f"error, or soften the stiffest interaction")
+
+
 @contextmanager
 def _stop_on_signals(sim):
     """SIGINT and SIGTERM ask the simulation to stop after the current chunk of steps."""
@@ -73,6 +84,10 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     ``(sim, output_dir)``. Raises `SceneError` before anything is written, `SimulationError`
     (outputs and the last checkpoint kept) if the run breaks down. A run stopped by a signal
     returns with ``sim.stop_requested`` set, after writing a final checkpoint."""
+    if _numba_cache.FRESH:
+        log.info("first run of this dem version on this machine: compiling its kernels (a minute or two on a "
+                 "2-core machine); they are cached in %s for every later run, from any folder",
+                 numba.config.CACHE_DIR)
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
     restored, energy_reference = None, None
     if restart is not None:
@@ -88,27 +103,36 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     if state.step >= scene.n_steps:
         raise SceneError(f"{scene.path}: simulation.t_end: the checkpoint is at t = {state.time:g}, already at or "
                          f"past t_end = {scene.simulation['t_end']:g}; extend it with --set simulation.t_end=LATER")
-    check_time_step(scene, model, state)
+    critical = check_time_step(scene, model, state)
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
                          f"{error.strerror}") from None
     resume_step = state.step if restart is not None else None
+    hint = instability_hint(scene, critical)
     guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],
-                        tuple(energy_reference) if energy_reference is not None else None)
+                        tuple(energy_reference) if energy_reference is not None else None, hint)
     checkpointer = Checkpointer(output_dir / CHECKPOINT, scene.output["checkpoint_every"], scene.path, overrides,
                                 guard)
-    observers = [guard, EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
-                 VTKWriter(output_dir, scene.output["vtk_every"]), checkpointer]
+    # the guard after the writers: the state that set it off is in the outputs too
+    observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
+                 VTKWriter(output_dir, scene.output["vtk_every"]), guard, checkpointer]
     if "walls" in model.inputs:
-        observers.insert(2, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
+        observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = Simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
                      restored=restored)
+    sim.instability_hint = hint
     log.debug("%d bodies, %d bonds, parallel kernels: %s", model.n_bodies, len(model.bonds), sim.parallel)
     with tqdm(total=scene.n_steps, initial=state.step, unit="step", disable=quiet, desc=scene.name,
               dynamic_ncols=True, mininterval=0.5) as bar, _stop_on_signals(sim):
+        started = []
+
         def progress(step):
+            if not started:  # the start is reported (and every kernel compiled): the clock starts
+                started.append(step)
+                if not bar.disable:
+                    bar.start_t = bar.last_print_t = bar._time()
             bar.set_postfix_str(f"t={sim.state.time:.4g}/{scene.simulation['t_end']:g}", refresh=False)
             bar.update(step - bar.n)
 

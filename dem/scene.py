@@ -3,8 +3,8 @@
 Every key a scene may hold is declared in code, with its type, default, unit and constraint
 (`dem.schema.Key`): the framework sections ``[simulation]`` and ``[output]`` here, the sections
 the interactions read (their parameter tables, `dem.interactions`), the walls and meshes
-(``[[walls]]``, ``[[mesh]]``: `dem.interactions.walls`), and the keys of each builder of `dem.builders.BUILDERS` (arrays of tables such as ``[[torus]]``). `SCHEMA` is
-their union. Anything else is an error that names the file and the key; nothing is built or
+(``[[walls]]``, ``[[mesh]]``: `dem.interactions.walls`), and the keys of each builder of
+`dem.builders.BUILDERS` (arrays of tables such as ``[[torus]]``). `SCHEMA` is their union. Anything else is an error that names the file and the key; nothing is built or
 written before the whole scene has validated.
 """
 
@@ -27,8 +27,8 @@ FRAMEWORK = {
         "integrator": Key("str", "rrp2", "time integrator (SPEC §2)", choices=tuple(SCHEMES)),
         "dt": Key("float", REQUIRED, "time step", "time", positive),
         "t_end": Key("float", REQUIRED, "end time of the run", "time", positive),
-        "energy_tolerance": Key("float", 0.0, "stop the run when |E − E(0)| exceeds this fraction of the "
-                                "initial energy scale (0: never)", "", non_negative),
+        "energy_tolerance": Key("float", 10.0, "stop the run as unstable when |E − E(0)| exceeds this multiple "
+                                "of the initial energy scale (0: never)", "", non_negative),
     },
     "output": {
         "dir": Key("str", "", "output folder (default output/<scene file stem>)", check=folder_name),
@@ -43,7 +43,6 @@ SCHEMA = dict(sorted({**FRAMEWORK, **SECTION_KEYS}.items(),
                      key=lambda item: (_PREFERRED_ORDER + (item[0],)).index(item[0])))
 
 
-
 @dataclass
 class Scene:
     """A validated scene: ``sections`` (every section of `SCHEMA`, defaults filled in), walls,
@@ -55,6 +54,13 @@ class Scene:
     walls: list
     builders: list = field(default_factory=list)
     meshes: list = field(default_factory=list)
+    #: the ``--set`` overrides applied, as ``(keys, text)``
+    overrides: tuple = ()
+
+    def origin(self, key):
+        """What a message about ``key`` names first: the file, after the ``--set`` argument that
+        set ``key``, its table or a value in it (the last such), if any."""
+        return origin(self.path, self.overrides, key)
 
     @property
     def name(self):
@@ -71,6 +77,18 @@ class Scene:
     @property
     def n_steps(self):
         return int(round(self.simulation["t_end"] / self.simulation["dt"]))
+
+
+def origin(path, overrides, key):
+    """``"--set TEXT: PATH"`` for the last override ``(keys, text)`` in the table of ``key`` (its
+    section, or its builder table ``name.index``), else ``"PATH"``."""
+    def table(parts):
+        return parts[:2] if len(parts) > 1 and parts[1].isdigit() else parts[:1]
+
+    for keys, text in reversed(overrides):
+        if table(keys) == table(key.split(".")) or key.split(".") == keys[:len(key.split("."))]:
+            return f"--set {printable(text)}: {path}"
+    return str(path)
 
 
 def parse_override(text):
@@ -129,12 +147,14 @@ def load_scene(path, overrides=()):
         raise SceneError(f"{path}: TOML syntax error: {printable(error)}") from None
     except OSError as error:
         raise SceneError(f"{path}: cannot read the scene file ({error.strerror or error})") from None
+    applied = []
     for text in overrides:
         keys, value = parse_override(text)
         apply_override(data, keys, value, text)
+        applied.append((keys, text))
 
     def fail(key, problem):
-        raise SceneError(f"{path}: {key}: {problem}")
+        raise SceneError(f"{origin(path, applied, key)}: {key}: {problem}")
 
     known = list(SCHEMA) + ["walls", "mesh"] + list(BUILDERS)
     for name in data:
@@ -166,7 +186,7 @@ def load_scene(path, overrides=()):
     if not simulation["t_end"] / simulation["dt"] <= schema.MAX_STEPS:
         fail("simulation.dt", f"gives t_end/dt = {simulation['t_end'] / simulation['dt']:.3g} steps, more than the "
              f"{schema.MAX_STEPS:.0e} a run may take")
-    return Scene(path, sections, tables["walls"], builders, tables["mesh"])
+    return Scene(path, sections, tables["walls"], builders, tables["mesh"], tuple(applied))
 
 
 def _array(data, name, fail):

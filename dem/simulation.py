@@ -9,11 +9,26 @@ stop request (`Simulation.request_stop`, set by the command line's signal handle
 state at a whole step.
 """
 
+import logging
+import time
+
 import numpy as np
 
 from .diagnostics import energy_budget
-from .engine import FAILED, NOT_FINITE, OK, advance_module, arguments, compute_forces, new_contacts, store_contacts
+from .engine import (
+    FAILED,
+    NOT_FINITE,
+    OK,
+    advance_module,
+    arguments,
+    compile_estimate,
+    new_contacts,
+    record_compile_time,
+    store_contacts,
+)
 from .integrators import SCHEMES
+
+log = logging.getLogger("dem")
 
 
 class SimulationError(RuntimeError):
@@ -50,6 +65,8 @@ class Simulation:
         self.observers = list(observers)
         self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
         self.stop_requested = None
+        #: appended to instability messages (the runner's: the step against its critical estimate)
+        self.instability_hint = f"reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
         self.bodies = model.body_arrays()
         self.contacts = new_contacts(model)
@@ -57,7 +74,7 @@ class Simulation:
         self._engine = None
         if restored is None:
             self.aux = scheme.aux(state, self.bodies)
-            self.compute_forces()
+            self._step(0, 0.0)  # the forces of the initial configuration (no work booked)
         else:
             # a checkpoint's state carries its forces; the contact table is rebuilt where the
             # interrupted run last built it, so contact sums keep their order
@@ -66,11 +83,6 @@ class Simulation:
             if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
                 self.aux = type(self.aux)(**aux)
             self.contacts.restore(contacts, model.diameter)
-
-    def compute_forces(self, dt=0.0):
-        """Evaluate every interaction at the current state (``dt`` books non-conservative work;
-        0: none), updating the contact table."""
-        compute_forces(self.model, self.state, self.contacts, self.bodies, dt, self.parallel)
 
     def energy_budget(self):
         """The log row of the current state (`dem.diagnostics.energy_budget`), computed once per
@@ -89,33 +101,50 @@ class Simulation:
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
         if n_steps <= 0:
             return
-        if self._engine is None:
-            self._engine = advance_module(self.scheme, tuple(self.model.interactions), self.parallel).advance
-        histories, parameters = arguments(self.model, self.state, self.contacts)
-        status, body, done, *carried = self._engine(
-            n_steps, self.dt, self.state.arrays(), self.bodies, self.aux, self.contacts.arrays(), self.contacts.index,
-            *histories, *parameters,
-        )
-        store_contacts(self.model, self.contacts, carried)
+        status, body, done = self._step(n_steps, self.dt)
         self.state.step += done
         self.state.time = self.state.step * self.dt
         if status == FAILED:
             raise SimulationError(f"step {self.state.step + 1}: body {body} {self.scheme.failure}; "
-                                  f"reduce simulation.dt (now {self.dt:g})")
+                                  f"{self.instability_hint}")
         if status == NOT_FINITE:
-            raise SimulationError(
-                f"step {self.state.step}: body {body} has a non-finite position or velocity "
-                f"(the run went unstable); reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
-            )
+            raise SimulationError(f"step {self.state.step}: body {body} has a non-finite position or velocity (the "
+                                  f"run went unstable); {self.instability_hint}")
         assert status == OK
+
+    def _step(self, n_steps, h):
+        """The compiled loop (`dem.engine`): ``n_steps`` steps of size ``h`` (0 steps: the forces
+        of the current state). Returns ``(status, body, steps done)``."""
+        names = tuple(self.model.interactions)
+        estimate = None
+        if self._engine is None:
+            self._engine = advance_module(self.scheme, names, self.parallel).advance
+            estimate = compile_estimate(self.scheme, names, self.parallel)
+            if estimate is not None:
+                log.info("compiling the %s stepping loop for %s, %s (first run of this kind of scene on this "
+                         "machine: about %.0f s; cached for later runs)", self.scheme.name,
+                         ", ".join(names) or "free bodies", "parallel" if self.parallel else "serial", estimate)
+        started = time.perf_counter()
+        histories, parameters = arguments(self.model, self.state, self.contacts)
+        status, body, done, *carried = self._engine(
+            n_steps, h, self.state.arrays(), self.bodies, self.aux, self.contacts.arrays(), self.contacts.index,
+            *histories, *parameters,
+        )
+        store_contacts(self.model, self.contacts, carried)
+        if estimate is not None:
+            record_compile_time(self.scheme, names, self.parallel, time.perf_counter() - started)
+        return status, body, done
 
     def run(self, end_step, progress=None):
         """Advance to step ``end_step``, letting observers report when due; ``progress`` is an
-        optional callable ``progress(step)`` called after each chunk. Returns False if a stop
+        optional callable ``progress(step)`` called once the start is reported and after each
+        chunk. Returns False if a stop
         was requested before the end (the last chunk is then not reported), True otherwise."""
         try:
             if self.state.step == 0:
                 self._report(due_only=False)
+            if progress is not None:
+                progress(self.state.step)
             while self.state.step < end_step:
                 if self.stop_requested:
                     return False

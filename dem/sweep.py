@@ -210,6 +210,8 @@ def _grid_error(scene_path, overrides, grids, values, point_overrides, problem, 
     make it fail: those whose value fails alone, or all of them when only the combination does."""
     if problem == base:
         return SceneError(problem)  # the scene or a --set is wrong whatever the grid
+    for override in point_overrides:  # the --grid argument is named instead of the --set it became
+        problem = problem.removeprefix(f"--set {printable(override)}: ")
     culprits = [k for k, override in enumerate(point_overrides)
                 if _problem(scene_path, overrides + (override,)) not in (None, base)]
     if len(culprits) == 1:

@@ -8,11 +8,18 @@ import numpy as np
 from numba import njit
 
 from .builders import BUILDERS
-from .contacts import KEYS as CONTACT_KEYS, contact_skin
+from .contacts import KEYS as CONTACT_KEYS
+from .contacts import contact_skin
+from .diagnostics import energy_budget
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
 from .interactions.walls import WALL_KEYS
 from .meshes import load_mesh, place_mesh
-from .rotations import _quat_conjugate, _quat_multiply, _quat_rotate_inverse, matrix_quat
+from .rotations import (
+    _quat_conjugate,
+    _quat_multiply,
+    _quat_rotate_inverse,
+    matrix_quat,
+)
 from .schema import SceneError, defaults
 from .state import Bonds, Model, State, color_bonds
 
@@ -193,9 +200,14 @@ def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_d
         r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
         n = (d[0] / r, d[1] / r, d[2] / r)
         rest_length[b] = r
-        rest_dir_i[b] = np.asarray(_quat_rotate_inverse(orientation[i], n))
-        rest_dir_j[b] = np.asarray(_quat_rotate_inverse(orientation[j], n))
-        rest_relative[b] = np.asarray(_quat_multiply(_quat_conjugate(orientation[j]), orientation[i]))
+        a_i = _quat_rotate_inverse(orientation[i], n)
+        a_j = _quat_rotate_inverse(orientation[j], n)
+        relative = _quat_multiply(_quat_conjugate(orientation[j]), orientation[i])
+        for c in range(3):  # (element by element: an array assignment compiles a shape check)
+            rest_dir_i[b, c] = a_i[c]
+            rest_dir_j[b, c] = a_j[c]
+        for c in range(4):
+            rest_relative[b, c] = relative[c]
 
 
 def principal_axes(tensor):
@@ -242,9 +254,9 @@ def _bond_problem(bonds):
     return int(bad[0]) if len(bad) else None
 
 
-def _coincident(path, tables, i, j):
+def _coincident(scene, tables, i, j):
     table = next(table for first, end, table in tables if first <= i < end)
-    raise SceneError(f"{path}: {table}: bonds bodies {i} and {j} at zero distance (values too large or too small "
+    raise SceneError(f"{scene.origin(table)}: {table}: bonds bodies {i} and {j} at zero distance (values too large or too small "
                      f"to tell them apart)")
 
 
@@ -261,16 +273,16 @@ def build_system(scene):
             try:
                 BUILDERS[name].build(system, params)
             except ValueError as error:
-                raise SceneError(f"{scene.path}: {table}: {error}") from None
+                raise SceneError(f"{scene.origin(table)}: {table}: {error}") from None
             except ArithmeticError as error:   # OverflowError of a float power, …
-                raise SceneError(f"{scene.path}: {table}: values too large or too small to build with "
+                raise SceneError(f"{scene.origin(table)}: {table}: values too large or too small to build with "
                                  f"({error.args[-1] if error.args else type(error).__name__})") from None
             for block in system._blocks[blocks:]:
                 problem = _body_problem(block)
                 if problem:
-                    raise SceneError(f"{scene.path}: {table}: {problem}")
+                    raise SceneError(f"{scene.origin(table)}: {table}: {problem}")
             if any(body >= first and not np.isfinite(sites).all() for body, sites in system._sites.items()):
-                raise SceneError(f"{scene.path}: {table}: gives non-finite interaction sites (values too large or "
+                raise SceneError(f"{scene.origin(table)}: {table}: gives non-finite interaction sites (values too large or "
                                  f"too small)")
             tables.append((first, system.n_bodies, table))
         if system.n_bodies == 0:
@@ -285,13 +297,46 @@ def build_system(scene):
                 d = position[i] - position[j]
                 zero = np.flatnonzero(np.sum(d * d, axis=1) == 0)   # |d|² as the kernel sums it
                 if len(zero):
-                    _coincident(scene.path, tables, i[zero[0]], j[zero[0]])
-            _coincident(scene.path, tables, bond_blocks[0][0][0], bond_blocks[0][1][0])
+                    _coincident(scene, tables, i[zero[0]], j[zero[0]])
+            _coincident(scene, tables, bond_blocks[0][0][0], bond_blocks[0][1][0])
         except SceneError as error:   # an interaction's parameters (key named, file not)
-            raise SceneError(f"{scene.path}: {error}") from None
+            raise SceneError(f"{scene.origin(str(error).partition(':')[0])}: {error}") from None
         bad = _bond_problem(model.bonds)
         if bad is not None:
-            _coincident(scene.path, tables, model.bonds.i[bad], model.bonds.j[bad])
+            _coincident(scene, tables, model.bonds.i[bad], model.bonds.j[bad])
         if not np.isfinite(model.skin):
-            raise SceneError(f"{scene.path}: contact.skin: the mean particle diameter is not finite")
+            raise SceneError(f"{scene.origin('contact.skin')}: contact.skin: the mean particle diameter is not finite")
+        _check_initial_state(scene, tables, model, state)
     return model, state
+
+
+def _check_initial_state(scene, tables, model, state):
+    """Refuse a state whose energy budget or momenta overflow, or whose particles coincide,
+    naming the builder table that made it (a run would stop at once, or worse, go on)."""
+    def table_of(body):
+        return next(table for first, end, table in tables if first <= body < end)
+
+    momentum = model.mass[:, None] * state.velocity
+    motion = (0.5 * np.sum(momentum * state.velocity, axis=1)
+              + 0.5 * np.max(model.inertia, axis=1) * np.sum(state.angular_velocity ** 2, axis=1)
+              + np.sum(np.abs(np.cross(state.position, momentum)), axis=1))
+    bad = np.flatnonzero(~np.isfinite(motion))
+    if len(bad):
+        table = table_of(int(bad[0]))
+        raise SceneError(f"{scene.origin(table)}: {table}: gives body {bad[0]} a kinetic energy or momentum that "
+                         f"overflows (velocity up to {np.abs(state.velocity[bad[0]]).max():.3g}, position up to "
+                         f"{np.abs(state.position[bad[0]]).max():.3g}): values too large")
+    try:
+        budget = energy_budget(model, state)  # (also compiles the energy kernels before a run's clock starts)
+    except ZeroDivisionError:  # two particles at one point: no contact direction
+        _, first, counts = np.unique(state.position, axis=0, return_index=True, return_counts=True)
+        body = int(first[np.argmax(counts)])
+        table = table_of(body)
+        raise SceneError(f"{scene.origin(table)}: {table}: puts body {body} and another at the same point (values "
+                         f"too large or too small to tell them apart)") from None
+    bad = [name for name, value in budget.items() if not np.isfinite(value)]
+    if bad:
+        body = int(np.argmax(np.abs(state.position).max(axis=1)))
+        table = table_of(body)
+        raise SceneError(f"{scene.origin(table)}: {table}: gives an initial {bad[0]} energy that overflows "
+                         f"(position up to {np.abs(state.position[body]).max():.3g}): values too large")

@@ -51,8 +51,8 @@ def probe_update(lo, hi, h, st, bodies, contacts, p, own, history):
 
 
 @njit(inline="always")
-def probe_forces(i, h, st, bodies, contacts, p, own, history, f):
-    fx, fy, fz = f[0], f[1], f[2]
+def probe_forces(i, h, st, bodies, contacts, p, own, history):
+    fx = fy = fz = 0.0
     for k in range(contacts.start[i], contacts.start[i + 1]):
         j = contacts.index[k]
         delta, nx, ny, nz = _overlap(i, j, st.position, bodies.diameter)
@@ -73,7 +73,7 @@ def probe_forces(i, h, st, bodies, contacts, p, own, history, f):
                 own.wall_age[i, slot] += 1.0
         else:
             free_wall_slot(own.wall_key, own.wall_age, i, w)
-    return fx, fy, fz, f[3], f[4], f[5]
+    return fx, fy, fz, 0.0, 0.0, 0.0
 
 
 @njit(cache=True)

@@ -1,8 +1,10 @@
-"""Documentation that is generated from, or runs against, the code: docs/scenes.md and
-tools/paraview_state.py."""
+"""Documentation that is generated from, or runs against, the code: docs/scenes.md,
+tools/paraview_state.py and the ParaView macro tools/dem_paraview_macro.py."""
 
 import importlib.util
+import os
 import py_compile
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +13,14 @@ import pytest
 
 from dem.builders import BUILDERS
 from dem.reference import scene_reference
+from dem.runner import run
 from dem.scene import MESH_KEYS, SCHEMA, WALL_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES_MD = ROOT / "docs" / "scenes.md"
 PARAVIEW_SCRIPT = ROOT / "tools" / "paraview_state.py"
+PARAVIEW_MACRO = ROOT / "tools" / "dem_paraview_macro.py"
+PVBATCH = shutil.which("pvbatch")
 REGENERATE = "python -m dem.reference > docs/scenes.md"
 
 
@@ -58,8 +63,9 @@ def test_reference_rows_show_required_choices_and_units():
     assert "| `end_position` | vec3 | — | length |" in sections["[[tetra_chain]]"]
 
 
-def test_paraview_script_compiles(tmp_path):
-    py_compile.compile(str(PARAVIEW_SCRIPT), cfile=str(tmp_path / "paraview_state.pyc"), doraise=True)
+@pytest.mark.parametrize("script", [PARAVIEW_SCRIPT, PARAVIEW_MACRO], ids=lambda path: path.name)
+def test_paraview_scripts_compile(tmp_path, script):
+    py_compile.compile(str(script), cfile=str(tmp_path / "script.pyc"), doraise=True)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("paraview") is not None, reason="ParaView is importable here")
@@ -67,5 +73,108 @@ def test_paraview_script_needs_pvpython(tmp_path):
     result = subprocess.run([sys.executable, str(PARAVIEW_SCRIPT), str(tmp_path)], capture_output=True, text=True,
                             encoding="utf-8", timeout=60)
     assert result.returncode != 0
-    assert "run this with pvpython from ParaView ≥ 5.10" in result.stderr
+    assert "run this with pvbatch (or pvpython) from ParaView ≥ 5.10" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def display():
+    """Environment for pvbatch: the caller's display, or an Xvfb server of our own (``-displayfd``
+    picks a free display number) that is stopped afterwards."""
+    if PVBATCH is None:
+        pytest.skip("ParaView's pvbatch is not installed (apt-get install paraview xvfb)")
+    if os.environ.get("DISPLAY"):
+        yield dict(os.environ)
+        return
+    if shutil.which("Xvfb") is None:
+        pytest.skip("no display and no Xvfb (apt-get install xvfb)")
+    read, write = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
+                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        number = pipe.readline().strip()
+    try:
+        if not number:
+            pytest.skip("Xvfb did not start")
+        yield {**os.environ, "DISPLAY": f":{number}"}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _pvbatch(arguments, cwd, environment):
+    """Run pvbatch; again (up to three times) when it could not connect to the X server, which
+    some sandboxes refuse now and then ("bad X server connection")."""
+    for _ in range(3):
+        result = subprocess.run([PVBATCH, *map(str, arguments)], capture_output=True, text=True, encoding="utf-8",
+                                errors="replace", timeout=300, cwd=cwd, env=environment)
+        if "bad X server connection" not in result.stderr:
+            break
+    return result
+
+
+def _assert_picture(path):
+    """A PNG with something drawn on it (not one flat colour)."""
+    import matplotlib.image
+
+    assert path.is_file() and path.stat().st_size > 10_000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(path)[:, :, :3]
+    background = image[0, -1]  # a corner
+    drawn = (abs(image - background).sum(axis=2) > 0.05).mean()
+    assert drawn > 0.002, f"{path.name}: only {drawn:.2%} of the pixels differ from the background"
+
+
+PICTURES = {  # scene, overrides, options of paraview_state.py
+    "torus": ("torus_impact.toml", ["simulation.t_end=0.3", "output.vtk_every=100"],
+              ["--view", "iso", "--show-broken", "--cut"]),
+    "pendulum": ("pendulum.toml", ["simulation.t_end=1.0", "output.vtk_every=10"], []),
+    "tetra_chain": ("tetra_chain.toml", ["simulation.t_end=0.2", "output.vtk_every=100"], ["--view", "xz"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PICTURES))
+def test_paraview_script_saves_a_picture(tmp_path, display, case):
+    scene, overrides, options = PICTURES[case]
+    run_dir = tmp_path / case
+    run(ROOT / "scenes" / scene, overrides=overrides, out=run_dir, quiet=True)
+    result = _pvbatch([PARAVIEW_SCRIPT, run_dir, "--size", 800, 500, *options], tmp_path, display)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1] == str(run_dir / "paraview.png")
+    _assert_picture(run_dir / "paraview.png")
+
+
+def test_paraview_script_refuses_a_folder_without_a_run(tmp_path, display):
+    result = _pvbatch([PARAVIEW_SCRIPT, tmp_path], tmp_path, display)
+    assert result.returncode == 2
+    assert "no particles.pvd" in result.stderr
+
+
+def test_paraview_macro_as_the_gui_runs_it(tmp_path, display):
+    """The GUI runs a macro as a script (``__name__ == "__main__"``) in its interpreter, after the
+    user opened particles.pvd."""
+    run_dir = tmp_path / "torus"
+    run(ROOT / "scenes" / "torus_impact.toml", overrides=["simulation.t_end=0.2", "output.vtk_every=100"],
+        out=run_dir, quiet=True)
+    driver = tmp_path / "gui.py"
+    driver.write_text(f"""
+import paraview.simple as pvs
+view = pvs.CreateView("RenderView")
+view.ViewSize = [800, 500]
+pvs.SetActiveView(view)
+pvs.SetActiveSource(pvs.PVDReader(FileName={str(run_dir / "particles.pvd")!r}))
+exec(compile(open({str(PARAVIEW_MACRO)!r}).read(), "dem_paraview_macro.py", "exec"), {{"__name__": "__main__"}})
+names = {{name for name, _ in pvs.GetSources()}}
+assert {{"particle spheres", "bond tubes", "bonds.pvd", "walls.pvd"}} <= names, names
+assert "particles.pvd" not in names, names  # the reader the user opened is used, not a second one
+pvs.SaveScreenshot({str(tmp_path / "gui.png")!r}, view, ImageResolution=[800, 500])
+pvs.Disconnect()
+""", encoding="utf-8")
+    result = _pvbatch([driver], tmp_path, display)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _assert_picture(tmp_path / "gui.png")

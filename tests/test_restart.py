@@ -129,15 +129,35 @@ def test_too_large_a_step_is_warned_about_and_stopped_when_it_blows_up(tmp_path,
     err = capsys.readouterr().err
     assert "simulation.dt" in err and "safe fraction" in err  # warned before the start
     assert code == 1
-    assert "run stopped" in err and "energy error" in err and "fastest body" in err and "reduce simulation.dt" in err
+    assert "run stopped" in err and "energy error" in err and "fastest body" in err and "critical time step" in err
     assert (tmp_path / "run" / "checkpoint.npz").exists() and (tmp_path / "run" / "energy.csv").exists()
+
+
+def test_a_blow_up_stops_by_default_and_names_the_step_against_the_critical_one(tmp_path, capsys):
+    """dt = 0.008 is 1.8× the torus' critical step: the energy explodes; the default guard (ten
+    times the initial energy scale) stops the run with exit 1 and keeps what was written."""
+    out = tmp_path / "run"
+    code = main(["run", TORUS, "--out", str(out), "--quiet", "--set", "simulation.dt=0.008"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "went unstable" in err and "simulation.dt = 0.008 is 1.8 × the critical time step" in err
+    assert "reduce it, to at most" in err
+    rows = np.genfromtxt(out / "energy.csv", delimiter=",", names=True)
+    assert rows["step"][-1] < 1000  # stopped within a second of simulated time, not at t_end = 35
+    assert abs(rows["total"][-1] - rows["total"][0]) > 10 * rows["total"][0]  # the row that set it off is kept
+    assert int(load_checkpoint(out / "checkpoint.npz")["step"]) == rows["step"][-1]
+
+
+def test_the_default_guard_lets_a_stable_run_finish(tmp_path):
+    """The shipped torus at its own dt, well past first impact: the guard never fires."""
+    assert main(["run", TORUS, "--out", str(tmp_path / "run"), "--quiet", "--set", "simulation.t_end=5"]) == 0
 
 
 def test_non_finite_state_is_caught(tmp_path, capsys):
     code = main(["run", TORUS, "--out", str(tmp_path / "run"), "--quiet", "--set", "simulation.dt=2e-2",
-                 "--set", "simulation.t_end=20"])
+                 "--set", "simulation.t_end=20", "--set", "simulation.energy_tolerance=0"])  # (guard off)
     err = capsys.readouterr().err
-    assert code == 1 and "non-finite" in err and "body" in err and "reduce simulation.dt" in err
+    assert code == 1 and "non-finite" in err and "body" in err and "critical time step" in err
 
 
 def test_restart_of_a_finished_run_needs_a_later_end(tmp_path, capsys):

@@ -101,3 +101,42 @@ def test_defaults_are_filled_in():
     assert scene.output["log_every"] == 1
     assert scene.sections["contact"]["k_pp"] == 0.0
     assert scene.n_steps == 1000
+
+
+@pytest.mark.parametrize("override, key", [
+    ("simulation.dt=-1", "simulation.dt"),
+    ("torus.0.mass=[1, 2]", "torus.0.mass"),
+    ("torus.0.velocity=[1e308,0,0]", "torus.0"),  # a builder table that makes an overflowing state
+])
+def test_an_error_from_a_set_names_the_set_argument(tmp_path, capsys, override, key):
+    code = main([str(ROOT / "scenes/torus_impact.toml"), "--set", override, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"dem: error: --set {override}: {ROOT / 'scenes/torus_impact.toml'}: {key}: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_overflowing_initial_state_is_refused_before_anything_is_written(tmp_path, capsys):
+    code = main([str(ROOT / "scenes/torus_impact.toml"), "--set", "torus.0.velocity=[1e308,0,0]",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "kinetic energy or momentum that overflows" in err and "RuntimeWarning" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_dem_alone_prints_its_usage(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m dem") and "examples:" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["plot", "{tmp}/nowhere"], "{tmp}/nowhere/energy.csv: no such file"),
+    ([str(ROOT / "scenes/torus_impact.toml"), "--restart", "{tmp}/none.npz", "--out", "{tmp}/out"],
+     "--restart {tmp}/none.npz: no such checkpoint file"),
+])
+def test_missing_paths_give_one_line(tmp_path, capsys, argv, message):
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"dem: error: {message.format(tmp=tmp_path)}")
+    assert not (tmp_path / "out").exists()

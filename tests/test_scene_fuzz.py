@@ -502,8 +502,12 @@ def test_found_by_fuzzing(case, variant, edits, overrides, key):
             assert error is None, error
         elif key == "--set":
             assert error is not None and str(error).startswith("--set "), error
-        else:
-            assert error is not None and str(error).startswith(f"{path}: {key}: "), error
+        else:  # an error caused by an override names it first (`dem.scene.origin`)
+            assert error is not None, key
+            message = str(error)
+            for text in overrides:
+                message = message.removeprefix(f"--set {dem.schema.printable(text)}: ")
+            assert message.startswith(f"{path}: {key}: "), error
 
 
 @pytest.mark.parametrize("variant, overrides, key", [
@@ -518,5 +522,6 @@ def test_the_real_body_cap(variant, overrides, key):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scene.toml"
         path.write_text(dump(base_scene(variant)), encoding="utf-8")
-        with pytest.raises(SceneError, match=f"^{re.escape(str(path))}: {re.escape(key)}: .*{dem.schema.MAX_BODIES}"):
+        with pytest.raises(SceneError, match=f"^--set {re.escape(overrides[0])}: {re.escape(str(path))}: "
+                                             f"{re.escape(key)}: .*{dem.schema.MAX_BODIES}"):
             prepare(path, overrides)

@@ -138,7 +138,7 @@ def test_rerun_with_every_point_done_starts_no_cluster(swept, tmp_path, monkeypa
      ("--grid simulation.dt=[0.5,1] --grid simulation.t_end=[0.8,2]: point simulation.dt=1, simulation.t_end=0.8: "
       "{scene}: simulation.dt: must be smaller than simulation.t_end = 0.8, got 1")),
     (["pendulum.3.mass=[1,2]"],
-     "--grid pendulum.3.mass=[1,2]: value 1: --set pendulum.3.mass=1: pendulum.3: no element 3 (the list has 1)"),
+     "--grid pendulum.3.mass=[1,2]: value 1: pendulum.3: no element 3 (the list has 1)"),
     (["simulation.dt=0.02"], "--grid simulation.dt=0.02: the values must be a list [v1,v2,...]"),
     (["simulation.dt=[]"], "--grid simulation.dt=[]: the list of values is empty"),
     (["simulation.dt=[0.02,2e-2]"], "--grid simulation.dt=[0.02,2e-2]: the value 0.02 appears twice"),

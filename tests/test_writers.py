@@ -9,17 +9,19 @@ import pytest
 from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
-from dem.system import SystemBuilder
-from dem.runner import run
-from dem.plotting import plot_energy
-from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
+from dem.builders.tetra_chain import TETRAHEDRON
 from dem.observers.vtk import VTKWriter
+from dem.plotting import SCENE_UNITS, plot_energy, units_of
+from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
+from dem.runner import run
+from dem.system import SystemBuilder
 
-SCENE = Path(__file__).resolve().parent.parent / "scenes" / "torus_impact.toml"
+SCENES = Path(__file__).resolve().parent.parent / "scenes"
+SCENE = SCENES / "torus_impact.toml"
 
 PARTICLE_ARRAYS = {
     "id": 1, "body": 1, "diameter": 1, "velocity": 3, "speed": 1, "angular_velocity": 3, "orientation": 4,
-    "axis_1": 3, "axis_2": 3, "axis_3": 3, "force": 3, "moment": 3,
+    "axis_1": 3, "axis_2": 3, "axis_3": 3, "force": 3, "moment": 3, "center_of_mass": 3,
 }
 BOND_ARRAYS = {"axial_strain": 1, "shear": 1, "bending_angle": 1, "axial_force": 1, "broken": 1}
 
@@ -106,7 +108,7 @@ def test_initial_snapshot_is_the_rest_state(torus_run):
 def test_files_are_compressed_binary(torus_run):
     for path in (torus_run / "vtk").glob("*.vtp"):
         header = path.read_bytes()[:4096].decode("ascii", errors="replace")
-        assert 'compressor="vtkZLibDataCompressor"' in header
+        assert 'compressor="vtkLZ4DataCompressor"' in header
         assert 'format="appended"' in header or 'format="binary"' in header
         assert 'format="ascii"' not in header
 
@@ -157,6 +159,58 @@ def test_bond_measures_of_a_known_deformation(tmp_path):
     np.testing.assert_allclose(normal / np.linalg.norm(normal), (0.0, 0.0, 1.0), atol=1e-15)
 
 
+def test_rigid_cluster_sites(tmp_path):
+    """Tetrahedra (four equal point masses): six edges per body of the builder's lengths at every
+    snapshot, the sites' centroid at the body's centre of mass, site velocity v + Ω × arm."""
+    first, second = np.triu_indices(4, 1)
+    lengths = np.linalg.norm(TETRAHEDRON[first] - TETRAHEDRON[second], axis=1)  # edge a = 1
+    run(SCENES / "tetra_chain.toml", overrides=["simulation.t_end=0.2", "output.vtk_every=100",
+                                                "tetra_chain.0.n_bodies=3"], out=tmp_path, quiet=True)
+    entries = _collection(tmp_path / "sites.pvd")
+    assert [f for _, f in entries] == [f"vtk/sites_{step:09d}.vtp" for step in (0, 100, 200)]
+    for _, name in entries:
+        sites = _read(tmp_path / name)
+        particles = _read(tmp_path / name.replace("sites", "particles"))
+        body = _arrays(particles.GetPointData())
+        centre = vtk_to_numpy(particles.GetPoints().GetData())
+        velocity = vtk_to_numpy(body["velocity"])
+        omega = vtk_to_numpy(body["angular_velocity"])
+        assert sites.GetNumberOfPoints() == 12 and sites.GetNumberOfVerts() == 12
+        assert sites.GetNumberOfLines() == 3 * 6
+        point = _arrays(sites.GetPointData())
+        owner = vtk_to_numpy(point["id"])
+        np.testing.assert_array_equal(owner, np.repeat(np.arange(3), 4))
+        np.testing.assert_array_equal(vtk_to_numpy(point["site"]), np.tile(np.arange(4), 3))
+        np.testing.assert_array_equal(vtk_to_numpy(point["body"]), 0)
+        x = vtk_to_numpy(sites.GetPoints().GetData())
+        np.testing.assert_allclose(x.reshape(3, 4, 3).mean(axis=1), centre, atol=1e-12)
+        arm = x - centre[owner]
+        np.testing.assert_allclose(vtk_to_numpy(point["velocity"]), velocity[owner] + np.cross(omega[owner], arm),
+                                   atol=1e-12)
+        lines = vtk_to_numpy(sites.GetLines().GetConnectivityArray()).reshape(-1, 2)
+        assert np.all(owner[lines[:, 0]] == owner[lines[:, 1]])
+        np.testing.assert_allclose(np.linalg.norm(x[lines[:, 0]] - x[lines[:, 1]], axis=1), np.tile(lengths, 3),
+                                   rtol=1e-12)
+        np.testing.assert_array_equal(vtk_to_numpy(_arrays(sites.GetCellData())["id"]),
+                                      np.concatenate((owner, np.repeat(np.arange(3), 6))))
+    assert not (tmp_path / "bonds.pvd").exists()
+
+
+def test_center_of_mass_of_a_pendulum(tmp_path):
+    """The pendulum's point is its pivot; ``center_of_mass`` is the bob, at |Rρ| = 1 from it."""
+    run(SCENES / "pendulum.toml", overrides=["simulation.t_end=0.5", "output.vtk_every=10"], out=tmp_path,
+        quiet=True)
+    for _, name in _collection(tmp_path / "particles.pvd"):
+        particles = _read(tmp_path / name)
+        pivot = vtk_to_numpy(particles.GetPoints().GetData())[0]
+        arrays = _arrays(particles.GetPointData())
+        bob = vtk_to_numpy(arrays["center_of_mass"])[0]
+        np.testing.assert_allclose(pivot, 0.0, atol=0.0)
+        assert np.linalg.norm(bob - pivot) == pytest.approx(1.0, rel=1e-12)
+        np.testing.assert_allclose(bob, vtk_to_numpy(arrays["axis_3"])[0], atol=1e-15)  # ρ = (0, 0, 1)
+    assert not (tmp_path / "sites.pvd").exists()
+
+
 def test_a_fresh_run_replaces_the_previous_snapshots(tmp_path):
     system = SystemBuilder()
     system.add_body((0.0, 0.0, 0.0), mass=1.0, inertia=1.0, diameter=1.0)
@@ -191,3 +245,16 @@ def test_plot_energy_writes_a_png(torus_run, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     other = plot_energy(torus_run, tmp_path / "sub" / "budget.png")
     assert other.is_file() and other.stat().st_size > 10_000
+
+
+def test_plot_energy_units(torus_run, tmp_path):
+    assert units_of(None) == dict.fromkeys(("time", "energy", "momentum", "angular momentum"), SCENE_UNITS)
+    assert units_of("SI")["energy"] == "J"
+    assert units_of({"time": "ms"}) == {"time": "ms", "energy": SCENE_UNITS, "momentum": SCENE_UNITS,
+                                        "angular momentum": SCENE_UNITS}
+    with pytest.raises(ValueError, match="unknown unit system"):
+        units_of("imperial")
+    with pytest.raises(ValueError, match="unknown quantities"):
+        units_of({"length": "m"})
+    assert plot_energy(torus_run, tmp_path / "si.png", units="SI").stat().st_size > 10_000
+

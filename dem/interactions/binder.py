@@ -101,22 +101,24 @@ def _break_code(strain, shear, angle, limits):
 def binder_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact bonds ``lo ≤ b < hi`` (one colour); break those past the
     limits, booking their energy and half-step work (see the module's docstring)."""
+    position, orientation, force, moment = st.position, st.orientation, st.force, st.moment
+    broken, k_axial, k_shear, k_bending = own.broken, p.k_axial, p.k_shear, p.k_bending
     for b in range(lo, hi):
-        if own.broken[b] != INTACT:
+        if broken[b] != INTACT:
             continue
         i, j, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, q, scale, angle = \
-            _deformation(b, st.position, st.orientation, p)
+            _deformation(b, position, orientation, p)
         nx, ny, nz = n
-        f_axial = -p.k_axial[b] * strain * inverse_r0
+        f_axial = -k_axial[b] * strain * inverse_r0
         s_i = 1.0 - c_i
         s_j = 1.0 - c_j
-        k_r = p.k_shear[b] * inverse_r
+        k_r = k_shear[b] * inverse_r
         f0 = f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx))
         f1 = f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny))
         f2 = f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz))
-        kc_i = p.k_shear[b] * c_i
-        kc_j = p.k_shear[b] * c_j
-        k_m = p.k_bending[b] * scale
+        kc_i = k_shear[b] * c_i
+        kc_j = k_shear[b] * c_j
+        k_m = k_bending[b] * scale
         ti0 = kc_i * (a_i[1] * nz - a_i[2] * ny) + k_m * q[1]
         ti1 = kc_i * (a_i[2] * nx - a_i[0] * nz) + k_m * q[2]
         ti2 = kc_i * (a_i[0] * ny - a_i[1] * nx) + k_m * q[3]
@@ -126,25 +128,25 @@ def binder_forces(lo, hi, h, st, bodies, p, own):
         if p.breakable:
             code = _break_code(strain, max(c_i, c_j), angle, p.limits)
             if code != INTACT:
-                own.broken[b] = code
+                broken[b] = code
                 v, w = st.velocity, st.angular_velocity
                 work = (f0 * (v[i, 0] - v[j, 0]) + f1 * (v[i, 1] - v[j, 1]) + f2 * (v[i, 2] - v[j, 2])
                         + ti0 * w[i, 0] + ti1 * w[i, 1] + ti2 * w[i, 2] + tj0 * w[j, 0] + tj1 * w[j, 1] + tj2 * w[j, 2])
                 u = _bond_energy(b, p, strain, c_i, c_j, angle)
                 own.broken_energy[i] += u[0] + u[1] + u[2] + 0.5 * h * work
                 continue
-        st.force[i, 0] += f0
-        st.force[i, 1] += f1
-        st.force[i, 2] += f2
-        st.force[j, 0] -= f0
-        st.force[j, 1] -= f1
-        st.force[j, 2] -= f2
-        st.moment[i, 0] += ti0
-        st.moment[i, 1] += ti1
-        st.moment[i, 2] += ti2
-        st.moment[j, 0] += tj0
-        st.moment[j, 1] += tj1
-        st.moment[j, 2] += tj2
+        force[i, 0] += f0
+        force[i, 1] += f1
+        force[i, 2] += f2
+        force[j, 0] -= f0
+        force[j, 1] -= f1
+        force[j, 2] -= f2
+        moment[i, 0] += ti0
+        moment[i, 1] += ti1
+        moment[i, 2] += ti2
+        moment[j, 0] += tj0
+        moment[j, 1] += tj1
+        moment[j, 2] += tj2
 
 
 @njit(inline="always")

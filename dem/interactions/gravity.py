@@ -19,13 +19,13 @@ KEYS = {"fields": {
 
 
 @njit(inline="always")
-def gravity_forces(i, h, st, bodies, contacts, p, own, f):
+def gravity_forces(i, h, st, bodies, contacts, p, own):
     """Weight ``m g`` and moment ``(R ρ) × m g`` of body ``i``."""
     m = bodies.mass[i]
     g = p.gravity
     weight = (m * g[0], m * g[1], m * g[2])
     tau = _cross(_quat_rotate(st.orientation[i], bodies.com_offset[i]), weight)
-    return f[0] + weight[0], f[1] + weight[1], f[2] + weight[2], f[3] + tau[0], f[4] + tau[1], f[5] + tau[2]
+    return weight[0], weight[1], weight[2], tau[0], tau[1], tau[2]
 
 
 @njit(cache=True)

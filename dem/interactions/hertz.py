@@ -27,6 +27,7 @@ from numba import njit
 
 from ..schema import Key, non_negative, restitution
 from .contract import ROW, Interaction
+from ..meshes import MAX_CONTACTS
 from .walls import add_wall_load, wall_velocity_at
 
 HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal")
@@ -95,23 +96,24 @@ def _pair_row(i, st, bodies, contacts, p, damping):
     """Particle ``i``'s contacts with other particles: ``(fx, fy, fz, power, energy)``, the
     Hertz (and damping) force on ``i``, and half the damping power and elastic energy of its
     contacts (the other halves belong to the partners)."""
-    position, velocity = st.position, st.velocity
+    position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
+    start, index, stiffness = contacts.start, contacts.index, p.stiffness
     fx = fy = fz = power = energy = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        j = contacts.index[k]
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, bodies.diameter)
+    radius = 0.5 * diameter[i]
+    for k in range(start[i], start[i + 1]):
+        j = index[k]
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if r2 >= reach * reach:
             continue
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
-        u, force = hertz(delta, p.stiffness, reach)
+        u, force = hertz(delta, stiffness, reach)
         energy += 0.5 * u
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-            force, power = _damped(force, power, 0.5, delta, p.stiffness, reach,
-                                   bodies.inverse_mass[i] + bodies.inverse_mass[j], speed, damping)
+            force, power = _damped(force, power, 0.5, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j],
+                                   speed, damping)
         force /= r
         fx += force * dx
         fy += force * dy
@@ -120,92 +122,102 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 
 @njit(inline="always")
-def _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, walls, damping, book):
+def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping,
+                  wall_point, wall_velocity, wall_spin, partial):
     """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
-    along the unit normal ``n``): ``(|F|, damping power, energy)``; books the reaction on the
-    wall when ``book``."""
+    along the unit normal ``n``): ``(|F|, power, energy)`` with the damping power added to
+    ``power``; books the reaction on the wall (`add_wall_load`)."""
     delta = 1.0 - gap / radius
-    u, force = hertz(delta, p.stiffness, radius)
-    power = 0.0
-    x = st.position[i]
-    px, py, pz = x[0] - gap * nx, x[1] - gap * ny, x[2] - gap * nz  # contact point on the wall
+    u, force = hertz(delta, stiffness, radius)
+    px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz  # on the wall
     if damping != 0.0:
-        wall = wall_velocity_at(walls, w, px, py, pz)
-        speed = ((st.velocity[i, 0] - wall[0]) * nx + (st.velocity[i, 1] - wall[1]) * ny
-                 + (st.velocity[i, 2] - wall[2]) * nz)
-        force, power = _damped(force, power, 1.0, delta, p.stiffness, radius, bodies.inverse_mass[i], speed, damping)
-    if book:
-        add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px, py, pz,
-                      1.5 * p.stiffness / (radius * radius) * np.sqrt(delta))
+        wx, wy, wz = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, px, py, pz)
+        speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
+        force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
+    add_wall_load(partial, wall_point, i, w, force * nx, force * ny, force * nz, px, py, pz,
+                  1.5 * stiffness / (radius * radius) * np.sqrt(delta))
     return force, power, u
 
 
 @njit(inline="always")
-def _wall_row(i, st, bodies, p, walls, damping, book):
-    """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)``."""
+def _wall_row(i, st, bodies, p, walls, damping):
+    """The walls' contacts with particle ``i``, the planes' then the mesh contacts `dem.meshes`
+    found for it: ``(fx, fy, fz, power, energy)`` (none for a body without contact diameter);
+    books their reactions on the walls."""
+    position, velocity, wall_normal, stiffness = st.position, st.velocity, p.wall_normal, p.stiffness
+    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
+    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
+    inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
-    for w in range(p.wall_normal.shape[0]):
-        gap = _wall_gap(i, w, st.position, walls.point, p.wall_normal)
-        if gap >= radius:
+    for w in range(wall_normal.shape[0]):
+        gap = _wall_gap(i, w, position, wall_point, wall_normal)
+        if gap >= radius or radius <= 0.0:
             continue
-        nx, ny, nz = p.wall_normal[w, 0], p.wall_normal[w, 1], p.wall_normal[w, 2]
-        force, work, u = _wall_contact(i, w, gap, nx, ny, nz, radius, st, bodies, p, walls, damping, book)
+        nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+        force, power, u = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass,
+                                        stiffness, damping, wall_point, wall_velocity, wall_spin, partial)
         energy += u
-        power += work
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
-    if walls.mesh_count.shape[0] > 0:
-        for k in range(min(walls.mesh_count[i], walls.mesh_gap.shape[1])):
-            n = walls.mesh_normal[i, k]
-            force, work, u = _wall_contact(i, walls.mesh_wall[i, k], walls.mesh_gap[i, k], n[0], n[1], n[2], radius,
-                                           st, bodies, p, walls, damping, book)
-            energy += u
-            power += work
-            fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
+    n_mesh = min(mesh_count[i], MAX_CONTACTS) if mesh_count.shape[0] > 0 else 0
+    for k in range(n_mesh):
+        nx, ny, nz = mesh_normal[i, k, 0], mesh_normal[i, k, 1], mesh_normal[i, k, 2]
+        force, power, u = _wall_contact(i, mesh_wall[i, k], mesh_gap[i, k], nx, ny, nz, radius, power, position,
+                                        velocity, inverse_mass, stiffness, damping, wall_point, wall_velocity,
+                                        wall_spin, partial)
+        energy += u
+        fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, energy
 
 
 @njit(inline="always")
-def _with_row(i, h, own, f, row):
-    """The accumulator ``f`` with a row's force added; books the row's damping work."""
-    if row[3] != 0.0:
-        own.dissipated[i] += h * row[3]
-    return f[0] + row[0], f[1] + row[1], f[2] + row[2], f[3], f[4], f[5]
+def _booked(i, h, own, row):
+    """A row's force as body ``i``'s share; books its damping work (every step, 0 without
+    damping: see `dem.interactions.contract`)."""
+    own.dissipated[i] += h * row[3]
+    return row[0], row[1], row[2], 0.0, 0.0, 0.0
 
 
 @njit(inline="always")
-def hertz_pp_forces(i, h, st, bodies, contacts, p, own, f):
-    """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each."""
-    if bodies.diameter[i] <= 0.0:
-        return f
-    return _with_row(i, h, own, f, _pair_row(i, st, bodies, contacts, p, p.damping))
+def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
+    """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each
+    (a particle without contact has an empty neighbour row)."""
+    return _booked(i, h, own, _pair_row(i, st, bodies, contacts, p, p.damping))
+
+
+@njit(inline="always")
+def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Hertz forces of all walls on particle ``i`` (``walls``: the walls' state); books the
+    damping work and the reactions on the walls."""
+    return _booked(i, h, own, _wall_row(i, st, bodies, p, walls, p.damping))
 
 
 @njit(cache=True)
 def hertz_pp_energy(st, bodies, contacts, p, own):
-    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs (half from each row)."""
+    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs, half from each row."""
     energy = 0.0
     for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
+        energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
     return energy, np.sum(own.dissipated)
-
-
-@njit(inline="always")
-def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls, f):
-    """Hertz forces of all walls on particle ``i``; books the damping work and the reactions."""
-    if bodies.diameter[i] <= 0.0:
-        return f
-    return _with_row(i, h, own, f, _wall_row(i, st, bodies, p, walls, p.damping, True))
 
 
 @njit(cache=True)
 def hertz_pw_energy(st, bodies, contacts, p, own, walls):
-    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts."""
+    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts, plane by
+    plane, then the mesh contacts particle by particle."""
     energy = 0.0
-    for i in range(st.position.shape[0]):
-        if bodies.diameter[i] > 0.0:
-            energy += _wall_row(i, st, bodies, p, walls, 0.0, False)[4]
+    position, diameter, wall_point, wall_normal = st.position, bodies.diameter, walls.point, p.wall_normal
+    mesh_count, mesh_gap = walls.mesh_count, walls.mesh_gap
+    for w in range(wall_normal.shape[0]):
+        for i in range(diameter.shape[0]):
+            radius = 0.5 * diameter[i]
+            gap = _wall_gap(i, w, position, wall_point, wall_normal)
+            if radius > 0.0 and gap < radius:
+                energy += hertz(1.0 - gap / radius, p.stiffness, radius)[0]
+    for i in range(mesh_count.shape[0]):
+        radius = 0.5 * diameter[i]
+        for k in range(min(mesh_count[i], MAX_CONTACTS)):
+            energy += hertz(1.0 - mesh_gap[i, k] / radius, p.stiffness, radius)[0]
     return energy, np.sum(own.dissipated)
 
 

@@ -22,43 +22,47 @@ def lennard_jones(r2, epsilon, sigma):
     return 4.0 * epsilon * (s6 * s6 - s6), 24.0 * epsilon * (2.0 * s6 * s6 - s6) / r2
 
 
-@njit(cache=True)
-def _site_pairs(position, orientation, p):
-    """Every interacting site pair: ``(a, b, arm_s, arm_t, d)`` with the bodies ``a``, ``b``, the
-    sites' arms from their bodies' reference points and ``d = s − t`` (spatial)."""
-    for k in range(p.pair_a.shape[0]):
-        a = p.pair_a[k]
-        b = p.pair_b[k]
-        for s in range(p.site_start[a], p.site_start[a + 1]):
-            arm_s = _quat_rotate(orientation[a], p.site_offset[s])
-            for t in range(p.site_start[b], p.site_start[b + 1]):
-                arm_t = _quat_rotate(orientation[b], p.site_offset[t])
-                yield a, b, arm_s, arm_t, (position[a, 0] + arm_s[0] - position[b, 0] - arm_t[0],
-                                           position[a, 1] + arm_s[1] - position[b, 1] - arm_t[1],
-                                           position[a, 2] + arm_s[2] - position[b, 2] - arm_t[2])
+@njit(inline="always")
+def _separation(position, orientation, p, a, b, s, t):
+    """``(arm_s, arm_t, d)``: the arms of site ``s`` of body ``a`` and site ``t`` of body ``b``
+    from their bodies' reference points, and ``d = s − t`` (spatial)."""
+    arm_s = _quat_rotate(orientation[a], p.site_offset[s])
+    arm_t = _quat_rotate(orientation[b], p.site_offset[t])
+    return arm_s, arm_t, (position[a, 0] + arm_s[0] - position[b, 0] - arm_t[0],
+                          position[a, 1] + arm_s[1] - position[b, 1] - arm_t[1],
+                          position[a, 2] + arm_s[2] - position[b, 2] - arm_t[2])
 
 
 @njit(cache=True)
 def lennard_jones_forces(h, st, bodies, p, own):
     """Add the site forces and moments of every listed body pair."""
-    for a, b, arm_s, arm_t, d in _site_pairs(st.position, st.orientation, p):
-        _, f = lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], p.epsilon, p.sigma)
-        fd = (f * d[0], f * d[1], f * d[2])
-        tau_s = _cross(arm_s, fd)
-        tau_t = _cross(arm_t, fd)
-        for c in range(3):
-            st.force[a, c] += fd[c]
-            st.force[b, c] -= fd[c]
-            st.moment[a, c] += tau_s[c]
-            st.moment[b, c] -= tau_t[c]
+    for k in range(p.pair_a.shape[0]):
+        a, b = p.pair_a[k], p.pair_b[k]
+        for s in range(p.site_start[a], p.site_start[a + 1]):
+            for t in range(p.site_start[b], p.site_start[b + 1]):
+                arm_s, arm_t, d = _separation(st.position, st.orientation, p, a, b, s, t)
+                f = lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], p.epsilon, p.sigma)[1]
+                fd = (f * d[0], f * d[1], f * d[2])
+                tau_s = _cross(arm_s, fd)
+                tau_t = _cross(arm_t, fd)
+                for c in range(3):
+                    st.force[a, c] += fd[c]
+                    st.force[b, c] -= fd[c]
+                    st.moment[a, c] += tau_s[c]
+                    st.moment[b, c] -= tau_t[c]
 
 
 @njit(cache=True)
 def lennard_jones_energy(st, bodies, contacts, p, own):
     """``(lj,)``."""
     energy = 0.0
-    for _, _, _, _, d in _site_pairs(st.position, st.orientation, p):
-        energy += lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], p.epsilon, p.sigma)[0]
+    for k in range(p.pair_a.shape[0]):
+        first, second = p.pair_a[k], p.pair_b[k]
+        sites = p.site_start
+        for s in range(sites[first], sites[first + 1]):
+            for t in range(sites[second], sites[second + 1]):
+                d = _separation(st.position, st.orientation, p, first, second, s, t)[2]
+                energy += lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], p.epsilon, p.sigma)[0]
     return (energy,)
 
 

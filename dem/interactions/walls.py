@@ -139,28 +139,30 @@ def mesh_problem(table):
 
 
 @njit(inline="always")
-def wall_velocity_at(walls, w, px, py, pz):
-    """Velocity of wall ``w``'s material at the point ``p``: ``v + ω × (p − point)``."""
-    rx, ry, rz = px - walls.point[w, 0], py - walls.point[w, 1], pz - walls.point[w, 2]
-    v, omega = walls.velocity[w], walls.angular_velocity[w]
-    return (v[0] + (omega[1] * rz - omega[2] * ry), v[1] + (omega[2] * rx - omega[0] * rz),
-            v[2] + (omega[0] * ry - omega[1] * rx))
+def wall_velocity_at(point, velocity, angular_velocity, w, px, py, pz):
+    """Velocity of wall ``w``'s material at the point ``p``: ``v + ω × (p − point)`` (``point``,
+    ``velocity``, ``angular_velocity``: the walls' state's arrays)."""
+    rx, ry, rz = px - point[w, 0], py - point[w, 1], pz - point[w, 2]
+    ox, oy, oz = angular_velocity[w, 0], angular_velocity[w, 1], angular_velocity[w, 2]
+    return (velocity[w, 0] + (oy * rz - oz * ry), velocity[w, 1] + (oz * rx - ox * rz),
+            velocity[w, 2] + (ox * ry - oy * rx))
 
 
 @njit(inline="always")
-def add_wall_load(walls, i, w, fx, fy, fz, px, py, pz, stiffness):
+def add_wall_load(partial, point, i, w, fx, fy, fz, px, py, pz, stiffness):
     """Book on wall ``w`` the reaction of the force ``f`` it exerts on particle ``i`` at the point
     ``p``: the load ``−f``, its moment ``(p − point) × (−f)`` and the contact's normal stiffness
-    ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s chunk."""
-    row = walls.partial[i // CHUNK, w]
-    rx, ry, rz = px - walls.point[w, 0], py - walls.point[w, 1], pz - walls.point[w, 2]
-    row[0] -= fx
-    row[1] -= fy
-    row[2] -= fz
-    row[3] -= ry * fz - rz * fy
-    row[4] -= rz * fx - rx * fz
-    row[5] -= rx * fy - ry * fx
-    row[6] += stiffness
+    ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s chunk (``partial``,
+    ``point``: the walls' state's arrays)."""
+    chunk = i // CHUNK
+    rx, ry, rz = px - point[w, 0], py - point[w, 1], pz - point[w, 2]
+    partial[chunk, w, 0] -= fx
+    partial[chunk, w, 1] -= fy
+    partial[chunk, w, 2] -= fz
+    partial[chunk, w, 3] -= ry * fz - rz * fy
+    partial[chunk, w, 4] -= rz * fx - rx * fz
+    partial[chunk, w, 5] -= rx * fy - ry * fx
+    partial[chunk, w, 6] += stiffness
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,23 +7,35 @@ Layout under the run's output folder::
     vtk/bonds_000000100.vtp                     binders as lines between the bodies (if any)
     vtk/walls_000000100.vtp                     walls as finite squares, where they are now (if any)
     vtk/meshes_000000100.vtp                    mesh walls as their triangles, where they are now (if any)
+    sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
 
-Files are binary (raw appended data), zlib-compressed. Each ``.pvd`` is rewritten atomically
-(``*.pvd.tmp``, then ``os.replace``) after a snapshot, so it is valid and lists only complete
-files whenever the run stops. Rewrites are at least ``collection_interval`` seconds (wall clock)
-apart, and always at the first snapshot and at ``close``: replacing a file costs about a
-millisecond on ext4, as much as a snapshot itself, so a run that snapshots faster than that would
-spend its time rewriting indexes. A killed run (SIGKILL) may miss the index entries of its last
-``collection_interval`` seconds; the ``.vtp`` files are there.
+Files are binary (raw appended data), LZ4-compressed (three times faster to write than zlib,
+files 10 % larger; read by VTK 8.1 and later, so ParaView 5.5 and later: checked with 5.11).
+Each ``.pvd`` is rewritten atomically (``*.pvd.tmp``, then ``os.replace``) after a snapshot, so
+it is valid and lists only complete files whenever the run stops. Rewrites are at least
+``collection_interval`` seconds (wall clock) apart, and always at the first snapshot and at
+``close``: replacing a file costs about a millisecond on ext4, as much as a snapshot itself, so
+a run that snapshots faster than that would spend its time rewriting indexes. A killed run
+(SIGKILL) may miss the index entries of its last ``collection_interval`` seconds; the ``.vtp``
+files are there.
 
 Particle point data: ``id``, ``body`` (group), ``diameter``, ``velocity``, ``speed``,
 ``angular_velocity`` (spatial Ω), ``orientation`` (unit quaternion, scalar first), ``axis_1``,
 ``axis_2``, ``axis_3`` (body axes in the inertial frame: the columns of ``R``, for glyphs),
-``force``, ``moment``. Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
+``force``, ``moment``, ``center_of_mass`` (``x + R·com_offset``: the point itself for a free body,
+the bob of a body on a pivot, whose point is the pivot). Bond cell data: ``axial_strain`` (r/r0 − 1), ``shear`` (max of 1 − s),
 ``bending_angle`` (|θ|, rad), ``axial_force`` (positive in tension), ``broken`` (0 intact, else the
 `dem.interactions.binder` code of the criterion that broke it)
 (`dem.interactions.binder.bond_measures`). Wall cell data: ``wall`` (index), ``normal``. Mesh
 cell data: ``mesh`` (index of the ``[[mesh]]`` table), ``normal`` (of each triangle).
+
+Sites (only for a model with rigid clusters, ``model.site_start``/``model.site_offset``): every
+site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``),
+and a line between every pair of sites of the same body for bodies of at most
+`MAX_SITES_JOINED` sites (a tetrahedron's six edges; larger clusters get their sites only). Point
+data: ``id`` (the body's index, as ``id`` in the particles), ``body`` (its group, as ``body`` in
+the particles), ``site`` (index among the body's sites), ``velocity`` (``v + Ω × R·offset``),
+``speed``. Cell data (vertices first, then lines): ``id``.
 """
 
 import os
@@ -42,8 +54,10 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 from ..interactions.binder import bond_measures
 from ..rotations import quat_matrix
 
-SERIES = ("particles", "bonds", "walls", "meshes")
-_FILE_NAME = re.compile(r"(particles|bonds|walls|meshes)_(\d{9})\.vtp")
+SERIES = ("particles", "bonds", "walls", "meshes", "sites")
+_FILE_NAME = re.compile(r"(particles|bonds|walls|meshes|sites)_(\d{9})\.vtp")
+#: bodies with at most this many sites get a line between every pair of them in ``sites``
+MAX_SITES_JOINED = 8
 
 
 class VTKWriter:
@@ -70,7 +84,7 @@ class VTKWriter:
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
-        self._writer.SetCompressorTypeToZLib()
+        self._writer.SetCompressorTypeToLZ4()
         self._writer.SetHeaderTypeToUInt64()
         self._writer.WriteToOutputStringOn()
 
@@ -88,6 +102,8 @@ class VTKWriter:
             written["walls"] = _walls(model, state)
         if "walls" in model.inputs and model.inputs["walls"]["meshes"]:
             written["meshes"] = _meshes(model, state)
+        if model.n_sites:
+            written["sites"] = _sites(model, state)
         for series, polydata in written.items():
             name = f"vtk/{series}_{step:09d}.vtp"
             self._write(polydata, self.directory / name)
@@ -116,7 +132,7 @@ class VTKWriter:
         if self._writer.Write() != 1:
             raise OSError(f"could not serialise {path.name}")
         data = self._writer.GetOutputString()  # bytes, or str when it happens to be valid UTF-8
-        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        _write_in_place(path, data if isinstance(data, bytes) else data.encode("utf-8"))
 
     def _start(self, step):
         """Index the snapshots before ``step`` left by an earlier run (a restart); the ``.pvd`` of
@@ -143,6 +159,20 @@ class VTKWriter:
 # ---------------------------------------------------------------------------------------------
 # snapshots
 # ---------------------------------------------------------------------------------------------
+
+
+def _write_in_place(path, data):
+    """Write ``data`` to ``path`` over the old file's blocks (no truncation first): on a file
+    system mounted with ``discard`` (ext4 here) freeing blocks costs milliseconds, so a rerun that
+    replaced its snapshots spent its time in truncation, 3 ms a file against 0.1 ms."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view):]
+        os.ftruncate(descriptor, len(data))
+    finally:
+        os.close(descriptor)
 
 
 def _array(values, name, dtype=np.float64):
@@ -183,7 +213,38 @@ def _particles(model, state):
         data.AddArray(_array(rotation[:, :, k], f"axis_{k + 1}"))
     data.AddArray(_array(state.force, "force"))
     data.AddArray(_array(state.moment, "moment"))
+    data.AddArray(_array(state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), "center_of_mass"))
     data.SetActiveVectors("velocity")
+    return polydata
+
+
+def _sites(model, state):
+    """Rigid clusters' sites at ``x + R·offset`` with lines joining each small cluster's sites."""
+    start = np.asarray(model.site_start, dtype=np.int64)
+    counts = np.diff(start)
+    owner = np.repeat(np.arange(model.n_bodies), counts)  # body of each site
+    rotation = quat_matrix(state.orientation[owner])
+    arm = np.einsum("nij,nj->ni", rotation, model.site_offset)
+    points = state.position[owner] + arm
+    velocity = state.velocity[owner] + np.cross(state.angular_velocity[owner], arm)
+    n_sites = len(points)
+    edges = [np.zeros((0, 2), np.int64)]
+    for k in np.unique(counts[(counts >= 2) & (counts <= MAX_SITES_JOINED)]):
+        first, second = np.triu_indices(k, 1)
+        starts = start[:-1][counts == k][:, None]
+        edges.append(np.stack(((starts + first).ravel(), (starts + second).ravel()), axis=1))
+    edges = np.concatenate(edges)
+    polydata = _polydata(points)
+    polydata.SetVerts(_cells(np.arange(n_sites + 1), np.arange(n_sites)))
+    polydata.SetLines(_cells(np.arange(0, 2 * len(edges) + 1, 2), edges.ravel()))
+    data = polydata.GetPointData()
+    data.AddArray(_array(owner, "id", np.int32))
+    data.AddArray(_array(model.group[owner], "body", np.int32))
+    data.AddArray(_array(np.arange(n_sites) - start[owner], "site", np.int32))
+    data.AddArray(_array(velocity, "velocity"))
+    data.AddArray(_array(np.linalg.norm(velocity, axis=1), "speed"))
+    data.SetActiveVectors("velocity")
+    polydata.GetCellData().AddArray(_array(np.concatenate((owner, owner[edges[:, 0]])), "id", np.int32))
     return polydata
 
 
