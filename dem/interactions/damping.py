@@ -55,20 +55,21 @@ def _opposing(load, speed, local):
 @njit(cache=True)
 def damping_forces(h, st, bodies, p, own):
     """Add the damping force and moment of every body to its total; book their work."""
-    for i in range(st.position.shape[0]):
-        v = st.velocity[i]
-        omega = st.angular_velocity[i]
-        spin = _quat_rotate_inverse(st.orientation[i], omega)
-        momentum = _quat_rotate(st.orientation[i], (bodies.inertia[i, 0] * spin[0], bodies.inertia[i, 1] * spin[1],
-                                                    bodies.inertia[i, 2] * spin[2]))
+    velocity, angular_velocity, orientation, force, moment = st.velocity, st.angular_velocity, st.orientation, \
+        st.force, st.moment
+    mass, inertia, dissipated, local, viscous = bodies.mass, bodies.inertia, own.dissipated, p.local, p.viscous
+    for i in range(velocity.shape[0]):
+        spin = _quat_rotate_inverse(orientation[i], angular_velocity[i])
+        momentum = _quat_rotate(orientation[i], (inertia[i, 0] * spin[0], inertia[i, 1] * spin[1],
+                                                 inertia[i, 2] * spin[2]))
         power = 0.0
         for c in range(3):
-            f = _opposing(st.force[i, c], v[c], p.local) - p.viscous * bodies.mass[i] * v[c]
-            tau = _opposing(st.moment[i, c], omega[c], p.local) - p.viscous * momentum[c]
-            st.force[i, c] += f
-            st.moment[i, c] += tau
-            power += f * v[c] + tau * omega[c]
-        own.dissipated[i] -= h * power
+            f = _opposing(force[i, c], velocity[i, c], local) - viscous * mass[i] * velocity[i, c]
+            tau = _opposing(moment[i, c], angular_velocity[i, c], local) - viscous * momentum[c]
+            force[i, c] += f
+            moment[i, c] += tau
+            power += f * velocity[i, c] + tau * angular_velocity[i, c]
+        dissipated[i] -= h * power
 
 
 @njit(cache=True)
