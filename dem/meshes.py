@@ -498,7 +498,8 @@ def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
 @njit(inline="always")
 def mesh_contacts(lo, hi, st, bodies, mesh, walls):
     """Write the mesh contacts of particles ``lo ≤ i < hi`` into ``walls`` (each row its own
-    slots; ``mesh_count[i]`` may exceed the slots: the caller reports that)."""
+    slots; ``mesh_count[i]`` may exceed the slots, and ``mesh_most[i]`` keeps the most it has
+    been: the caller reports that)."""
     for i in range(lo, hi):
         radius = 0.5 * bodies.diameter[i]
         count = 0
@@ -506,3 +507,4 @@ def mesh_contacts(lo, hi, st, bodies, mesh, walls):
             for m in range(mesh.wall.shape[0]):
                 count = _mesh_contacts_of(i, st.position[i], radius, m, walls, mesh, count)
         walls.mesh_count[i] = count
+        walls.mesh_most[i] = max(walls.mesh_most[i], count)

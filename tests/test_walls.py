@@ -351,7 +351,7 @@ def test_a_particle_touching_too_many_features_stops_the_run(tmp_path, capsys):
                      'particle_diameter = 0.5\nbonded = false\n')
     code = main(["run", str(scene), "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
-    assert code == 1 and f"particle 0 touches {len(faces)} mesh features at once" in err, err
+    assert code == 1 and f"particle 0 touched {len(faces)} mesh features at once" in err, err
 
 
 # ---------------------------------------------------------------------------------------------

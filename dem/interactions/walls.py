@@ -56,9 +56,11 @@ WallParams = namedtuple("WallParams", "motion point velocity angular_velocity no
 #: the current configuration; ``work (w,)`` booked so far; ``step (1,)``. Scratch:
 #: ``partial (chunks, w, 7)``; the mesh contacts of each particle ``mesh_count (n,)``,
 #: ``mesh_wall``, ``mesh_feature``, ``mesh_gap (n, MAX_CONTACTS)``, ``mesh_normal (n,
-#: MAX_CONTACTS, 3)`` (no rows when there is no mesh).
+#: MAX_CONTACTS, 3)`` (no rows when there is no mesh), and ``mesh_most (n,)`` the most mesh
+#: contacts each particle has had at once (more than `MAX_CONTACTS` stops the run, at the next
+#: row of walls.csv: `dem.observers.csv_log.WallLog`).
 WallState = namedtuple("WallState", "point rotation velocity angular_velocity load work step partial mesh_count "
-                       "mesh_wall mesh_feature mesh_gap mesh_normal")
+                       "mesh_wall mesh_feature mesh_gap mesh_normal mesh_most")
 
 
 def _relaxation(value):
@@ -295,7 +297,7 @@ def initial_state(model, p):
         step=np.zeros(1, np.int64), partial=np.zeros(((model.n_bodies + CHUNK - 1) // CHUNK, n_walls, LOAD)),
         mesh_count=np.zeros(rows, np.int64), mesh_wall=np.zeros((rows, MAX_CONTACTS), np.int64),
         mesh_feature=np.zeros((rows, MAX_CONTACTS), np.int64), mesh_gap=np.zeros((rows, MAX_CONTACTS)),
-        mesh_normal=np.zeros((rows, MAX_CONTACTS, 3)),
+        mesh_normal=np.zeros((rows, MAX_CONTACTS, 3)), mesh_most=np.zeros(rows, np.int64),
     )
 
 

@@ -88,7 +88,8 @@ def wall_columns(model):
 
 class WallLog(CsvLog):
     """``walls.csv`` (`wall_columns`), for a model with walls. Stops the run (`SimulationError`)
-    when a particle touched more mesh features at once than it has contact slots for."""
+    when a particle has touched more mesh features at once than it has contact slots for (at
+    any step before the row: ``mesh_most``)."""
 
     def header(self, model):
         return wall_columns(model)
@@ -97,9 +98,9 @@ class WallLog(CsvLog):
         from ..simulation import SimulationError
 
         walls = sim.state.interactions["walls"]
-        if len(walls.mesh_count) and walls.mesh_count.max() > MAX_CONTACTS:
-            i = int(np.argmax(walls.mesh_count))
-            raise SimulationError(f"step {sim.state.step}: particle {i} touches {walls.mesh_count[i]} mesh features at "
+        if len(walls.mesh_most) and walls.mesh_most.max() > MAX_CONTACTS:
+            i = int(np.argmax(walls.mesh_most))
+            raise SimulationError(f"by step {sim.state.step}: particle {i} touched {walls.mesh_most[i]} mesh features at "
                                   f"once, more than the {MAX_CONTACTS} it has room for: the mesh is too fine for the "
                                   f"particles (coarsen it) or the particle is crushed into it (reduce simulation.dt)")
         n_planes = len(sim.model.inputs["walls"]["planes"])
