@@ -12,9 +12,10 @@ One force evaluation, `forces(h, st, bodies, table, index, *histories, *paramete
 
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
-2. each ``update`` pass writes its rows (a history interaction its owner slots; the walls their
-   mesh contacts);
-3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels;
+2. each history interaction's ``update`` pass writes its owner slots;
+3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels, each
+   chunk of rows first running the ``update`` kernels without history on its rows (the walls'
+   mesh contacts and per-chunk loads);
 4. the `BOND` kernels add their loads colour by colour;
 5. the `GLOBAL` kernels add theirs, serially.
 
@@ -121,14 +122,20 @@ def _forces_text(names, parallel):
     rows = [i for i in interactions if i.kind == ROW]
     neighbors = any(i.neighbors for i in interactions)
     row_arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+    # updates without history touch only their rows (and their chunk's sums): run at the top of the row pass
+    fused = [i for i in interactions if i.update is not None and not i.history]
+    row_arguments += [a for i in fused for a in (f"p_{i.name}", f"o_{i.name}")]
     if any(i.walls for i in rows):
         if "walls" not in names:
             raise ValueError("a particle–wall interaction acts without the walls interaction")
-        row_arguments.append("o_walls")
+        row_arguments += [] if "o_walls" in row_arguments else ["o_walls"]
 
     w("@njit(cache=True)")
     w(f"def _rows(lo, hi, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)}):")
     w('"""Set the force and moment of bodies lo <= i < hi from the row interactions."""', 1)
+    for i in fused:
+        update = w.use(i.update, f"{i.name}_update")
+        w(f"{update}(lo, hi, h, st, bodies, contacts, p_{i.name}, o_{i.name})", 1)
     w("for i in range(lo, hi):", 1)
     w("fx = fy = fz = tx = ty = tz = 0.0", 2)
     for i in rows:
@@ -164,11 +171,10 @@ def _forces_text(names, parallel):
               f"hist_{name})", 2)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
     for i in interactions:
-        if i.update is not None:
+        if i.history:
             update = w.use(i.update, f"{i.name}_update")
-            extra = f", hist_{i.name}" if i.history else ""
-            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})",
-                     "0", "n", parallel, 1)
+            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
+                     f"hist_{i.name})", "0", "n", parallel, 1)
     _chunked(w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
              "0", "n", parallel, 1)
     for i in interactions:

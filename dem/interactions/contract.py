@@ -36,8 +36,10 @@ history array ``(n_owner_entries, history)`` of the contact table in ``forces``,
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
 `dem.contacts`). An interaction without history may have an ``update(lo, hi, h, st, bodies,
-contacts, params, own)`` too: a pass over the rows before the forces that writes only those rows
-and their chunk's partial sums (the walls' mesh contacts and loads). ``h`` is the time step (0 outside a run): kernels book the work of
+contacts, params, own)`` too, for state of the rows ``lo ≤ i < hi`` alone (the walls' mesh
+contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
+kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,
+and only those rows' kernels may read what it wrote. ``h`` is the time step (0 outside a run): kernels book the work of
 non-conservative effects with it.
 
 A particle–wall interaction (``walls = True``) gets, after ``own`` (and its history), the walls'

@@ -30,7 +30,8 @@ from .contract import ROW, Interaction
 from ..meshes import MAX_CONTACTS
 from .walls import add_wall_load, wall_velocity_at
 
-HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal")
+#: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then).
+HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal meshes")
 #: ``dissipated (n,)``: the damping work booked to each particle so far.
 HertzState = namedtuple("HertzState", "dissipated")
 
@@ -122,14 +123,16 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 
 @njit(inline="always")
-def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping,
-                  wall_point, wall_velocity, wall_spin, partial):
+def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping, walls):
     """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
     along the unit normal ``n``): ``(|F|, power, energy)`` with the damping power added to
-    ``power``; books the reaction on the wall (`add_wall_load`)."""
+    ``power``; books the reaction on the wall (`add_wall_load`). (It takes the walls' arrays
+    out of ``walls`` itself: it runs for touching particles only, so the many rows that touch
+    no wall do not pay for them.)"""
     delta = 1.0 - gap / radius
     u, force = hertz(delta, stiffness, radius)
     px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz  # on the wall
+    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
     if damping != 0.0:
         wx, wy, wz = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, px, py, pz)
         speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
@@ -141,12 +144,11 @@ def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inve
 
 @njit(inline="always")
 def _wall_row(i, st, bodies, p, walls, damping):
-    """The walls' contacts with particle ``i``, the planes' then the mesh contacts `dem.meshes`
-    found for it: ``(fx, fy, fz, power, energy)`` (none for a body without contact diameter);
-    books their reactions on the walls."""
-    position, velocity, wall_normal, stiffness = st.position, st.velocity, p.wall_normal, p.stiffness
-    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
-    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
+    """The walls' contacts with particle ``i``, the planes' then (``p.meshes``) the mesh contacts
+    `dem.meshes` found for it: ``(fx, fy, fz, power, energy)`` (none for a body without contact
+    diameter); books their reactions on the walls."""
+    position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, walls.point, \
+        p.wall_normal, p.stiffness
     inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
@@ -156,17 +158,18 @@ def _wall_row(i, st, bodies, p, walls, damping):
             continue
         nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
         force, power, u = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass,
-                                        stiffness, damping, wall_point, wall_velocity, wall_spin, partial)
+                                        stiffness, damping, walls)
         energy += u
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
-    n_mesh = min(mesh_count[i], MAX_CONTACTS) if mesh_count.shape[0] > 0 else 0
-    for k in range(n_mesh):
-        nx, ny, nz = mesh_normal[i, k, 0], mesh_normal[i, k, 1], mesh_normal[i, k, 2]
-        force, power, u = _wall_contact(i, mesh_wall[i, k], mesh_gap[i, k], nx, ny, nz, radius, power, position,
-                                        velocity, inverse_mass, stiffness, damping, wall_point, wall_velocity,
-                                        wall_spin, partial)
-        energy += u
-        fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
+    if p.meshes:
+        mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, \
+            walls.mesh_normal
+        for k in range(min(mesh_count[i], MAX_CONTACTS)):
+            nx, ny, nz = mesh_normal[i, k, 0], mesh_normal[i, k, 1], mesh_normal[i, k, 2]
+            force, power, u = _wall_contact(i, mesh_wall[i, k], mesh_gap[i, k], nx, ny, nz, radius, power, position,
+                                            velocity, inverse_mass, stiffness, damping, walls)
+            energy += u
+            fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, energy
 
 
@@ -227,7 +230,8 @@ def _setup(stiffness_key, needs_walls):
         stiffness = contact[stiffness_key]
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs):
             return None
-        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_normal)
+        meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
+        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_normal, meshes)
 
     return setup
 
