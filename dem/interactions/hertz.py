@@ -125,49 +125,52 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 @njit(inline="always")
 def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping, walls):
     """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
-    along the unit normal ``n``): ``(|F|, power, energy)`` with the damping power added to
-    ``power``; books the reaction on the wall (`add_wall_load`). (It takes the walls' arrays
-    out of ``walls`` itself: it runs for touching particles only, so the many rows that touch
-    no wall do not pay for them.)"""
+    along the unit normal ``n``): ``(|F|, power, energy, p, k)`` with the damping power added to
+    ``power``, ``p`` the contact point on the wall and ``k = dF/dgap``. (It takes the walls'
+    velocities out of ``walls`` itself, for touching particles only.)"""
     delta = 1.0 - gap / radius
     u, force = hertz(delta, stiffness, radius)
     px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz  # on the wall
-    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
     if damping != 0.0:
-        wx, wy, wz = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, px, py, pz)
+        wx, wy, wz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
         speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
         force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
-    add_wall_load(partial, wall_point, i, w, force * nx, force * ny, force * nz, px, py, pz,
-                  1.5 * stiffness / (radius * radius) * np.sqrt(delta))
-    return force, power, u
+    return force, power, u, px, py, pz, 1.5 * stiffness / (radius * radius) * np.sqrt(delta)
 
 
 @njit(inline="always")
 def _wall_row(i, st, bodies, p, walls, damping):
     """The walls' contacts with particle ``i``, the planes' then (``p.meshes``) the mesh contacts
     `dem.meshes` found for it: ``(fx, fy, fz, power, energy)`` (none for a body without contact
-    diameter); books their reactions on the walls."""
+    diameter); books their reactions on the walls (`add_wall_load`; on every plane for every row,
+    zero without contact: an unconditional write keeps the pass over the bodies fast)."""
     position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, walls.point, \
         p.wall_normal, p.stiffness
+    partial = walls.partial
     inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
     for w in range(wall_normal.shape[0]):
         gap = _wall_gap(i, w, position, wall_point, wall_normal)
-        if gap >= radius or radius <= 0.0:
-            continue
         nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
-        force, power, u = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass,
-                                        stiffness, damping, walls)
+        force = u = px = py = pz = k = 0.0
+        if gap < radius and radius > 0.0:
+            force, power, u, px, py, pz, k = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
+                                                           inverse_mass, stiffness, damping, walls)
+            px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
+        add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
         energy += u
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     if p.meshes:
         mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, \
             walls.mesh_normal
-        for k in range(min(mesh_count[i], MAX_CONTACTS)):
-            nx, ny, nz = mesh_normal[i, k, 0], mesh_normal[i, k, 1], mesh_normal[i, k, 2]
-            force, power, u = _wall_contact(i, mesh_wall[i, k], mesh_gap[i, k], nx, ny, nz, radius, power, position,
-                                            velocity, inverse_mass, stiffness, damping, walls)
+        for c in range(min(mesh_count[i], MAX_CONTACTS)):
+            w = mesh_wall[i, c]
+            nx, ny, nz = mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2]
+            force, power, u, px, py, pz, k = _wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
+                                                           velocity, inverse_mass, stiffness, damping, walls)
+            add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
+                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
             energy += u
             fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, energy

@@ -151,13 +151,12 @@ def wall_velocity_at(point, velocity, angular_velocity, w, px, py, pz):
 
 
 @njit(inline="always")
-def add_wall_load(partial, point, i, w, fx, fy, fz, px, py, pz, stiffness):
+def add_wall_load(partial, i, w, fx, fy, fz, rx, ry, rz, stiffness):
     """Book on wall ``w`` the reaction of the force ``f`` it exerts on particle ``i`` at the point
-    ``p``: the load ``−f``, its moment ``(p − point) × (−f)`` and the contact's normal stiffness
-    ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s chunk (``partial``,
-    ``point``: the walls' state's arrays)."""
+    ``r`` from the wall's point: the load ``−f``, its moment ``r × (−f)`` and the contact's
+    normal stiffness ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s
+    chunk (``partial``: the walls' state's array)."""
     chunk = i // CHUNK
-    rx, ry, rz = px - point[w, 0], py - point[w, 1], pz - point[w, 2]
     partial[chunk, w, 0] -= fx
     partial[chunk, w, 1] -= fy
     partial[chunk, w, 2] -= fz
