@@ -43,6 +43,7 @@ def interaction_energies(model, state, contacts, bodies=None):
     for name, params in model.interactions.items():
         interaction = INTERACTIONS[name]
         history = (contacts.histories[name],) if interaction.history else ()
+        history += (state.interactions["walls"],) if interaction.walls else ()
         energies = interaction.energy(st, bodies, rows, params, state.interactions.get(name, ()), *history)
         for column, value in zip(interaction.columns, energies):
             values[column] += value

@@ -22,6 +22,12 @@ kernels'. A rank evaluates exactly these terms, in this order, for each body it 
   an owned end has its serial value; at a rebuild the histories travel by global pair key from
   the owner of the pair's first body to the new owners of both.
 
+Walls: fixed planes (the walls interaction's state is whole on every rank, `Interaction.
+shared_state`). Each rank books the loads of its owned particles on them, and `walls.csv` logs
+the ranks' loads added in rank order: the same to round-off as one process, not bit for bit (one
+process adds them up in chunks of rows, across the ranks' boxes). Moving, servo and mesh walls
+stop the run with an `MPIError` (`dem.interactions.walls.localize`).
+
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
 of the ghosts: 13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
@@ -254,6 +260,11 @@ class DistributedSimulation(Simulation):
         #: own-state fields indexed by bond, for every bond (kept in step at rebuilds and gathers)
         self.bond_state = {(n, f): getattr(own, f).copy() for n, own in state.interactions.items()
                            for f in INTERACTIONS[n].bond_state}
+        #: own-state fields that are not per body, whole on every rank (the arrays the kernels
+        #: update in place); a rank's shares of sums start from zero, but rank 0's
+        self.shared_state = {(n, f): getattr(own, f).copy() if self.rank == 0 or f not in INTERACTIONS[n].summed_state
+                             else np.zeros_like(getattr(own, f))
+                             for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
         aux = scheme.aux(state, self.global_bodies)
         contacts = {"builds": 0}
         if restored is not None:
@@ -288,7 +299,7 @@ class DistributedSimulation(Simulation):
         rows.update({f"aux.{f}": getattr(aux, f)[index] for f in aux._fields})
         for name, own in own_states.items():
             rows.update({f"own.{name}.{f}": getattr(own, f)[index] for f in own._fields
-                         if f not in INTERACTIONS[name].bond_state})
+                         if f not in INTERACTIONS[name].bond_state + INTERACTIONS[name].shared_state})
         return rows
 
     def _bond_length(self, bonds, i, j, position):
@@ -392,8 +403,8 @@ class DistributedSimulation(Simulation):
         for name, own_type in self.own_types.items():
             bond_fields = INTERACTIONS[name].bond_state
             self.state.interactions[name] = own_type(*(
-                self.bond_state[(name, f)][bonds].copy() if f in bond_fields else local(mine[f"own.{name}.{f}"])
-                for f in own_type._fields))
+                self.bond_state[(name, f)][bonds].copy() if f in bond_fields else self.shared_state[(name, f)]
+                if (name, f) in self.shared_state else local(mine[f"own.{name}.{f}"]) for f in own_type._fields))
         self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
         self.params = {name: INTERACTIONS[name].localize(p, part) if INTERACTIONS[name].localize else p
                        for name, p in model.interactions.items()}
@@ -469,6 +480,7 @@ class DistributedSimulation(Simulation):
                 return FAILED, int(flags[0]), k
             if flags[1] == 0:
                 self._redistribute()
+            self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
             self._forces(h)
             self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
                                                               self.aux))
@@ -531,6 +543,8 @@ class DistributedSimulation(Simulation):
         piece = {"ids": part.bodies[owned], "reference": table.reference_position[owned], "bonds": part.bonds}
         piece.update(self._rows_of(owned, st, self.aux, st.interactions))
         piece.update({f"bond.{n}.{f}": getattr(st.interactions[n], f) for n, f in self.bond_state})
+        piece.update({f"summed.{n}.{f}": self.shared_state[(n, f)] for n, f in self.shared_state
+                      if f in INTERACTIONS[n].summed_state})
         for name in self.histories:
             keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name])
             held = is_owned[keys[:, 0]]
@@ -556,6 +570,12 @@ class DistributedSimulation(Simulation):
                 if (name, f) in self.bond_state:
                     values = self.bond_state[(name, f)].copy()
                     values[bonds] = np.concatenate([p[f"bond.{name}.{f}"] for p in pieces])
+                    fields.append(values)
+                elif (name, f) in self.shared_state:
+                    values = self.shared_state[(name, f)].copy()
+                    if f in INTERACTIONS[name].summed_state:  # and the other ranks' shares, in rank order
+                        for p in pieces[1:]:
+                            values += p[f"summed.{name}.{f}"]
                     fields.append(values)
                 else:
                     fields.append(whole(f"own.{name}.{f}", getattr(own, f)))

@@ -13,7 +13,9 @@ One force evaluation, `forces(h, st, bodies, table, index, *histories, *paramete
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
 2. each history interaction's ``update`` pass writes its owner slots;
-3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels;
+3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels, each
+   chunk of rows first running the ``update`` kernels without history on its rows (the walls'
+   mesh contacts and per-chunk loads);
 4. the `BOND` kernels add their loads colour by colour;
 5. the `GLOBAL` kernels add theirs, serially.
 
@@ -21,10 +23,11 @@ It returns ``(index, *histories)``: a rebuild may have replaced them. ``paramete
 ``params, own`` of each interaction (``own`` its state, an empty tuple when it has none).
 
 One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
-``n_steps`` steps: the scheme's ``before_forces`` on every body, the forces, ``after_forces``
+``n_steps`` steps: the scheme's ``before_forces`` on every body, the interactions' ``advance``
+hooks (the walls' prescribed or servo motion to the new time), the forces, ``after_forces``
 (`dem.integrators`); with ``n_steps = 0`` it evaluates the forces of the current configuration
 (a run's start: one compiled function serves both, so a run compiles the force evaluation
-once). It returns ``(status, body, steps_done, index, *histories)``; on a status
+once; no ``advance`` hook runs). It returns ``(status, body, steps_done, index, *histories)``; on a status
 other than `OK` the state is the one where the problem was found. Parallel builds run every
 per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
 writes only its own rows), so the result is the same for any number of threads.
@@ -50,12 +53,10 @@ from .contacts import (
     _save_history,
 )
 from .integrators.stages import first_not_finite
-from .interactions import BOND, GLOBAL, INTERACTIONS, ROW
+from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW
 from .neighbors import _build_kernel, _rebuild_due
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
-#: rows of work per parallel task (fixed, so that chunking never depends on the thread count)
-CHUNK = 2048
 
 
 def generated_folder():
@@ -114,26 +115,46 @@ def _chunked(w, call, lo, hi, parallel, indent):
         w(call(lo, hi), indent)
 
 
-def _row_arguments(rows):
-    return [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+def _fused(interactions):
+    """The ``update`` kernels without history: they touch only their rows (and their chunk's
+    sums), so they run at the top of the row pass."""
+    return [i for i in interactions if i.update is not None and not i.history]
 
 
-def _rows_text(w, rows, listed):
+def _row_arguments(interactions):
+    """The arguments of ``_rows`` after ``contacts`` (and ``rows``)."""
+    rows = [i for i in interactions if i.kind == ROW]
+    arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+    arguments += [a for i in _fused(interactions) for a in (f"p_{i.name}", f"o_{i.name}")]
+    if any(i.walls for i in rows):
+        if "walls" not in (i.name for i in interactions):
+            raise ValueError("a particle–wall interaction acts without the walls interaction")
+        arguments += [] if "o_walls" in arguments else ["o_walls"]
+    return arguments
+
+
+def _rows_text(w, interactions, listed):
     """``_rows``: the fused pass of the row kernels over bodies ``lo <= i < hi`` or, ``listed``,
-    over ``i = rows[k]`` for ``lo <= k < hi``."""
-    row_arguments = _row_arguments(rows)
+    over ``i = rows[k]`` for ``lo <= k < hi`` (the update kernels without history run first, over
+    ``lo <= i < hi`` or, ``listed``, over every body)."""
+    rows = [i for i in interactions if i.kind == ROW]
+    row_arguments = _row_arguments(interactions)
     w("@njit(cache=True)")
     w(f"def _rows(lo, hi, h, st, bodies, contacts{', rows' if listed else ''}"
       f"{''.join(', ' + a for a in row_arguments)}):")
     w(f'"""Set the force and moment of bodies {"rows[lo:hi]" if listed else "lo <= i < hi"} from the row '
       f'interactions."""', 1)
+    for i in _fused(interactions):
+        update = w.use(i.update, f"{i.name}_update")
+        bounds = "0, st.position.shape[0]" if listed else "lo, hi"
+        w(f"{update}({bounds}, h, st, bodies, contacts, p_{i.name}, o_{i.name})", 1)
     w(f"for {'k' if listed else 'i'} in range(lo, hi):", 1)
     if listed:
         w("i = rows[k]", 2)
     w("fx = fy = fz = tx = ty = tz = 0.0", 2)
     for i in rows:
         kernel = w.use(i.forces, f"{i.name}_forces")
-        extra = f", hist_{i.name}" if i.history else ""
+        extra = (f", hist_{i.name}" if i.history else "") + (", o_walls" if i.walls else "")
         w(f"share = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})", 2)
         w("fx, fy, fz = fx + share[0], fy + share[1], fz + share[2]", 2)
         w("tx, ty, tz = tx + share[3], ty + share[4], tz + share[5]", 2)
@@ -172,10 +193,9 @@ def _forces_text(names, parallel):
     w = _Writer()
     interactions = [INTERACTIONS[n] for n in names]
     histories, parameters = _arguments(names)
-    rows = [i for i in interactions if i.kind == ROW]
     neighbors = any(i.neighbors for i in interactions)
-    row_arguments = _row_arguments(rows)
-    _rows_text(w, rows, listed=False)
+    row_arguments = _row_arguments(interactions)
+    _rows_text(w, interactions, listed=False)
     w('@njit(inline="always")')
     w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
     w("n = st.position.shape[0]", 1)
@@ -210,22 +230,37 @@ def _forces_text(names, parallel):
     return w
 
 
+def _hooks_text(w, names, indent):
+    """The interactions' ``advance`` hooks, in registry order."""
+    for name in names:
+        if INTERACTIONS[name].advance is not None:
+            hook = w.use(INTERACTIONS[name].advance, f"{name}_advance")
+            w(f"{hook}(h, st, bodies, p_{name}, o_{name})", indent)
+
+
 def _distributed_text(scheme, names):
     """The module of an MPI rank (`dem.distributed`): ``forces(h, st, bodies, contacts, owned,
     ghosts, *histories, *parameters)`` evaluates the forces of the ``owned`` bodies (local
     indices) from the rank's bodies and ghosts as the serial loop does (the neighbour list is
     built between calls, by `dem.distributed`), zeroes the ghosts' rows, and lets the bond and
-    global kernels add their loads (those on ghosts are discarded); ``before(owned, h, st,
-    bodies, aux)`` (the first owned body whose update fails, or −1) and ``after`` run the
-    scheme's stages on the owned bodies."""
+    global kernels add their loads (those on ghosts are discarded); ``hooks`` (same arguments)
+    runs the interactions' ``advance`` hooks; ``before(owned, h, st, bodies, aux)`` (the first
+    owned body whose update fails, or −1) and ``after`` run the scheme's stages on the owned
+    bodies."""
     w = _Writer()
     interactions = [INTERACTIONS[n] for n in names]
     histories, parameters = _arguments(names)
-    rows = [i for i in interactions if i.kind == ROW]
-    row_arguments = _row_arguments(rows)
-    _rows_text(w, rows, listed=True)
+    row_arguments = _row_arguments(interactions)
+    _rows_text(w, interactions, listed=True)
+    signature = f"h, st, bodies, contacts, owned, ghosts{''.join(', ' + a for a in histories + parameters)}"
     w("@njit(cache=True)")
-    w(f"def forces(h, st, bodies, contacts, owned, ghosts{''.join(', ' + a for a in histories + parameters)}):")
+    w(f"def hooks({signature}):")
+    _hooks_text(w, names, 1)
+    w("return", 1)
+    w()
+    w()
+    w("@njit(cache=True)")
+    w(f"def forces({signature}):")
     w("n = st.position.shape[0]", 1)
 
     def rows_pass():
@@ -282,6 +317,7 @@ def _advance_text(scheme, names, parallel, forces_module):
     w("for chunk in range(n_chunks):", 2)
     w("if failed[chunk] >= 0:", 3)
     w(f"return {FAILED}, failed[chunk], k, {carried}", 4)
+    _hooks_text(w, names, 2)
     w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
     for k, name in enumerate(["index"] + histories):
         w(f"{name} = out[{k}]", 2)

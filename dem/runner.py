@@ -16,7 +16,7 @@ from . import _numba_cache, distributed
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
-from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter
+from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter, WallLog
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
@@ -119,6 +119,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     # the guard after the writers: the state that set it off is in the outputs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
                  VTKWriter(output_dir, scene.output["vtk_every"]), guard, checkpointer]
+    if "walls" in model.inputs:
+        observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
                                  restored=restored)
     sim.instability_hint = hint
@@ -145,6 +147,24 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     return sim, output_dir
 
 
+def describe_walls(model):
+    """``"2 planes (1 moving, 1 servo), mesh of 3264 triangles from drum.stl, moving"``, or
+    ``"none"``."""
+    given = model.inputs.get("walls")
+    if not given:
+        return "none"
+    parts = []
+    motion = {"moving": sum(any(t["velocity"]) for t in given["planes"]),
+              "servo": sum(t["servo"] for t in given["planes"])}
+    if given["planes"]:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in motion.items() if count)
+        parts.append(f"{len(given['planes'])} plane{'s' * (len(given['planes']) > 1)}" + (f" ({kinds})" if kinds else ""))
+    for mesh in given["meshes"]:
+        moving = ", moving" if mesh["velocity"].any() or mesh["angular_velocity"].any() else ""
+        parts.append(f"mesh of {len(mesh['faces'])} triangles from {mesh['name'] or '(arrays)'}{moving}")
+    return ", ".join(parts)
+
+
 def describe(scene_path, overrides=(), out=None, show_loop=False):
     """What a scene builds, as lines of text: bodies per builder, bonds, walls, sites, the acting
     interactions, the time step and its critical estimate, steps, memory, outputs; with
@@ -158,7 +178,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"bodies       {model.n_bodies} in {len(set(model.group.tolist()))} group(s) from "
         + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
         f"bonds        {len(model.bonds)} ({model.bonds.n_colors} colours)",
-        f"walls        {len(model.wall_point)}",
+        f"walls        {describe_walls(model)}",
         f"sites        {model.n_sites}",
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",

@@ -2,9 +2,9 @@
 
 Every key a scene may hold is declared in code, with its type, default, unit and constraint
 (`dem.schema.Key`): the framework sections ``[simulation]`` and ``[output]`` here, the sections
-the interactions read (their parameter tables, `dem.interactions`), the walls, and the keys of
-each builder of `dem.builders.BUILDERS` (arrays of tables such as ``[[torus]]``). `SCHEMA` is
-their union. Anything else is an error that names the file and the key; nothing is built or
+the interactions read (their parameter tables, `dem.interactions`), the walls and meshes
+(``[[walls]]``, ``[[mesh]]``: `dem.interactions.walls`), and the keys of each builder of
+`dem.builders.BUILDERS` (arrays of tables such as ``[[torus]]``). `SCHEMA` is their union. Anything else is an error that names the file and the key; nothing is built or
 written before the whole scene has validated.
 """
 
@@ -15,11 +15,12 @@ from pathlib import Path
 from . import schema
 from .builders import BUILDERS
 from .integrators import SCHEMES
-from .schema import REQUIRED, Key, SceneError, folder_name, non_negative, nonzero_vector, positive, printable, show
+from .interactions.walls import MESH_KEYS, WALL_KEYS, mesh_problem, wall_problem  # noqa: F401 (re-exported)
+from .schema import REQUIRED, Key, SceneError, folder_name, non_negative, positive, printable, show
 from .system import SECTION_KEYS
 
 #: Sections in the order the reference lists them; sections of new interactions follow.
-_PREFERRED_ORDER = ("simulation", "output", "contact", "breakage", "fields", "ortolan_saccon")
+_PREFERRED_ORDER = ("simulation", "output", "contact", "damping", "breakage", "fields", "ortolan_saccon")
 
 FRAMEWORK = {
     "simulation": {
@@ -41,29 +42,18 @@ FRAMEWORK = {
 SCHEMA = dict(sorted({**FRAMEWORK, **SECTION_KEYS}.items(),
                      key=lambda item: (_PREFERRED_ORDER + (item[0],)).index(item[0])))
 
-WALL_KEYS = {
-    "point": Key("vec3", REQUIRED, "a point of the plane", "length"),
-    "normal": Key("vec3", REQUIRED, "normal pointing to the particles' side", "", nonzero_vector),
-    "size": Key("float", 0.0, "edge of the square drawn in VTK output (0: fit the particles)", "length",
-                non_negative),
-    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction)", "",
-                    non_negative),
-    "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
-                            "rolling_friction)", "", non_negative),
-    "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
-                             "twisting_friction)", "", non_negative),
-}
-
 
 @dataclass
 class Scene:
     """A validated scene: ``sections`` (every section of `SCHEMA`, defaults filled in), walls,
-    and builders as a list of ``(builder name, index, parameters)``."""
+    builders as a list of ``(builder name, index, parameters)``, and mesh tables (their files are
+    read when the system is built)."""
 
     path: Path
     sections: dict
     walls: list
     builders: list = field(default_factory=list)
+    meshes: list = field(default_factory=list)
     #: the ``--set`` overrides applied, as ``(keys, text)``
     overrides: tuple = ()
 
@@ -166,12 +156,19 @@ def load_scene(path, overrides=()):
     def fail(key, problem):
         raise SceneError(f"{origin(path, applied, key)}: {key}: {problem}")
 
-    known = list(SCHEMA) + ["walls"] + list(BUILDERS)
+    known = list(SCHEMA) + ["walls", "mesh"] + list(BUILDERS)
     for name in data:
         if name not in known:
             fail(printable(name), f"unknown section (known: {', '.join(known)})")
     sections = {name: schema.validate_table(data.get(name, {}), keys, name, fail) for name, keys in SCHEMA.items()}
-    walls = [schema.validate_table(table, WALL_KEYS, f"walls.{k}", fail) for k, table in enumerate(_array(data, "walls", fail))]
+    tables = {}
+    for name, keys, problem in (("walls", WALL_KEYS, wall_problem), ("mesh", MESH_KEYS, mesh_problem)):
+        tables[name] = [schema.validate_table(table, keys, f"{name}.{k}", fail)
+                        for k, table in enumerate(_array(data, name, fail))]
+        for k, table in enumerate(tables[name]):
+            found = problem(table, sections)
+            if found:
+                fail(f"{name}.{k}.{found[0]}", found[1])
     builders = []
     for name, builder in BUILDERS.items():
         for k, table in enumerate(_array(data, name, fail)):
@@ -191,7 +188,7 @@ def load_scene(path, overrides=()):
     if not simulation["t_end"] / simulation["dt"] <= schema.MAX_STEPS:
         fail("simulation.dt", f"gives t_end/dt = {simulation['t_end'] / simulation['dt']:.3g} steps, more than the "
              f"{schema.MAX_STEPS:.0e} a run may take")
-    return Scene(path, sections, walls, builders, tuple(applied))
+    return Scene(path, sections, tables["walls"], builders, tables["mesh"], tuple(applied))
 
 
 def _array(data, name, fail):

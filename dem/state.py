@@ -122,10 +122,12 @@ class Model:
     ``position``), ``clamped (n,)`` bodies that do not rotate, ``group (n,)`` the first body of
     the builder table that made each body.
 
-    Walls are planes through ``wall_point (w, 3)`` with unit normals ``wall_normal (w, 3)``
-    pointing to the particles' side (``wall_size``: the square drawn in VTK output);
-    ``wall_friction (w, 3)`` holds each wall's own friction, rolling and twisting coefficients
-    (NaN: the wall takes the ``[contact]`` value). Rigid
+    Walls are planes through ``wall_point (w, 3)`` (at t = 0: moving walls carry their pose in
+    the ``walls`` interaction's state) with unit normals ``wall_normal (w, 3)`` pointing to the
+    particles' side (``wall_size``: the square drawn in VTK output); ``wall_friction (w, 3)``
+    holds each wall's own friction, rolling and twisting coefficients (NaN: the wall takes the
+    ``[contact]`` value); the ``[[walls]]`` tables and the ``[[mesh]]`` surfaces are
+    ``inputs["walls"]`` (`dem.interactions.walls`). Rigid
     clusters carry interaction sites: the sites of body ``i`` are
     ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point).
     ``inputs[name]`` is what builders hand to interaction ``name`` (e.g. the Lennard-Jones body

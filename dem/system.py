@@ -12,7 +12,8 @@ from .contacts import KEYS as CONTACT_KEYS
 from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
-from .interactions.friction import WALL_FRICTION_KEYS
+from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
+from .meshes import load_mesh, place_mesh
 from .rotations import (
     _quat_conjugate,
     _quat_multiply,
@@ -135,11 +136,14 @@ class SystemBuilder:
             raise ValueError(f"all {interaction.replace('_', '-')} parameters of a scene must agree: {key} is "
                              f"{given[key]!r} and {value!r}")
 
-    def finish(self, walls=(), **sections):
+    def finish(self, walls=(), meshes=(), **sections):
         """The `Model` and `State` of what was added. ``walls`` are ``[[walls]]`` tables (``point``,
-        ``normal``, ``size``; optionally the wall's own ``friction``, ``rolling_friction``,
-        ``twisting_friction``, None or absent: the ``[contact]`` value); ``sections`` the scene sections the interactions read (``contact``,
-        ``fields``, ``breakage``, …), as dicts of key values (missing keys: defaults)."""
+        ``normal``, …, the wall's own ``friction``, ``rolling_friction``, ``twisting_friction``;
+        missing keys or None: defaults / the ``[contact]`` values); ``meshes`` dicts with
+        ``vertices (nv, 3)`` and ``faces (nf, 3)`` (world frame at t = 0) and optionally
+        ``velocity``, ``angular_velocity``, ``center``, ``name`` (`dem.meshes.place_mesh`);
+        ``sections`` the scene sections the interactions read (``contact``, ``fields``,
+        ``breakage``, …), as dicts of key values (missing keys: defaults)."""
         bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
         self._blocks = []
         state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
@@ -156,12 +160,15 @@ class SystemBuilder:
             inputs={name: dict(values) for name, values in self.inputs.items()}, invariants=dict(self.invariants),
         )
         if len(walls):
+            walls = [{**defaults(WALL_KEYS), **w} for w in walls]
             model.wall_point = np.array([w["point"] for w in walls], dtype=float)
             normal = np.array([w["normal"] for w in walls], dtype=float)
             model.wall_normal = normal / np.linalg.norm(normal, axis=1, keepdims=True)
             model.wall_size = np.array([w["size"] for w in walls], dtype=float)
             model.wall_friction = np.array([[np.nan if w.get(key) is None else w[key] for key in WALL_FRICTION_KEYS]
                                             for w in walls], dtype=float)
+        if len(walls) or len(meshes):
+            model.inputs["walls"] = {"planes": list(walls), "meshes": [place_mesh(**mesh) for mesh in meshes]}
         unknown = set(sections) - set(SECTION_KEYS)
         if unknown:
             raise TypeError(f"finish() got sections no interaction reads: {', '.join(sorted(unknown))}")
@@ -309,7 +316,8 @@ def build_system(scene):
             raise SceneError(f"{scene.path}: {tables[-1][2] if tables else '(builders)'}: the scene makes no body")
         blocks, bond_blocks = list(system._blocks), list(system._bond_blocks)   # `finish` empties them
         try:
-            model, state = system.finish(scene.walls, **{name: scene.sections[name] for name in SECTION_KEYS})
+            meshes = [load_mesh(scene.path.parent, f"mesh.{k}", table) for k, table in enumerate(scene.meshes)]
+            model, state = system.finish(scene.walls, meshes, **{name: scene.sections[name] for name in SECTION_KEYS})
         except ZeroDivisionError:   # raised by the rest-bond kernel: a bond of zero length
             position = np.concatenate([block["position"] for block in blocks])
             for i, j, *_ in bond_blocks:

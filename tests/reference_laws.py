@@ -123,8 +123,30 @@ def hertz_pp(model, state):
     return 0.5 * np.sum(0.4 * k * delta ** 2.5), force, moment
 
 
+def closest_on_mesh(x, vertices, faces):
+    """``(distance, point)`` of the surface ``(vertices, faces)`` closest to ``x``, by brute
+    force: each triangle's plane projection if it falls inside (barycentric coordinates), else
+    the closest point of its three sides."""
+    best = (np.inf, None)
+    for a, b, c in vertices[faces]:
+        normal = np.cross(b - a, c - a)
+        normal /= np.linalg.norm(normal)
+        foot = x - np.dot(x - a, normal) * normal
+        weights = np.linalg.solve(np.column_stack((b - a, c - a, normal)), foot - a)[:2]
+        candidates = [foot] if weights.min() >= 0 and weights.sum() <= 1 else []
+        for p, q in ((a, b), (b, c), (c, a)):
+            t = np.clip(np.dot(x - p, q - p) / np.dot(q - p, q - p), 0.0, 1.0)
+            candidates.append(p + t * (q - p))
+        for point in candidates:
+            if np.linalg.norm(x - point) < best[0]:
+                best = (np.linalg.norm(x - point), point)
+    return best
+
+
 def hertz_pw(model, state):
-    """``(2/5) K δ^{5/2}`` and ``(K/(D/2)) δ^{3/2} n_w`` with ``δ = 1 − (x − p)·n_w/(D/2)``."""
+    """``(2/5) K δ^{5/2}`` and ``(K/(D/2)) δ^{3/2} n_w`` with ``δ = 1 − (x − p)·n_w/(D/2)``; a
+    mesh (convex, the particles outside: one contact each) at the closest point of its surface,
+    ``δ = 1 − distance/(D/2)``, along the direction from that point to the centre."""
     force, moment = _zeros(state)
     k = model.sections["contact"]["k_pw"]
     energy = 0.0
@@ -134,6 +156,13 @@ def hertz_pw(model, state):
                          0.0)
         energy += np.sum(0.4 * k * delta ** 2.5)
         force += (k / np.where(radius > 0, radius, 1) * delta ** 1.5)[:, None] * n
+    for mesh in model.inputs["walls"]["meshes"]:
+        for i, x in enumerate(state.position):
+            distance, point = closest_on_mesh(x, mesh["vertices"] + mesh["center"], mesh["faces"])
+            if radius[i] > 0 and distance < radius[i]:
+                delta = 1 - distance / radius[i]
+                energy += 0.4 * k * delta ** 2.5
+                force[i] += k / radius[i] * delta ** 1.5 * (x - point) / distance
     return energy, force, moment
 
 

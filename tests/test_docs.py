@@ -14,7 +14,7 @@ import pytest
 from dem.builders import BUILDERS
 from dem.reference import scene_reference
 from dem.runner import run
-from dem.scene import SCHEMA, WALL_KEYS
+from dem.scene import MESH_KEYS, SCHEMA, WALL_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES_MD = ROOT / "docs" / "scenes.md"
@@ -45,6 +45,7 @@ def test_reference_lists_every_key():
     sections = _sections(scene_reference())
     tables = {f"[{name}]": keys for name, keys in SCHEMA.items()}
     tables["[[walls]]"] = WALL_KEYS
+    tables["[[mesh]]"] = MESH_KEYS
     tables.update({f"[[{name}]]": builder.keys for name, builder in BUILDERS.items()})
     for table, keys in tables.items():
         assert table in sections, f"no section for {table} in the reference"

@@ -25,7 +25,7 @@ def test_the_loop_calls_exactly_the_interactions_a_scene_uses():
 
 def test_compile_times_are_remembered_per_loop(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "generated_folder", lambda: tmp_path)
-    names = ("binder", "hertz_pp", "hertz_pw")
+    names = ("binder", "hertz_pp", "hertz_pw", "walls")
     assert engine.compile_estimate(SCHEMES["rrp2"], names, False) == engine.TYPICAL_COMPILE_SECONDS[False]
     engine.record_compile_time(SCHEMES["rrp2"], names, False, 12.3)
     assert engine.compile_estimate(SCHEMES["rrp2"], names, False) is None  # compiled: no message

@@ -6,7 +6,8 @@
 * internal interactions have ΣF = 0 and Σ(x × F + τ) = 0;
 * nothing acts beyond reach, bonds at rest are unloaded.
 
-Every interaction of `dem.interactions.INTERACTIONS` must have configurations in `CASES`.
+Every interaction of `dem.interactions.INTERACTIONS` must have configurations in `CASES`, or be
+one of the `NOT_POTENTIALS` (no potential to differentiate), which have their own test modules.
 
 Interactions with per-contact springs (friction, rolling, twisting) are not gradients of a
 potential of the configuration: their force depends on the springs' history. Their cases come
@@ -17,6 +18,7 @@ spring energy plus the work the interaction books changes by minus the work of i
 moment (the statement the energy budget rests on)."""
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,9 +34,11 @@ from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
 
 SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
-BOOKED = ("broken", "dissipated", "friction")
+BOOKED = ("broken", "dissipated", "friction", "walls")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
 SPRINGS = ("friction_pp", "friction_pw", "rolling_pp", "rolling_pw")
+#: interactions that derive from no potential, and the modules that test them
+NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py"}
 
 
 def random_quaternions(rng, n, angle=np.pi):
@@ -95,6 +99,38 @@ def with_springs(name, make, **contact):
     return configure
 
 
+def spheres_around_a_mesh(rng):
+    """Spheres pressed onto a convex polyhedron (the hull of a cube's corners and random points:
+    coplanar triangles on the cube's faces) from outside, near its faces, edges and corners,
+    the mesh turned and moved away from the origin."""
+    from scipy.spatial import ConvexHull
+
+    points = np.concatenate((np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T,
+                             rng.uniform(-1.3, 1.3, size=(6, 3))))
+    hull = ConvexHull(points)
+    used = np.unique(hull.simplices)
+    turn = quat_matrix(random_quaternions(rng, 1)[0])
+    vertices = points[used] @ turn.T + (0.5, -0.3, 0.2)
+    faces = np.searchsorted(used, hull.simplices)
+    system = SystemBuilder()
+    for k in range(8):  # every third one towards a corner, the others anywhere
+        direction = rng.normal(size=3) if k % 3 else vertices[k] - vertices.mean(axis=0) + 0.05 * rng.normal(size=3)
+        x = hull.points[used].max() * 1.6 * direction / np.linalg.norm(direction)
+        system.add_body(x, mass=1.0, inertia=1.0, diameter=1.0, orientation=random_quaternions(rng, 1)[0])
+    model, state = system.finish([], [dict(vertices=vertices, faces=faces)], contact={"k_pw": 30.0})
+    # put each sphere at a random overlap with the surface, along its direction from the centre
+    from reference_laws import closest_on_mesh
+    centre = vertices.mean(axis=0)
+    for i in range(model.n_bodies):
+        u = state.position[i] / np.linalg.norm(state.position[i])
+        lo, hi = 0.0, 5.0  # bisection for the distance along u at which the sphere touches
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if closest_on_mesh(centre + mid * u, vertices, faces)[0] > 0.5 else (mid, hi)
+        state.position[i] = centre + (hi - rng.uniform(0.02, 0.2)) * u
+    return model, state
+
+
 def pendulum_in_gravity(rng):
     system = SystemBuilder()
     for _ in range(3):
@@ -150,7 +186,7 @@ CASES = {
         "E = 2G": bonded_chain(law="parallel_bond", modulus=500.0, shear_modulus=250.0, radius=0.5,
                                tensile_strength=0.0, shear_strength=0.0)},
     "hertz_pp": {"cloud": overlapping_cloud},
-    "hertz_pw": {"walls": spheres_near_walls},
+    "hertz_pw": {"walls": spheres_near_walls, "mesh": spheres_around_a_mesh},
     "gravity": {"pinned and free": pendulum_in_gravity},
     "lennard_jones": {"tetrahedra": tetrahedra_close_together},
     "ortolan_saccon": {"two bodies": bodies_in_stress_potential},
@@ -171,7 +207,8 @@ def configuration(name, variant, seed):
     """``(model, state, springs)``; ``springs`` None for interactions without contact springs."""
     made = CASES[name][variant](np.random.default_rng(seed))
     model, state, springs = made if len(made) == 3 else (*made, None)
-    assert list(model.interactions) == [name]  # the configuration loads this interaction alone
+    # the configuration loads this interaction alone (and the walls' bookkeeping, where it has walls)
+    assert [n for n in model.interactions if n != "walls"] == [name]
     return model, state, springs
 
 
@@ -218,7 +255,9 @@ def energy_at(model, state, position=None, orientation=None):
 
 
 def test_every_interaction_is_in_the_battery():
-    assert set(CASES) == set(INTERACTIONS) == set(REFERENCE)
+    assert set(CASES) == set(REFERENCE) == set(INTERACTIONS) - set(NOT_POTENTIALS)
+    for module in NOT_POTENTIALS.values():
+        assert (Path(__file__).parent / module).is_file()
 
 
 @pytest.mark.parametrize("name, variant, seed", PARAMETERS)
@@ -309,7 +348,7 @@ def test_nothing_acts_beyond_reach():
                                  contact={"k_pp": 100.0, "k_pw": 100.0})
     state.position[:2, 1] = 3.0
     force, moment, energy = evaluate(model, state)
-    assert list(model.interactions) == ["hertz_pp", "hertz_pw"]
+    assert list(model.interactions) == ["hertz_pp", "hertz_pw", "walls"]
     assert energy == 0.0 and not force.any() and not moment.any()
 
 

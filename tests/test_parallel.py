@@ -1,5 +1,7 @@
 """Parallel kernels: race-free and deterministic (bitwise identical across runs, thread counts
-and the serial path), on a bonded block hitting a wall with breakage."""
+and the serial path), on a bonded block hitting a wall with breakage, and on the same block in a
+rig (a wall pushed in, a servo wall, a turning mesh, damping): the walls' loads, work and motion
+too."""
 
 import numba
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 from dem import Simulation, SystemBuilder
 from dem.packing import bond_pairs, fcc_block
+from surfaces import floor_mesh
 
 STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
 
@@ -15,9 +18,10 @@ def seed_bonds(system, pairs):
     system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
 
 
-def block(n=5000, bonds=seed_bonds):
-    """An FCC block of about ``n`` spheres flying at a wall; ``bonds(system, pairs)`` bonds the
-    touching pairs."""
+def block(rig=False, n=5000, bonds=seed_bonds):
+    """An FCC block of about ``n`` spheres flying at a wall (in a rig of moving walls, a servo
+    wall, a turning mesh and damping with ``rig``); ``bonds(system, pairs)`` bonds the touching
+    pairs."""
     position = fcc_block(n)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -27,17 +31,27 @@ def block(n=5000, bonds=seed_bonds):
                       velocity=(-2.0, 0.0, 0.0) + 0.1 * rng.normal(size=(len(position), 3)),
                       angular_velocity=0.5 * rng.normal(size=(len(position), 3)))
     bonds(system, pairs)
-    model, state = system.finish([dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)],
-                                 contact={"k_pp": 1e5, "k_pw": 1e5},
-                                 breakage={"tension": 0.01, "compression": 0.05, "shear": 0.05, "bending": 0.2})
+    walls, meshes, sections = [dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)], [], {}
+    if rig:
+        top = position.max(axis=0)
+        walls += [dict(point=(0.0, 0.0, top[2] + 0.55), normal=(0.0, 0.0, -1.0), velocity=(0.0, 0.0, -1.0)),
+                  dict(point=(0.0, -0.7, 0.0), normal=(0.0, 1.0, 0.0), servo=True, target_force=300.0, max_speed=2.0)]
+        points, faces = floor_mesh(n=8, size=2.0 * top.max(), jitter=0.3)
+        meshes = [dict(vertices=points + (0.5 * top[0], top[1] + 0.5, 0.5 * top[2]), faces=faces[:, [0, 2, 1]],
+                       velocity=(0.0, -0.5, 0.0), angular_velocity=(0.0, 0.3, 0.0))]
+        meshes[0]["vertices"] = meshes[0]["vertices"][:, [0, 2, 1]]  # the plane y = top + 0.5
+        sections = {"damping": {"local": 0.3, "viscous": 0.1}}
+    model, state = system.finish(walls, meshes, contact={"k_pp": 1e5, "k_pw": 1e5},
+                                 breakage={"tension": 0.01, "compression": 0.05, "shear": 0.05, "bending": 0.2},
+                                 **sections)
     return model, state
 
 
-def run(parallel, threads, steps=300):
+def run(rig, parallel, threads, steps=300):
     previous = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        model, state = block()
+        model, state = block(rig)
         sim = Simulation(model, state, "rrp2", 1e-3, parallel=parallel)
         sim.advance(steps)
         return model, state, sim
@@ -45,16 +59,16 @@ def run(parallel, threads, steps=300):
         numba.set_num_threads(previous)
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return run(parallel=False, threads=1)
+@pytest.fixture(scope="module", params=[False, True], ids=["wall", "rig"])
+def reference(request):
+    return (request.param,) + run(request.param, parallel=False, threads=1)
 
 
 @pytest.mark.parametrize("parallel, threads", [(True, 1), (True, 2), (True, numba.config.NUMBA_NUM_THREADS),
                                                (False, 2)])
 def test_bitwise_identical_across_threads_and_paths(reference, parallel, threads):
-    ref_model, ref_state, _ = reference
-    model, state, sim = run(parallel, threads)
+    rig, ref_model, ref_state, _ = reference
+    model, state, sim = run(rig, parallel, threads)
     assert sim.parallel == parallel
     for name in STATE_FIELDS:
         assert np.array_equal(getattr(state, name), getattr(ref_state, name)), name
@@ -64,7 +78,11 @@ def test_bitwise_identical_across_threads_and_paths(reference, parallel, threads
 
 
 def test_the_reference_run_is_not_trivial(reference):
-    model, state, sim = reference
+    rig, model, state, sim = reference
     assert np.count_nonzero(state.interactions["binder"].broken) > 0  # bonds broke
     assert state.position[:, 0].min() < -0.05  # the block pressed into the wall
     assert sim.contacts.n_builds > 1
+    if rig:  # every wall was loaded, over several chunks of rows, and moved
+        walls = state.interactions["walls"]
+        assert np.all(np.abs(walls.load[:, :3]).max(axis=1) > 1.0) and walls.partial.shape[0] > 1
+        assert walls.work[1] < 0 and walls.point[2, 1] != -0.7 and walls.mesh_count.max() > 0

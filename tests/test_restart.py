@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 from granule import granule_file
+from surfaces import rig_file
 
 from dem.checkpoint import load_checkpoint
 from dem.cli import main
@@ -24,9 +25,10 @@ TORUS = str(ROOT / "scenes/torus_impact.toml")
 def outputs(folder):
     """Everything a run leaves that must match bit for bit."""
     checkpoint = load_checkpoint(folder / "checkpoint.npz")
-    pvd = {series: (folder / f"{series}.pvd").read_text() for series in ("particles", "bonds", "walls")
+    pvd = {series: (folder / f"{series}.pvd").read_text() for series in ("particles", "bonds", "walls", "meshes")
            if (folder / f"{series}.pvd").exists()}
-    return (folder / "energy.csv").read_text(), pvd, checkpoint
+    logs = {name: (folder / name).read_text() for name in ("energy.csv", "walls.csv") if (folder / name).exists()}
+    return logs, pvd, checkpoint
 
 
 def assert_same_run(first, second):
@@ -41,7 +43,7 @@ def assert_same_run(first, second):
     assert int(checkpoint1["step"]) == int(checkpoint2["step"])
 
 
-@pytest.mark.parametrize("case", ["torus", "assembly"])
+@pytest.mark.parametrize("case", ["torus", "assembly", "rig"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
@@ -49,15 +51,21 @@ def test_restart_is_exact(tmp_path, case):
         scene = granule_file(tmp_path)
         settings = ["simulation.t_end=0.6", "output.vtk_every=100", "contact.restitution=0.7",
                     "breakage.tension=0.005", "breakage.shear=0.01"]
+    if case == "rig":  # moving, servo and mesh walls, damping
+        scene = rig_file(tmp_path)
+        settings = ["simulation.t_end=0.8", "output.vtk_every=100"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
-    stop = "0.7" if case == "torus" else "0.3"  # on the VTK grid: a run always snapshots its last step
+    stop = {"torus": "0.7", "assembly": "0.3", "rig": "0.6"}[case]  # on the VTK grid: a run snapshots its last step
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
     if case == "assembly":
         assert np.count_nonzero(sim.state.interactions["binder"].broken) > 0  # breakage happened, before and after the restart
-        assert float(outputs(straight)[0].splitlines()[-1].split(",")[13]) > 0  # dissipated energy booked
+        assert float(outputs(straight)[0]["energy.csv"].splitlines()[-1].split(",")[13]) > 0  # dissipated energy booked
+    if case == "rig":
+        walls = sim.state.interactions["walls"]
+        assert np.abs(walls.load[1:, :3]).max(axis=1).min() > 0 and walls.work.sum() < 0  # the moving walls pushed
 
 
 def test_restart_after_a_stop_request_drops_later_rows(tmp_path):

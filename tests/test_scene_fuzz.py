@@ -32,7 +32,7 @@ import dem.schema
 from dem.builders import BUILDERS
 from dem.cli import main
 from dem.runner import prepare
-from dem.scene import SCHEMA, WALL_KEYS, SceneError
+from dem.scene import MESH_KEYS, SCHEMA, WALL_KEYS, SceneError
 from dem.schema import toml_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,9 +63,13 @@ RANDOM_ONLY = ("packing_fraction", "n_particles", "distribution", "diameter_sigm
 
 def base_scene(variant):
     """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
-    dozen particles)."""
+    dozen particles), the drum's bed to a small box (its mesh file named by its full path)."""
     name, _, flavour = variant.partition(":")
     data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
+    for table in data.get("mesh", []):
+        table["file"] = str(ROOT / "scenes" / table["file"])
+    if name == "rotating_drum":
+        data["assembly"][0].update(size=[3.0, 3.0, 3.0], center=[0.0, 0.0, -6.0])
     if name == "assembly_impact":
         table = data["assembly"][0]
         table.update(diameter=4.0, center=[3.0, 0.0, 0.0])
@@ -113,8 +117,8 @@ def same(a, b):
 
 NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
 #: every key the schema knows, to put in the wrong table
-KNOWN_KEYS = sorted({key for keys in [*SCHEMA.values(), WALL_KEYS, *(b.keys for b in BUILDERS.values())]
-                     for key in keys} | set(SCHEMA) | {"walls"} | set(BUILDERS))
+KNOWN_KEYS = sorted({key for keys in [*SCHEMA.values(), WALL_KEYS, MESH_KEYS,
+                                     *(b.keys for b in BUILDERS.values())] for key in keys} | set(SCHEMA) | {"walls", "mesh"} | set(BUILDERS))
 SPECIAL_FLOATS = [0.0, -0.0, -1.0, 1e-300, 5e-324, 1e300, 1.7976931348623157e308, math.nan, math.inf, -math.inf, 0.5,
                   2.0, 1e-9, 1e9]
 SPECIAL_INTS = [0, -1, 1, 2, 3, 7, 2**31, 2**63 - 1, 2**63, -2**63 - 1, 10**30, 10**400]
@@ -279,7 +283,8 @@ def override_texts(draw, data):
 # The property
 # ---------------------------------------------------------------------------------------------
 
-SECTIONS = {**SCHEMA, "walls": WALL_KEYS, **{name: builder.keys for name, builder in BUILDERS.items()}}
+SECTIONS = {**SCHEMA, "walls": WALL_KEYS, "mesh": MESH_KEYS,
+            **{name: builder.keys for name, builder in BUILDERS.items()}}
 
 
 def names_a_key(key, data):

@@ -6,7 +6,7 @@ A ParaView GUI macro and the module behind ``tools/paraview_state.py``. Needs Pa
 **In the ParaView GUI.** Once: *Macros ▸ Import new macro…* and choose this file (ParaView copies
 it into its settings; it appears as ``dem_paraview_macro`` in the *Macros* menu and toolbar).
 Then, for a run: *File ▸ Open* its ``particles.pvd``, *Apply*, and click the macro. It opens the
-run's other series (``bonds.pvd``, ``walls.pvd``, ``sites.pvd``, those present) next to it and
+run's other series (``bonds.pvd``, ``walls.pvd``, ``meshes.pvd``, ``sites.pvd``, those present) next to it and
 builds the pipeline below in the active view at the current time; the filters stay in the
 Pipeline Browser to adjust, and play with the time controls. Without a ``particles.pvd`` opened
 it says so in the Output Messages window.
@@ -25,7 +25,8 @@ it says so in the Output Messages window.
   joining them;
 * other bodies without a diameter as small spheres with their body axes ``axis_1``, ``axis_2``,
   ``axis_3`` as red, green and blue arrows;
-* walls as translucent squares with a dark outline (a line when seen edge-on).
+* walls as translucent squares with a dark outline (a line when seen edge-on), mesh walls as
+  translucent surfaces with their sharp edges (``FeatureEdges``) drawn dark.
 
 Colour ranges are those of the shown snapshot: ``[0, max]`` for speed, ``[-max, max]`` of
 ``|axial_strain|`` for bonds, where max is the 99th percentile once there are 200 values or more
@@ -42,7 +43,7 @@ from xml.etree import ElementTree
 from paraview import servermanager
 import paraview.simple as pvs
 
-SERIES = ("particles", "bonds", "walls", "sites")
+SERIES = ("particles", "bonds", "walls", "meshes", "sites")
 #: camera direction (focal point to camera) and view-up of each view; the axis views use a
 #: parallel projection, "iso" a perspective one
 VIEWS = {
@@ -396,17 +397,16 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
             bar.Visibility = 1
             _place(bar, 1)
 
-    # walls: translucent squares with a dark outline
-    if "walls" in readers:
-        walls = readers["walls"]
-        wall_display = pvs.Show(walls, view)
-        _solid(wall_display, (0.55, 0.55, 0.58))
-        wall_display.Opacity = 0.25
-        outline = pvs.FeatureEdges(registrationName="wall outlines", Input=walls)
-        outline_display = pvs.Show(outline, view)
-        _solid(outline_display, EDGE_COLOR)
-        outline_display.LineWidth = 3.0
-        shown_sources.append(walls)
+    # walls: translucent squares with a dark outline; meshes: translucent surfaces, sharp edges dark
+    for series, edges, width in (("walls", "wall outlines", 3.0), ("meshes", "mesh edges", 2.0)):
+        if series in readers:
+            surface = pvs.Show(readers[series], view)
+            _solid(surface, (0.55, 0.55, 0.58))
+            surface.Opacity = 0.25
+            outline = pvs.Show(pvs.FeatureEdges(registrationName=edges, Input=readers[series]), view)
+            _solid(outline, EDGE_COLOR)
+            outline.LineWidth = width
+            shown_sources.append(readers[series])
 
     point_camera(view, shown_sources, direction, shown)
     return shown

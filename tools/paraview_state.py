@@ -5,12 +5,13 @@
                                                 [--cut] [--no-path] [--dark]
     pvbatch tools/paraview_state.py RUN_DIR ...            (on a machine with a display)
 
-Opens the run's ``particles.pvd``, ``bonds.pvd``, ``walls.pvd`` and ``sites.pvd`` (those present)
-and draws them as ``tools/dem_paraview_macro.py`` describes (the same recipe is a macro for the
-ParaView GUI): particles as smooth spheres coloured by ``speed``, shrunk to half their diameter
-when there are bonds so that the bonds show; intact bonds as tubes coloured by ``axial_strain`` on
-a range symmetric about 0; bodies on a pivot as rod and ball with the path of their centre of
-mass; rigid clusters as their sites and edges; walls as translucent squares with an outline.
+Opens the run's ``particles.pvd``, ``bonds.pvd``, ``walls.pvd``, ``meshes.pvd`` and ``sites.pvd``
+(those present) and draws them as ``tools/dem_paraview_macro.py`` describes (the same recipe is a
+macro for the ParaView GUI): particles as smooth spheres coloured by ``speed``, shrunk to half their
+diameter when there are bonds so that the bonds show; intact bonds as tubes coloured by
+``axial_strain`` on a range symmetric about 0; bodies on a pivot as rod and ball with the path of
+their centre of mass; rigid clusters as their sites and edges; walls as translucent squares with an
+outline, mesh walls as translucent surfaces with their sharp edges.
 Fields that are round-off at the shown time are drawn in a solid colour. The axis views (``xy``,
 the default, looks down z; ``xz``; ``yz``) use a parallel projection, ``iso`` a perspective one.
 It goes to the last snapshot (or the one nearest ``--time``), writes ``RUN_DIR/paraview.png`` (or
@@ -48,7 +49,7 @@ VIEW_NAMES = ("xy", "xz", "yz", "iso")
 def _parser():
     parser = argparse.ArgumentParser(
         prog="pvbatch tools/paraview_state.py",
-        description="Render a dem run (particles.pvd, bonds.pvd, walls.pvd, sites.pvd) with ParaView and save a PNG.",
+        description="Render a dem run (particles.pvd, bonds.pvd, walls.pvd, meshes.pvd, sites.pvd) with ParaView and save a PNG.",
     )
     parser.add_argument("run_dir", type=Path, help="output folder of a run (holds particles.pvd)")
     parser.add_argument("--out", type=Path, help="image to write (default RUN_DIR/paraview.png)")

@@ -10,7 +10,8 @@ elsewhere, e.g. in a test).
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
-from .contract import BOND, GLOBAL, ROW, Interaction
+from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
+from .damping import DAMPING
 from .friction import FRICTION_PP, FRICTION_PW
 from .gravity import GRAVITY
 from .hertz import HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
@@ -18,12 +19,13 @@ from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
 from .rolling import ROLLING_PP, ROLLING_PW
+from .walls import WALLS
 
-#: name -> Interaction, in application order
+#: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, HERTZ_PW, FRICTION_PP, FRICTION_PW, ROLLING_PP, ROLLING_PW,
-                        GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE)
+                        GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
 }
 
 #: The energy columns of SPEC §4, in its order (after the two kinetic ones). Columns of
@@ -51,6 +53,7 @@ def register(interaction):
     if interaction.name in INTERACTIONS:
         raise ValueError(f"an interaction named {interaction.name!r} is already registered")
     INTERACTIONS[interaction.name] = interaction
+    INTERACTIONS["damping"] = INTERACTIONS.pop("damping")  # stays last: it opposes the total force
     return interaction
 
 
@@ -91,7 +94,7 @@ def initial_states(model):
 assert not set(CORE_COLUMNS) - {c for i in INTERACTIONS.values() for c in i.columns}
 
 __all__ = [
-    "BOND", "CORE_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS", "ROW",
+    "BOND", "CHUNK", "CORE_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS", "ROW",
     "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "initial_states", "lennard_jones",
     "ortolan_saccon", "register", "section_keys", "setup_interactions", "unregister",
 ]

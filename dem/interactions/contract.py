@@ -26,7 +26,8 @@ taken out inside the contact loop added 50 %.
 * `BOND` — over the bonds of one colour at a time (bonds of a colour share no body):
   ``forces(lo, hi, h, st, bodies, params, own)`` adds into ``st.force``/``st.moment`` for the
   bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.
-* `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms).
+* `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms), after
+  the rows and bonds, in registry order (so a later one sees the forces of the earlier ones).
 
 ``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
 interactions may share a column (``external``, ``dissipated``): the log sums them in registry
@@ -34,10 +35,27 @@ order. An interaction with per-contact ``history`` (a width > 0) gets, after ``o
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
-`dem.contacts`). ``h`` is the time step (0 outside a run): kernels book the work of
+`dem.contacts`). An interaction without history may have an ``update(lo, hi, h, st, bodies,
+contacts, params, own)`` too, for state of the rows ``lo ≤ i < hi`` alone (the walls' mesh
+contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
+kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,
+and only those rows' kernels may read what it wrote. ``h`` is the time step (0 outside a run): kernels book the work of
 non-conservative effects with it.
 
-Optional hooks: ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
+A particle–wall interaction (``walls = True``) gets, after ``own`` (and its history), the walls'
+time-varying state ``walls`` (`dem.interactions.walls.WallState`: each wall's point and
+velocities now, the per-chunk partial loads, each particle's mesh contacts) in its ``forces``
+and ``energy`` kernels: ``forces(i, h, st, bodies, contacts, params, own, walls)``. It reads the
+walls there and books the reaction of every force it applies with
+`dem.interactions.walls.add_wall_load` (into the partial sums of row ``i``'s chunk, ``i //
+CHUNK``, which only that chunk's rows write). It acts only where the ``walls`` interaction does
+(a model with walls). The walls' state is an argument of its own rather than part of ``st``:
+every array of ``st`` costs every kernel that takes it, so ``st`` stays the bodies'.
+
+Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
+after the scheme has moved the bodies and before the forces of the new configuration (state that
+is a prescribed function of time, such as moving walls; not run by a force evaluation outside a
+run); ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimates for
 `dem.stability`; ``extra_columns(model, params)`` returns log columns ``name -> f(model, state)``.
 
 Under MPI (`dem.distributed`) each rank runs the kernels on its part of the bodies (local
@@ -47,8 +65,12 @@ contact rows (an ``update`` reads only the two bodies of each pair and its slot)
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
 local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
-on, which every rank holds. ``bond_state`` names the fields of the own state indexed by bond; the
-others are indexed by body.
+on, which every rank holds. ``localize`` raises `dem.distributed.MPIError` for parameters that
+cannot run distributed. ``bond_state`` names the fields of the own state indexed by bond;
+``shared_state`` those that are not per body (every rank holds them whole: rank 0's are the
+system's), of which ``summed_state`` are each rank's share of a sum over its bodies (the
+system's value is the ranks' sum, in rank order; rank 0 starts with the whole, the others with
+zeros); the others are indexed by body.
 """
 
 import numpy as np
@@ -56,6 +78,9 @@ import numpy as np
 from dataclasses import dataclass
 
 ROW, BOND, GLOBAL = "row", "bond", "global"
+#: rows of work per parallel task (fixed, so that chunking never depends on the thread count);
+#: a row kernel may keep per-chunk partial sums indexed by ``i // CHUNK``
+CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -72,12 +97,16 @@ class Interaction:
     state: object = None
     neighbors: bool = False
     history: int = 0
+    walls: bool = False
     update: object = None
+    advance: object = None
     critical_step: object = None
     extra_columns: object = None
     localize: object = None
     shared_bodies: object = None
     bond_state: tuple = ()
+    shared_state: tuple = ()
+    summed_state: tuple = ()
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -85,6 +114,8 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+        if self.walls and self.kind != ROW:
+            raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")
 
 
 def localize_body(params, part):

@@ -73,8 +73,6 @@ MOBILISED = 1.0 - 1e-9
 #: Most walls one particle keeps friction history with (more touching at once: the extra ones
 #: act without friction).
 MAX_WALL_SLOTS = 4
-#: The ``[[walls]]`` keys that override a coefficient of ``[contact]`` for one wall.
-WALL_FRICTION_KEYS = ("friction", "rolling_friction", "twisting_friction")
 
 
 def _poisson_ratio(value):
@@ -503,9 +501,10 @@ def friction_pw_energy(st, bodies, contacts, p, own):
 # ---------------------------------------------------------------------------------------------
 
 def wall_table(model, coefficients):
-    """``(w, 6 + k)``: each wall's point, normal and its own coefficients
-    ``WALL_FRICTION_KEYS[column]`` for the ``(column, default)`` pairs of ``coefficients`` (a wall
-    without its own takes ``default``)."""
+    """``(w, 6 + k)``: each wall's point (at t = 0: friction acts on fixed planes only,
+    `dem.interactions.walls.wall_problem`), normal and its own coefficients
+    ``WALL_FRICTION_KEYS[column]`` (`dem.interactions.walls`) for the ``(column, default)`` pairs
+    of ``coefficients`` (a wall without its own takes ``default``)."""
     columns = [np.where(np.isnan(model.wall_friction[:, column]), default, model.wall_friction[:, column])
                for column, default in coefficients] if len(model.wall_friction) else [np.zeros(0)] * len(coefficients)
     return np.ascontiguousarray(np.column_stack([model.wall_point, model.wall_normal,

@@ -5,11 +5,16 @@ Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (t
 prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
 between particles and ``δ = 1 − gap/(D/2)`` against a wall. Particle–particle pairs come from the
 full neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
-sums the forces on itself only, so rows are independent. A wall ``w`` is the plane through
-``wall_point[w]`` with unit normal ``wall_normal[w]`` pointing to the particles' side.
+sums the forces on itself only, so rows are independent. A plane wall ``w`` passes through its
+current point ``walls.point[w]`` (it may move: ``walls`` is the walls' state,
+`dem.interactions.walls`) with the unit normal ``wall_normal[w]`` pointing to the particles'
+side; a mesh wall's contacts are the gaps and normals `dem.meshes` found for the particle
+(``walls.mesh_*``), under the same law. Each wall
+contact books its reaction on the wall (`add_wall_load`).
 
 Damping (off when ``restitution = 1``): a normal force ``−γ √(m* k_n) v_n`` with the contact
-stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``,
+stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``
+(against a wall, relative to the wall's material at the contact point),
 where ``γ = −2 √(5/6) ln e / √(ln² e + π²)`` for a coefficient of restitution ``e``
 (`damping_from_restitution`, the usual Hertz–Tsuji form). Its work is booked as ``dissipated``.
 """
@@ -22,8 +27,11 @@ from numba import njit
 
 from ..schema import Key, non_negative, restitution
 from .contract import ROW, Interaction
+from ..meshes import MAX_CONTACTS
+from .walls import add_wall_load, wall_velocity_at
 
-HertzParams = namedtuple("HertzParams", "stiffness damping wall_point wall_normal")
+#: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then).
+HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal meshes")
 #: ``dissipated (n,)``: the damping work booked to each particle so far.
 HertzState = namedtuple("HertzState", "dissipated")
 
@@ -124,26 +132,56 @@ def _pair_row(i, st, bodies, contacts, p, damping):
 
 
 @njit(inline="always")
-def _wall_row(i, st, bodies, p, damping):
-    """The walls' contacts with particle ``i``: ``(fx, fy, fz, power, energy)`` (none for a
-    body without contact diameter)."""
-    position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, p.wall_point, \
+def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping, walls):
+    """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
+    along the unit normal ``n``): ``(|F|, power, energy, p, k)`` with the damping power added to
+    ``power``, ``p`` the contact point on the wall and ``k = dF/dgap``. (It takes the walls'
+    velocities out of ``walls`` itself, for touching particles only.)"""
+    delta = 1.0 - gap / radius
+    u, force = hertz(delta, stiffness, radius)
+    px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz  # on the wall
+    if damping != 0.0:
+        wx, wy, wz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
+        speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
+        force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
+    return force, power, u, px, py, pz, 1.5 * stiffness / (radius * radius) * np.sqrt(delta)
+
+
+@njit(inline="always")
+def _wall_row(i, st, bodies, p, walls, damping):
+    """The walls' contacts with particle ``i``, the planes' then (``p.meshes``) the mesh contacts
+    `dem.meshes` found for it: ``(fx, fy, fz, power, energy)`` (none for a body without contact
+    diameter); books their reactions on the walls (`add_wall_load`; on every plane for every row,
+    zero without contact: an unconditional write keeps the pass over the bodies fast)."""
+    position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, walls.point, \
         p.wall_normal, p.stiffness
+    partial = walls.partial
     inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
-    for w in range(wall_point.shape[0]):
+    for w in range(wall_normal.shape[0]):
         gap = _wall_gap(i, w, position, wall_point, wall_normal)
-        if gap >= radius or radius <= 0.0:
-            continue
         nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
-        delta = 1.0 - gap / radius
-        u, force = hertz(delta, stiffness, radius)
+        force = u = px = py = pz = k = 0.0
+        if gap < radius and radius > 0.0:
+            force, power, u, px, py, pz, k = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
+                                                           inverse_mass, stiffness, damping, walls)
+            px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
+        add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
         energy += u
-        if damping != 0.0:
-            speed = velocity[i, 0] * nx + velocity[i, 1] * ny + velocity[i, 2] * nz
-            force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
+    if p.meshes:
+        mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, \
+            walls.mesh_normal
+        for c in range(min(mesh_count[i], MAX_CONTACTS)):
+            w = mesh_wall[i, c]
+            nx, ny, nz = mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2]
+            force, power, u, px, py, pz, k = _wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
+                                                           velocity, inverse_mass, stiffness, damping, walls)
+            add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
+                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
+            energy += u
+            fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, energy
 
 
@@ -163,9 +201,10 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
 
 
 @njit(inline="always")
-def hertz_pw_forces(i, h, st, bodies, contacts, p, own):
-    """Hertz forces of all walls on particle ``i``; books the damping work."""
-    return _booked(i, h, own, _wall_row(i, st, bodies, p, p.damping))
+def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Hertz forces of all walls on particle ``i`` (``walls``: the walls' state); books the
+    damping work and the reactions on the walls."""
+    return _booked(i, h, own, _wall_row(i, st, bodies, p, walls, p.damping))
 
 
 @njit(cache=True)
@@ -178,17 +217,22 @@ def hertz_pp_energy(st, bodies, contacts, p, own):
 
 
 @njit(cache=True)
-def hertz_pw_energy(st, bodies, contacts, p, own):
-    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts, wall by
-    wall."""
+def hertz_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts, plane by
+    plane, then the mesh contacts particle by particle."""
     energy = 0.0
-    diameter = bodies.diameter
-    for w in range(p.wall_point.shape[0]):
+    position, diameter, wall_point, wall_normal = st.position, bodies.diameter, walls.point, p.wall_normal
+    mesh_count, mesh_gap = walls.mesh_count, walls.mesh_gap
+    for w in range(wall_normal.shape[0]):
         for i in range(diameter.shape[0]):
             radius = 0.5 * diameter[i]
-            gap = _wall_gap(i, w, st.position, p.wall_point, p.wall_normal)
+            gap = _wall_gap(i, w, position, wall_point, wall_normal)
             if radius > 0.0 and gap < radius:
                 energy += hertz(1.0 - gap / radius, p.stiffness, radius)[0]
+    for i in range(mesh_count.shape[0]):
+        radius = 0.5 * diameter[i]
+        for k in range(min(mesh_count[i], MAX_CONTACTS)):
+            energy += hertz(1.0 - mesh_gap[i, k] / radius, p.stiffness, radius)[0]
     return energy, np.sum(own.dissipated)
 
 
@@ -196,10 +240,10 @@ def _setup(stiffness_key, needs_walls):
     def setup(model):
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
-        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and not len(model.wall_point)):
+        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs):
             return None
-        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_point,
-                           model.wall_normal)
+        meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
+        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_normal, meshes)
 
     return setup
 
@@ -245,8 +289,8 @@ HERTZ_PP = Interaction(
     critical_step=_critical_step("Hertz particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
-    name="hertz_pw", doc="Hertz contact between particles and the walls.", kind=ROW,
+    name="hertz_pw", doc="Hertz contact between particles and the walls (planes and meshes).", kind=ROW,
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
-    state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy,
+    state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
     critical_step=_critical_step("Hertz particle–wall", 0.5, 1.0),
 )

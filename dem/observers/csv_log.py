@@ -1,6 +1,10 @@
-"""The energy/momentum log ``energy.csv`` (SPEC §4), appended while the run goes."""
+"""The CSV logs of a run, appended while it goes: ``energy.csv`` (the energy budget and momenta,
+SPEC §4) and ``walls.csv`` (where each wall is and the force the particles exert on it)."""
+
+import numpy as np
 
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
+from ..meshes import MAX_CONTACTS
 
 #: SPEC §4's columns, in its order; `columns` appends the others.
 COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
@@ -12,11 +16,11 @@ def columns(model):
     return COLUMNS + extra_columns() + tuple(model.invariants)
 
 
-class EnergyLog:
-    """Writes one row every ``every`` steps (and at the start and end of a run), the `columns` of
-    the model. Rows are flushed as they are written, so the file is complete
-    up to the last row whenever the run stops. A run restarted at step ``resume_step`` keeps the
-    rows up to that step and appends after them (rows a stopped run wrote later are dropped)."""
+class CsvLog:
+    """Writes one row every ``every`` steps (and at the start and end of a run): `header` and
+    `values` say what. Rows are flushed as they are written, so the file is complete up to the
+    last row whenever the run stops. A run restarted at step ``resume_step`` keeps the rows up to
+    that step and appends after them (rows a stopped run wrote later are dropped)."""
 
     def __init__(self, path, every, resume_step=None):
         self.path = path
@@ -24,6 +28,13 @@ class EnergyLog:
         self.resume_step = resume_step
         self._file = None
         self._last_step = None
+
+    def header(self, model):
+        raise NotImplementedError
+
+    def values(self, sim):
+        """The row's values after ``step, t``, as text."""
+        raise NotImplementedError
 
     def _open(self, header):
         kept = []
@@ -38,14 +49,9 @@ class EnergyLog:
     def report(self, sim):
         if self._last_step == sim.state.step:
             return
-        invariants = sim.model.invariants
         if self._file is None:
-            self._open(",".join(columns(sim.model)))
-        row = sim.energy_budget()
-        values = [str(sim.state.step), repr(sim.state.time)]
-        values += [repr(row[name]) for name in COLUMNS[2:] + extra_columns()]
-        values += [repr(function(sim.model, sim.state)) for function in invariants.values()]
-        self._file.write(",".join(values) + "\n")
+            self._open(",".join(self.header(sim.model)))
+        self._file.write(",".join([str(sim.state.step), repr(sim.state.time)] + self.values(sim)) + "\n")
         self._file.flush()
         self._last_step = sim.state.step
 
@@ -53,3 +59,53 @@ class EnergyLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class EnergyLog(CsvLog):
+    """``energy.csv``: the `columns` of the model."""
+
+    def header(self, model):
+        return columns(model)
+
+    def values(self, sim):
+        row = sim.energy_budget()
+        return ([repr(row[name]) for name in COLUMNS[2:] + extra_columns()]
+                + [repr(function(sim.model, sim.state)) for function in sim.model.invariants.values()])
+
+
+def wall_columns(model):
+    """``walls.csv``'s columns: ``step, t``, then for plane ``k`` (scene order) ``w<k>_x, _y, _z``
+    (its point) and ``w<k>_fx, _fy, _fz`` (the particles' force on it), then for mesh ``k`` the
+    same with ``m<k>_`` (its centre) and ``m<k>_mx, _my, _mz`` (the moment about its centre)."""
+    given = model.inputs["walls"]
+    names = [f"w{k}" for k in range(len(given["planes"]))] + [f"m{k}" for k in range(len(given["meshes"]))]
+    out = ["step", "t"]
+    for name in names:
+        out += [f"{name}_{c}" for c in ("x", "y", "z", "fx", "fy", "fz")]
+        out += [f"{name}_{c}" for c in ("mx", "my", "mz")] if name[0] == "m" else []
+    return out
+
+
+class WallLog(CsvLog):
+    """``walls.csv`` (`wall_columns`), for a model with walls. Stops the run (`SimulationError`)
+    when a particle has touched more mesh features at once than it has contact slots for (at
+    any step before the row: ``mesh_most``)."""
+
+    def header(self, model):
+        return wall_columns(model)
+
+    def values(self, sim):
+        from ..simulation import SimulationError
+
+        walls = sim.state.interactions["walls"]
+        if len(walls.mesh_most) and walls.mesh_most.max() > MAX_CONTACTS:
+            i = int(np.argmax(walls.mesh_most))
+            raise SimulationError(f"by step {sim.state.step}: particle {i} touched {walls.mesh_most[i]} mesh features at "
+                                  f"once, more than the {MAX_CONTACTS} it has room for: the mesh is too fine for the "
+                                  f"particles (coarsen it) or the particle is crushed into it (reduce simulation.dt)")
+        n_planes = len(sim.model.inputs["walls"]["planes"])
+        out = []
+        for w in range(len(walls.point)):
+            values = list(walls.point[w]) + list(walls.load[w, :3]) + (list(walls.load[w, 3:6]) if w >= n_planes else [])
+            out += [repr(float(v)) for v in values]
+        return out

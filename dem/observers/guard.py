@@ -10,7 +10,8 @@ class EnergyGuard:
     """Stops a run (raising `dem.simulation.SimulationError`) once ``|E − E(0)|`` exceeds
     ``tolerance`` times the energy scale: the sum of the magnitudes of the budget's components
     at the start (or, for a system that starts with no energy at all, when energy first enters
-    it). ``total`` books damping, breakage, friction and wall work, so it is constant but for
+    it), plus the work moving walls have done so far (``|walls|``: energy they put in is in play
+    too). ``total`` books damping, breakage, friction and wall work, so it is constant but for
     the integration error: a well-resolved run stays orders of magnitude below the default
     tolerance of 10, an unstable one (``dt`` above the critical step) passes it within a few
     oscillations. The message names the step, the fastest body and ``hint`` (the critical step
@@ -30,7 +31,7 @@ class EnergyGuard:
         energy0, scale0 = self.reference
         if self.tolerance <= 0 or scale0 == 0.0:
             return
-        error = abs(row["total"] - energy0) / scale0
+        error = abs(row["total"] - energy0) / (scale0 + abs(row["walls"]))
         if not error <= self.tolerance:
             speed = np.linalg.norm(sim.state.velocity, axis=1)
             body = int(np.argmax(speed))

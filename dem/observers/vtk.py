@@ -2,10 +2,11 @@
 
 Layout under the run's output folder::
 
-    particles.pvd  bonds.pvd  walls.pvd          collections, one ``<DataSet>`` per snapshot
+    particles.pvd  bonds.pvd  walls.pvd  meshes.pvd   collections, one ``<DataSet>`` per snapshot
     vtk/particles_000000100.vtp                 bodies as vertices (point data below)
     vtk/bonds_000000100.vtp                     binders as lines between the bodies (if any)
-    vtk/walls_000000100.vtp                     walls as finite squares (if any)
+    vtk/walls_000000100.vtp                     walls as finite squares, where they are now (if any)
+    vtk/meshes_000000100.vtp                    mesh walls as their triangles, where they are now (if any)
     sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
 
 Files are binary (raw appended data), LZ4-compressed (three times faster to write than zlib,
@@ -29,7 +30,8 @@ components of the intact bonds, `dem.interactions.bonds.fragment_labels`: the id
 tension), ``force`` (the bond's force on its first body, a vector; 0 once broken), ``broken`` (0 intact, else the code of the criterion that broke it), ``law`` (0 seed
 binder, 1 parallel bond) and, when there are parallel bonds, their ``twist_angle``,
 ``shear_force``, ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and
-``shear_stress``. Wall cell data: ``wall`` (index), ``normal``.
+``shear_stress``. Wall cell data: ``wall`` (index), ``normal``. Mesh cell data: ``mesh``
+(index of the ``[[mesh]]`` table), ``normal`` (of each triangle).
 
 Sites (only for a model with rigid clusters, ``model.site_start``/``model.site_offset``): every
 site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``),
@@ -56,8 +58,8 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..rotations import quat_matrix
 
-SERIES = ("particles", "bonds", "walls", "sites")
-_FILE_NAME = re.compile(r"(particles|bonds|walls|sites)_(\d{9})\.vtp")
+SERIES = ("particles", "bonds", "walls", "meshes", "sites")
+_FILE_NAME = re.compile(r"(particles|bonds|walls|meshes|sites)_(\d{9})\.vtp")
 #: bodies with at most this many sites get a line between every pair of them in ``sites``
 MAX_SITES_JOINED = 8
 
@@ -102,6 +104,8 @@ class VTKWriter:
             written["bonds"] = _bonds(model, state)
         if len(model.wall_point):
             written["walls"] = _walls(model, state)
+        if "walls" in model.inputs and model.inputs["walls"]["meshes"]:
+            written["meshes"] = _meshes(model, state)
         if model.n_sites:
             written["sites"] = _sites(model, state)
         for series, polydata in written.items():
@@ -274,7 +278,7 @@ def _walls(model, state):
     plane, centred at the projection of the bodies' centroid, corners counter-clockwise about
     the normal."""
     normal = model.wall_normal
-    point = model.wall_point
+    point = state.interactions["walls"].point[:len(normal)]
     position = state.position
     radius = 0.5 * model.diameter[:, None]
     extent = max(np.max((position + radius).max(axis=0) - (position - radius).min(axis=0)), model.diameter.max(initial=0.0))
@@ -296,6 +300,28 @@ def _walls(model, state):
     data = polydata.GetCellData()
     data.AddArray(_array(np.arange(n_walls), "wall", np.int32))
     data.AddArray(_array(normal, "normal"))
+    return polydata
+
+
+def _meshes(model, state):
+    """Every mesh's triangles at the mesh's pose now (``x = c + R x̂``)."""
+    walls = state.interactions["walls"]
+    meshes = model.inputs["walls"]["meshes"]
+    first = len(model.wall_point)
+    points, faces, index, offset = [], [], [], 0
+    for m, mesh in enumerate(meshes):
+        rotation = quat_matrix(walls.rotation[first + m])
+        points.append(mesh["vertices"] @ rotation.T + walls.point[first + m])
+        faces.append(mesh["faces"] + offset)
+        index.append(np.full(len(mesh["faces"]), m))
+        offset += len(mesh["vertices"])
+    points, faces = np.concatenate(points), np.concatenate(faces)
+    normal = np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])
+    polydata = _polydata(points)
+    polydata.SetPolys(_cells(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()))
+    data = polydata.GetCellData()
+    data.AddArray(_array(np.concatenate(index), "mesh", np.int32))
+    data.AddArray(_array(normal / np.linalg.norm(normal, axis=1, keepdims=True), "normal"))
     return polydata
 
 

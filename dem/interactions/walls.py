@@ -1,0 +1,342 @@
+"""Walls that move: prescribed translation (planes and meshes), prescribed rotation (meshes) and
+servo control (planes), the loads the particles put on every wall, and the work those loads do
+(SPEC §3b). The walls exert no force of their own: the particle–wall interactions (`hertz_pw`, …;
+``walls = True`` in their record) get the walls' state as an argument, read the walls' pose
+there (a mesh's contacts with each particle too: ``mesh_*``) and book the reaction of each force
+they apply with `add_wall_load`.
+
+Walls are the ``[[walls]]`` planes (scene order, indices ``0 … P−1``), then the ``[[mesh]]``
+surfaces (`dem.meshes`, indices ``P …``). Their time-varying state `WallState` is this
+interaction's own state (so checkpoints carry it), which the loop also hands to the particle–wall
+interactions. Per step (the loop of `dem.engine`):
+
+1. ``advance`` (after the bodies moved, before the forces): step ``k → k+1``, ``t = (k+1) h``.
+   A prescribed wall is put where it is at ``t``: ``p(t) = p0 + v t`` and, for a mesh,
+   ``R(t) = exp(ω t)`` about its centre, computed from ``t`` (no accumulated round-off). A servo
+   plane moves along its normal ``n_w`` at ``v = a (N* − N)/(h Σk)``, capped at ``max_speed``,
+   where ``N = −F·n_w`` is the particles' normal load on it at the last evaluation, ``N*`` the
+   target, ``Σk`` the summed normal stiffness ``dF/dgap`` of its contacts (no contact: full
+   speed) and ``a`` the ``servo_relaxation``: each step corrects that fraction of the force
+   error, as far as the contacts' stiffness predicts.
+2. ``update`` (per chunk of rows, before the forces): zero the chunk's partial loads; find the
+   rows' mesh contacts (`dem.meshes.mesh_contacts`).
+3. the particle–wall row kernels add ``−f`` (and its moment, and the contact stiffness) into the
+   partial sums of their row's chunk, ``i // CHUNK``;
+4. ``forces`` (GLOBAL, serial): the loads are the chunks' partial sums added in chunk order —
+   the same numbers for any number of threads, serial or parallel — and the work of the step is
+   booked by the trapezoidal rule, ``W += (h/2)[(F + F⁺)·v + (M + M⁺)·ω]`` (``M`` the load's
+   moment about the wall's point). ``W`` is the work the particles did on the walls, minus the
+   work the walls did on the particles, so that ``kinetic + potential + walls`` stays constant
+   (SPEC §3b); it is logged as the ``walls`` column.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, mesh_contacts
+from ..rotations import _quat_from_rotvec
+from ..schema import REQUIRED, Key, non_negative, nonzero_vector, positive
+from .contract import CHUNK, GLOBAL, Interaction
+
+FIXED, PRESCRIBED, SERVO = 0, 1, 2
+#: components of a wall's load: force (3), moment about its point (3), summed contact stiffness
+LOAD = 7
+
+#: ``motion (w,)``: `FIXED`, `PRESCRIBED` or `SERVO`; ``point``, ``velocity``,
+#: ``angular_velocity`` ``(w, 3)`` at t = 0 (a mesh's point is its centre); ``normal (w, 3)``
+#: of the planes (meshes: 0); servo ``target`` normal force, ``relaxation``, ``max_speed``
+#: (0: ``max_step`` per step) ``(w,)``; then the fields of the meshes' `dem.meshes.MeshArrays`
+#: (flat: numba's parallel loops cannot take nested tuples).
+WallParams = namedtuple("WallParams", "motion point velocity angular_velocity normal target relaxation max_speed "
+                        "max_step " + " ".join(MeshArrays._fields))
+#: Now: ``point (w, 3)``, ``rotation (w, 4)`` (quaternion, meshes), ``velocity`` and
+#: ``angular_velocity (w, 3)`` over the current step; ``load (w, 7)`` the particles' load at
+#: the current configuration; ``work (w,)`` booked so far; ``step (1,)``. Scratch:
+#: ``partial (chunks, w, 7)``; the mesh contacts of each particle ``mesh_count (n,)``,
+#: ``mesh_wall``, ``mesh_feature``, ``mesh_gap (n, MAX_CONTACTS)``, ``mesh_normal (n,
+#: MAX_CONTACTS, 3)`` (no rows when there is no mesh), and ``mesh_most (n,)`` the most mesh
+#: contacts each particle has had at once (more than `MAX_CONTACTS` stops the run, at the next
+#: row of walls.csv: `dem.observers.csv_log.WallLog`).
+WallState = namedtuple("WallState", "point rotation velocity angular_velocity load work step partial mesh_count "
+                       "mesh_wall mesh_feature mesh_gap mesh_normal mesh_most")
+
+
+def _relaxation(value):
+    return None if 0.0 < value <= 1.0 else "must be in (0, 1]"
+
+
+#: The ``[[walls]]`` keys that override a coefficient of ``[contact]`` for one wall (of
+#: `dem.interactions.friction` and `dem.interactions.rolling`).
+WALL_FRICTION_KEYS = ("friction", "rolling_friction", "twisting_friction")
+
+#: The keys of a ``[[walls]]`` table.
+WALL_KEYS = {
+    "point": Key("vec3", REQUIRED, "a point of the plane (at t = 0)", "length"),
+    "normal": Key("vec3", REQUIRED, "normal pointing to the particles' side", "", nonzero_vector),
+    "size": Key("float", 0.0, "edge of the square drawn in VTK output (0: fit the particles)", "length",
+                non_negative),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity: the wall's point moves as p(t) = p0 + v t "
+                    "(its work is logged in the 'walls' column)", "length/time"),
+    "servo": Key("bool", False, "move the wall along its normal so that the particles' normal force on it holds "
+                 "target_force (or target_stress × area); see guide.md, Moving and servo walls"),
+    "target_force": Key("float", None, "servo target: the normal force the particles exert on the wall", "force",
+                        non_negative),
+    "target_stress": Key("float", None, "servo target as a stress (force = target_stress × area)",
+                         "force/length²", non_negative),
+    "area": Key("float", 0.0, "area target_stress acts on (0: size²)", "length²", non_negative),
+    "max_speed": Key("float", 0.0, "servo speed limit (0: a thousandth of the smallest particle diameter per step)",
+                     "length/time", non_negative),
+    "servo_relaxation": Key("float", 0.2, "fraction of the servo's force error corrected per step, through the "
+                            "stiffness of the wall's contacts", "", _relaxation),
+    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction)", "",
+                    non_negative),
+    "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
+                            "rolling_friction)", "", non_negative),
+    "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
+                             "twisting_friction)", "", non_negative),
+}
+
+#: The keys of a ``[[mesh]]`` table.
+MESH_KEYS = {
+    "file": Key("str", REQUIRED, "triangle surface (STL, OBJ, PLY, VTU, VTK, … read by meshio; quadrilaterals are "
+                "split), relative to the scene file's folder"),
+    "scale": Key("float", 1.0, "scale factor applied to the file's coordinates (first)", "", positive),
+    "rotate": Key("vec3", (0.0, 0.0, 0.0), "rotation vector (unit axis × angle) applied after scaling, about the "
+                  "file's origin", "rad"),
+    "rotate_axis": Key("vec3", None, "axis of that rotation, with rotate_angle (instead of rotate)", "",
+                       nonzero_vector),
+    "rotate_angle": Key("float", None, "angle of the rotation about rotate_axis (right-handed)", "rad"),
+    "translate": Key("vec3", (0.0, 0.0, 0.0), "translation applied last", "length"),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity of the mesh: its centre moves as c(t) = c0 + v t",
+                    "length/time"),
+    "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed rotation rate about its centre: R(t) = exp(ω t)",
+                            "1/time"),
+    "center": Key("vec3", None, "the mesh's centre (the point it turns about and that walls.csv logs; default: the "
+                  "centre of its bounding box, after the transformation)", "length"),
+}
+
+
+def wall_problem(table, sections):
+    """``(key, problem)`` for an inconsistent ``[[walls]]`` table (``sections``: the scene's), or
+    None. Friction and rolling resistance (`dem.interactions.friction`) act on fixed planes only."""
+    targets = [key for key in ("target_force", "target_stress") if table[key] is not None]
+    if table["servo"] or any(table["velocity"]):
+        contact = sections["contact"]
+        for key in WALL_FRICTION_KEYS:
+            if (contact[key] if table[key] is None else table[key]) > 0.0:
+                return key, (f"friction and rolling resistance act on fixed walls only: give this moving wall {key} = 0 "
+                             f"(it takes [contact] {key} = {contact[key]:g} otherwise)" if table[key] is None
+                             else "friction and rolling resistance act on fixed walls only: must be 0 on a moving wall")
+    if table["servo"]:
+        if any(table["velocity"]):
+            return "velocity", "a servo wall moves by itself: give velocity or servo = true, not both"
+        if not targets:
+            return "servo", "a servo wall needs a target: give target_force or target_stress"
+        if len(targets) == 2:
+            return "target_stress", "give target_force or target_stress, not both"
+        if targets == ["target_stress"] and table["area"] == 0.0 and table["size"] == 0.0:
+            return "area", "target_stress needs the area it acts on: give area (or size, for size²)"
+    elif targets:
+        return targets[0], "is a servo target: set servo = true as well"
+    return None
+
+
+def mesh_problem(table, sections):
+    """``(key, problem)`` for an inconsistent ``[[mesh]]`` table, or None."""
+    if (table["rotate_axis"] is None) != (table["rotate_angle"] is None):
+        given = "rotate_axis" if table["rotate_axis"] is not None else "rotate_angle"
+        return given, "rotate_axis and rotate_angle go together: give both"
+    if table["rotate_axis"] is not None and any(table["rotate"]):
+        return "rotate", "give rotate, or rotate_axis and rotate_angle, not both"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# what particle–wall interactions call
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(inline="always")
+def wall_velocity_at(point, velocity, angular_velocity, w, px, py, pz):
+    """Velocity of wall ``w``'s material at the point ``p``: ``v + ω × (p − point)`` (``point``,
+    ``velocity``, ``angular_velocity``: the walls' state's arrays)."""
+    rx, ry, rz = px - point[w, 0], py - point[w, 1], pz - point[w, 2]
+    ox, oy, oz = angular_velocity[w, 0], angular_velocity[w, 1], angular_velocity[w, 2]
+    return (velocity[w, 0] + (oy * rz - oz * ry), velocity[w, 1] + (oz * rx - ox * rz),
+            velocity[w, 2] + (ox * ry - oy * rx))
+
+
+@njit(inline="always")
+def add_wall_load(partial, i, w, fx, fy, fz, rx, ry, rz, stiffness):
+    """Book on wall ``w`` the reaction of the force ``f`` it exerts on particle ``i`` at the point
+    ``r`` from the wall's point: the load ``−f``, its moment ``r × (−f)`` and the contact's
+    normal stiffness ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s
+    chunk (``partial``: the walls' state's array)."""
+    chunk = i // CHUNK
+    partial[chunk, w, 0] -= fx
+    partial[chunk, w, 1] -= fy
+    partial[chunk, w, 2] -= fz
+    partial[chunk, w, 3] -= ry * fz - rz * fy
+    partial[chunk, w, 4] -= rz * fx - rx * fz
+    partial[chunk, w, 5] -= rx * fy - ry * fx
+    partial[chunk, w, 6] += stiffness
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop's hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(inline="always")
+def _servo_speed(h, w, p, own):
+    """Speed along the normal that brings the normal load towards the target (see the module)."""
+    n = p.normal[w]
+    load = own.load[w]
+    error = p.target[w] + (load[0] * n[0] + load[1] * n[1] + load[2] * n[2])  # N* − N, N = −F·n
+    limit = p.max_speed[w] if p.max_speed[w] > 0.0 else p.max_step[w] / h
+    if load[6] > 0.0:
+        speed = p.relaxation[w] * error / (h * load[6])
+        return min(max(speed, -limit), limit)
+    return limit if error > 0.0 else (-limit if error < 0.0 else 0.0)
+
+
+@njit(cache=True)
+def walls_advance(h, st, bodies, p, own):
+    """Move every wall to the time of the next step (see the module's docstring)."""
+    own.step[0] += 1
+    t = own.step[0] * h
+    for w in range(p.motion.shape[0]):
+        if p.motion[w] == PRESCRIBED:
+            for c in range(3):
+                own.point[w, c] = p.point[w, c] + p.velocity[w, c] * t
+            omega = p.angular_velocity[w]
+            if omega[0] != 0.0 or omega[1] != 0.0 or omega[2] != 0.0:
+                q = _quat_from_rotvec((omega[0] * t, omega[1] * t, omega[2] * t))
+                for c in range(4):
+                    own.rotation[w, c] = q[c]
+        elif p.motion[w] == SERVO:
+            speed = _servo_speed(h, w, p, own)
+            for c in range(3):
+                own.velocity[w, c] = speed * p.normal[w, c]
+                own.point[w, c] += h * own.velocity[w, c]
+
+
+@njit(cache=True)
+def walls_update(lo, hi, h, st, bodies, contacts, p, own):
+    """Zero the partial loads of the chunks of rows ``lo ≤ i < hi`` (the last rows: and of every
+    chunk beyond, which an MPI rank's fewer rows leave over); find their mesh contacts."""
+    for chunk in range(lo // CHUNK, (hi - 1) // CHUNK + 1):
+        own.partial[chunk] = 0.0
+    if hi == st.position.shape[0]:
+        own.partial[(hi - 1) // CHUNK + 1:] = 0.0
+    if p.wall.shape[0] > 0:
+        mesh_contacts(lo, hi, st, bodies, p, own)
+
+
+@njit(cache=True)
+def walls_forces(h, st, bodies, p, own):
+    """The loads (partial sums in chunk order) and the work of the step (trapezoidal rule)."""
+    load = np.empty(LOAD)
+    for w in range(own.load.shape[0]):
+        for c in range(LOAD):
+            total = 0.0
+            for chunk in range(own.partial.shape[0]):
+                total += own.partial[chunk, w, c]
+            load[c] = total
+        power = 0.0
+        for c in range(3):
+            power += (own.load[w, c] + load[c]) * own.velocity[w, c]
+            power += (own.load[w, 3 + c] + load[3 + c]) * own.angular_velocity[w, c]
+        own.work[w] += 0.5 * h * power
+        own.load[w] = load
+
+
+@njit(cache=True)
+def walls_energy(st, bodies, contacts, p, own):
+    """``(walls,)``: the work booked so far."""
+    return (np.sum(own.work),)
+
+
+# ---------------------------------------------------------------------------------------------
+# set-up
+# ---------------------------------------------------------------------------------------------
+
+
+def _target(table):
+    if table["target_force"] is not None:
+        return table["target_force"]
+    if table["target_stress"] is not None:
+        return table["target_stress"] * (table["area"] or table["size"] ** 2)
+    return 0.0
+
+
+def setup(model):
+    """`WallParams` of the ``[[walls]]`` and ``[[mesh]]`` the builders handed over
+    (``model.inputs["walls"]``: ``planes``, tables; ``meshes``, dicts with ``vertices`` in the
+    mesh frame, ``faces``, ``center``, ``velocity``, ``angular_velocity``), or None."""
+    given = model.inputs.get("walls")
+    if not given:
+        return None
+    planes, meshes = given["planes"], given["meshes"]
+    contact = model.diameter[model.diameter > 0]
+    smallest = float(contact.min()) if len(contact) else 1.0
+
+    def plane_motion(table):
+        return SERVO if table["servo"] else PRESCRIBED if any(table["velocity"]) else FIXED
+
+    def mesh_motion(mesh):
+        return PRESCRIBED if np.any(mesh["velocity"]) or np.any(mesh["angular_velocity"]) else FIXED
+
+    n_planes = len(planes)
+    return WallParams(
+        motion=np.array([plane_motion(t) for t in planes] + [mesh_motion(m) for m in meshes], np.int64),
+        point=np.array([t["point"] for t in planes] + [m["center"] for m in meshes], float).reshape(-1, 3),
+        velocity=np.array([t["velocity"] for t in planes] + [m["velocity"] for m in meshes], float).reshape(-1, 3),
+        angular_velocity=np.array([(0.0, 0.0, 0.0)] * n_planes + [m["angular_velocity"] for m in meshes],
+                                  float).reshape(-1, 3),
+        normal=np.concatenate((model.wall_normal, np.zeros((len(meshes), 3)))),
+        target=np.array([_target(t) for t in planes] + [0.0] * len(meshes)),
+        relaxation=np.array([t["servo_relaxation"] for t in planes] + [1.0] * len(meshes)),
+        max_speed=np.array([t["max_speed"] for t in planes] + [0.0] * len(meshes)),
+        max_step=np.full(n_planes + len(meshes), 1e-3 * smallest),
+        **mesh_arrays([(m["vertices"], m["faces"]) for m in meshes], np.arange(len(meshes)) + n_planes,
+                      0.5 * float(model.diameter.max(initial=0.0)))._asdict(),
+    )
+
+
+def initial_state(model, p):
+    n_walls = len(p.motion)
+    rows = model.n_bodies if len(p.wall) else 0
+    rotation = np.zeros((n_walls, 4))
+    rotation[:, 0] = 1.0
+    return WallState(
+        point=p.point.copy(), rotation=rotation, velocity=np.where((p.motion == PRESCRIBED)[:, None], p.velocity, 0.0),
+        angular_velocity=p.angular_velocity.copy(), load=np.zeros((n_walls, LOAD)), work=np.zeros(n_walls),
+        step=np.zeros(1, np.int64), partial=np.zeros(((model.n_bodies + CHUNK - 1) // CHUNK, n_walls, LOAD)),
+        mesh_count=np.zeros(rows, np.int64), mesh_wall=np.zeros((rows, MAX_CONTACTS), np.int64),
+        mesh_feature=np.zeros((rows, MAX_CONTACTS), np.int64), mesh_gap=np.zeros((rows, MAX_CONTACTS)),
+        mesh_normal=np.zeros((rows, MAX_CONTACTS, 3)), mesh_most=np.zeros(rows, np.int64),
+    )
+
+
+def localize(p, part):
+    """Under MPI (`dem.distributed`) the walls are fixed planes, the same on every rank (their
+    loads: each rank's share); moving, servo and mesh walls raise `dem.distributed.MPIError`."""
+    from ..distributed import MPIError
+
+    moving = np.flatnonzero(p.motion != FIXED)
+    if len(moving) or len(p.wall):  # (p.wall: the wall of each mesh triangle)
+        key = "mesh.0" if len(p.wall) else \
+            f"walls.{moving[0]}.{'servo' if p.motion[moving[0]] == SERVO else 'velocity'}"
+        raise MPIError(f"{key}: moving, servo and mesh walls do not run under MPI yet: run on one process")
+    return p
+
+
+WALLS = Interaction(
+    name="walls", doc=__doc__, kind=GLOBAL, columns=("walls",), internal=False, keys={}, setup=setup,
+    state=initial_state, forces=walls_forces, energy=walls_energy, update=walls_update, advance=walls_advance,
+    localize=localize, shared_bodies=lambda p: np.zeros(0, np.int64), shared_state=WallState._fields,
+    summed_state=("load", "work"),
+)
