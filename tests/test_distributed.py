@@ -1,9 +1,10 @@
 """MPI (``mpiexec -n R python -m dem``, `dem.distributed`): the same run, bit for bit, on 1, 2 and 3
 ranks — positions, velocities, forces, own states and contact histories in the checkpoint, the
-energy log and the VTK snapshots — with contacts, bonds, walls, damping, breakage and
-per-contact history (the test probe of `history_probe`), with rigid clusters under
-Lennard-Jones and applied forces (``lgvi``), and a restart on another number of ranks. The
-ranks run `mpi_job.py`; the one-process runs are made here."""
+energy log and the VTK snapshots — with contacts, bonds, fixed walls, contact and local
+damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
+clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
+ranks; the walls' loads (``walls.csv``) to round-off. Moving walls are refused with one line.
+The ranks run `mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
@@ -33,7 +34,9 @@ needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra (mpi4py
 TORUS = str(ROOT / "scenes/torus_impact.toml")
 TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20"]
 GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7",
-                    "breakage.tension=0.005", "breakage.shear=0.01"]
+                    "breakage.tension=0.005", "breakage.shear=0.01", "damping.local=0.1"]
+#: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
+LOADS = ("interaction.walls.load", "interaction.walls.partial")
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
 TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
 
@@ -57,6 +60,23 @@ def ranks(n, jobs, folder):
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def assert_same_but_wall_loads(one, many):
+    """`assert_same_run`, but for the walls' loads (``walls.csv``, the checkpoint's `LOADS`):
+    those equal to 1e-12 of the largest (``partial`` is scratch: not compared)."""
+    (logs1, pvd1, checkpoint1), (logs2, pvd2, checkpoint2) = one, many
+    walls1, walls2 = (np.genfromtxt(logs.pop("walls.csv").splitlines(), delimiter=",", names=True)
+                      for logs in (logs1, logs2))
+    assert walls1.dtype.names == walls2.dtype.names and len(walls1) == len(walls2)
+    for name in walls1.dtype.names:  # points, steps and times exact, forces to round-off
+        scale = 1e-12 * np.abs(walls1[name]).max() if "_f" in name else 0.0
+        assert np.abs(walls1[name] - walls2[name]).max() <= scale, name
+    load1, load2 = checkpoint1["interaction.walls.load"], checkpoint2["interaction.walls.load"]
+    assert np.abs(load1 - load2).max() <= 1e-12 * np.abs(load1).max()
+    assert_same_run((logs1, pvd1, {k: v for k, v in checkpoint1.items() if k not in LOADS}),
+                    (logs2, pvd2, {k: v for k, v in checkpoint2.items() if k not in LOADS}))
+    return walls1
 
 
 def last_snapshot(folder):
@@ -97,7 +117,11 @@ def runs(tmp_path_factory):
 def test_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
-    assert_same_run(outputs(one), outputs(many))
+    if scene == "tetra":
+        assert_same_run(outputs(one), outputs(many))
+    else:  # the wall was loaded
+        walls = assert_same_but_wall_loads(outputs(one), outputs(many))
+        assert np.abs(walls["w0_fx"]).max() > 0
     assert last_snapshot(one) == last_snapshot(many)
     if scene != "tetra":  # bodies crossed from one rank's box to another's during the run
         assert reports[f"{scene}_{n}"]["migrated"] > 0
@@ -114,7 +138,18 @@ def test_same_as_one_process(runs, scene, n):
 def test_restart_on_another_number_of_ranks(runs, case):
     folder, _ = runs
     scene = case.partition("_")[0]
-    assert_same_run(outputs(folder / f"{scene}_1"), outputs(folder / case))
+    assert_same_but_wall_loads(outputs(folder / f"{scene}_1"), outputs(folder / case))
+
+
+@needs_mpi
+def test_moving_walls_are_refused(tmp_path):
+    """Moving, servo and mesh walls stop an MPI run before its first step, with one line."""
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", TORUS, "--quiet", "--out",
+                           str(tmp_path / "out"), "--set", "walls.0.velocity=[0.1,0,0]"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr == ("dem: error: walls.0.velocity: moving, servo and mesh walls do not run under MPI yet: "
+                           "run on one process\n")
 
 
 def test_bisection_tiles_space_in_balanced_boxes():
