@@ -2,8 +2,8 @@
 
 Every key a scene may hold is declared in code: the sections of `dem.scene.SCHEMA` (the
 framework's and the parameter tables of the interactions of `dem.interactions.INTERACTIONS`),
-the wall and mesh keys `dem.scene.WALL_KEYS`, `dem.scene.MESH_KEYS` and the keys of each builder of `dem.builders.BUILDERS` (a
-`Key` each, with kind, default, unit, doc, choices and check). `scene_reference` turns them into one
+the wall and mesh keys `dem.scene.WALL_KEYS`, `dem.scene.MESH_KEYS` and the keys of each builder
+of `dem.builders.BUILDERS` (a `Key` each, with kind, default, unit, doc, choices and check). `scene_reference` turns them into one
 Markdown page, so the documentation cannot drift from what `dem.scene.load_scene` accepts::
 
     python -m dem.reference > docs/scenes.md
@@ -105,8 +105,8 @@ def scene_reference():
             "prescribed velocity and rotation rate about their centre (a platen, a rotating drum). Particles "
             "touch them from either side with the Hertz law of the walls (`contact.k_pw`), at faces, edges and "
             "corners, each contact counted once (see [guide.md](guide.md#mesh-walls)). The file's coordinates "
-            "are scaled, then rotated, then translated. Logged in `walls.csv` as `m<k>_…`; drawn in VTK output "
-            "(`meshes.pvd`).", ""]
+            "are scaled, then rotated, then translated. Meshes are frictionless. Logged in `walls.csv` as "
+            "`m<k>_…`; drawn in VTK output (`meshes.pvd`).", ""]
     out += _table(MESH_KEYS)
     out += ["# Builders", "",
             "Each builder is an array of tables named after it; every `[[name]]` table adds bodies "

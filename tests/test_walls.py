@@ -17,6 +17,7 @@ from dem.interactions import hertz
 from dem.meshes import MAX_CONTACTS, merge_points
 from dem.rotations import _quat_from_rotvec, quat_from_rotvec, quat_matrix
 from dem.runner import describe, prepare, run
+from dem.scene import SceneError, load_scene
 
 K_PW = 1e3
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -389,6 +390,9 @@ BAD = [
      "walls.0.target_force:"),
     ("stress without area", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_stress = 1.0\n",
      "walls.0.area:"),
+    ("friction on a moving wall", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nvelocity = [0, 0, 1]\n"
+                                  "rolling_friction = 0.1\n",
+     "walls.0.rolling_friction: friction and rolling resistance act on fixed walls only: must be 0 on a moving wall"),
     ("local damping above 1", "[damping]\nlocal = 1.5\n", "damping.local: must be in [0, 1]"),
     ("local damping below 0", "[damping]\nlocal = -0.1\n", "damping.local: must be in [0, 1]"),
 ]
@@ -412,6 +416,17 @@ def test_bad_walls_meshes_and_damping_are_one_clear_line(tmp_path, capsys, what,
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith(f"dem: error: {scene}: {message}"), err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_servo_wall_takes_no_friction_from_contact(tmp_path):
+    """[contact] friction reaches every wall without its own: a servo wall must set its own 0."""
+    scene = tmp_path / "scene.toml"
+    scene.write_text(SCENE + "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_force = 1.0\n")
+    with pytest.raises(SceneError, match=r"scene.toml: walls.0.friction: friction and rolling "
+                                         r"resistance act on fixed walls only: give this moving wall friction = 0 "
+                                         r"\(it takes \[contact\] friction = 0.4 otherwise\)"):
+        load_scene(scene, ["contact.friction=0.4"])
+    load_scene(scene, ["contact.friction=0.4", "walls.0.friction=0"])  # (its own 0: accepted)
 
 
 def test_a_degenerate_triangle_is_named():

@@ -90,12 +90,12 @@ WALL_KEYS = {
                      "length/time", non_negative),
     "servo_relaxation": Key("float", 0.2, "fraction of the servo's force error corrected per step, through the "
                             "stiffness of the wall's contacts", "", _relaxation),
-    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction)", "",
-                    non_negative),
+    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction; "
+                    "must be 0 on a moving or servo wall)", "", non_negative),
     "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
-                            "rolling_friction)", "", non_negative),
+                            "rolling_friction; 0 on a moving or servo wall)", "", non_negative),
     "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
-                             "twisting_friction)", "", non_negative),
+                             "twisting_friction; 0 on a moving or servo wall)", "", non_negative),
 }
 
 #: The keys of a ``[[mesh]]`` table.
