@@ -42,8 +42,9 @@ Optional hooks: ``critical_step(model, state, params)`` lists ``(dt, what, body)
 
 Under MPI (`dem.distributed`) each rank runs the kernels on its part of the bodies (local
 indices, global order) plus ghost copies of their neighbours. A `ROW` interaction runs there as it
-is: its parameters hold nothing per body, and its kernels read other bodies only through the
-contact rows (an ``update`` reads only the two bodies of each pair and its slot). A `BOND` or
+is (its kernels read other bodies only through the contact rows; an ``update`` reads only the two
+bodies of each pair and its slot) unless its parameters hold arrays per body: then its
+``localize(params, part)`` takes their rows of the rank's bodies (`localize_bodies`). A `BOND` or
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
 local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
@@ -85,6 +86,12 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+
+
+def localize_bodies(params, part, per_body):
+    """`Interaction.localize` of an interaction whose parameters hold the arrays ``per_body``, one
+    row per body: their rows of the rank's bodies ``part.bodies`` (global ids, in local order)."""
+    return params._replace(**{field: getattr(params, field)[part.bodies] for field in per_body})
 
 
 def localize_body(params, part):
