@@ -1,7 +1,7 @@
 """MPI (``mpiexec -n R python -m dem``, `dem.distributed`): the same run, bit for bit, on 1, 2 and 3
 ranks — positions, velocities, forces, own states and contact histories in the checkpoint, the
-energy log and the VTK snapshots — with contacts, bonds, fixed walls, contact and local
-damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
+energy log and the VTK snapshots — with contacts, friction, bonds, fixed walls, contact and
+local damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
 clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
 ranks; the walls' loads (``walls.csv``) to round-off. Moving walls are refused with one line.
 The ranks run `mpi_job.py`; the one-process runs are made here."""
@@ -35,6 +35,9 @@ TORUS = str(ROOT / "scenes/torus_impact.toml")
 TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20"]
 GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7",
                     "breakage.tension=0.005", "breakage.shear=0.01", "damping.local=0.1"]
+#: the granule with Coulomb friction, rolling and twisting resistance (pair and wall histories)
+ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_friction=0.1",
+                                     "contact.twisting_friction=0.1"]
 #: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
 LOADS = ("interaction.walls.load", "interaction.walls.partial")
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
@@ -91,11 +94,13 @@ def runs(tmp_path_factory):
     granule = str(granule_file(folder))
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
     serial(granule, GRANULE_SETTINGS, folder / "granule_1")
+    serial(granule, ROUGH_SETTINGS, folder / "rough_1")
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
         {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2")},
+        {"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
          "restart": str(folder / "torus_1to2/checkpoint.npz")},
@@ -112,8 +117,8 @@ def runs(tmp_path_factory):
 
 
 @needs_mpi
-@pytest.mark.parametrize("scene", ["torus", "granule", "tetra"])
-@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra")]
+                         + [("rough", 2)])
 def test_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
@@ -127,10 +132,16 @@ def test_same_as_one_process(runs, scene, n):
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
-    if scene == "granule":
+    if scene in ("granule", "rough"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
         assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
+    if scene == "rough":  # live tangential, rolling and twisting springs between particles and with the wall
+        checkpoint = outputs(many)[2]
+        for name in ("friction_pp", "rolling_pp"):
+            assert np.count_nonzero(checkpoint[f"contacts.history_values.{name}"]) > 0, name
+        for name in ("friction_pw", "rolling_pw"):
+            assert np.count_nonzero(checkpoint[f"interaction.{name}.wall_spring"]) > 0, name
 
 
 @needs_mpi

@@ -60,8 +60,9 @@ run); ``critical_step(model, state, params)`` lists ``(dt, what, body)`` estimat
 
 Under MPI (`dem.distributed`) each rank runs the kernels on its part of the bodies (local
 indices, global order) plus ghost copies of their neighbours. A `ROW` interaction runs there as it
-is: its parameters hold nothing per body, and its kernels read other bodies only through the
-contact rows (an ``update`` reads only the two bodies of each pair and its slot). A `BOND` or
+is (its kernels read other bodies only through the contact rows; an ``update`` reads only the two
+bodies of each pair and its slot) unless its parameters hold arrays per body: then its
+``localize(params, part)`` takes their rows of the rank's bodies (`localize_bodies`). A `BOND` or
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
 local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
@@ -116,6 +117,12 @@ class Interaction:
                              f"neighbour list and an update kernel")
         if self.walls and self.kind != ROW:
             raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")
+
+
+def localize_bodies(params, part, per_body):
+    """`Interaction.localize` of an interaction whose parameters hold the arrays ``per_body``, one
+    row per body: their rows of the rank's bodies ``part.bodies`` (global ids, in local order)."""
+    return params._replace(**{field: getattr(params, field)[part.bodies] for field in per_body})
 
 
 def localize_body(params, part):

@@ -25,6 +25,7 @@ dashpots' work to ``dissipated``. The moments of a pair are bitwise opposite cou
 angular momentum is conserved to round-off.
 """
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -32,7 +33,7 @@ from numba import njit
 
 from ..contacts import pair_slot
 from ..schema import Key, non_negative
-from .contract import ROW, Interaction
+from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, find_wall_slot,
     pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_now_and_before, wall_table,
@@ -411,6 +412,7 @@ ROLLING_PP = Interaction(
     forces=rolling_pp_forces, energy=rolling_pp_energy, neighbors=True, history=WIDTH, update=rolling_pp_update,
     critical_step=_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
                                  lambda p: (p.rolling, p.twisting)),
+    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
 )
 ROLLING_PW = Interaction(
     name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
@@ -418,4 +420,5 @@ ROLLING_PW = Interaction(
     forces=rolling_pw_forces, energy=rolling_pw_energy,
     critical_step=_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
                                  lambda p: (p.walls[:, 6].max(), p.walls[:, 7].max())),
+    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
 )
