@@ -51,6 +51,7 @@ from .contacts import ContactTable, _owner_offsets, _restore_history, _save_hist
 from .engine import FAILED, NOT_FINITE, OK, distributed_module
 from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
+from .interactions.contract import MPIError
 from .neighbors import N_BUILDS, _bounds, _grid_of_bounds, _needs_rebuild
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
@@ -90,10 +91,6 @@ def _copy(array, buffer, i, k, c, column, pack):
         buffer[k, column] = array[i, c]
     else:
         array[i, c] = buffer[k, column]
-
-
-class MPIError(RuntimeError):
-    """dem was started under mpiexec but cannot run distributed (mpi4py missing)."""
 
 
 @functools.cache

@@ -66,7 +66,7 @@ bodies of each pair and its slot) unless its parameters hold arrays per body: th
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
 local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
-on, which every rank holds. ``localize`` raises `dem.distributed.MPIError` for parameters that
+on, which every rank holds. ``localize`` raises `MPIError` for parameters that
 cannot run distributed. ``bond_state`` names the fields of the own state indexed by bond;
 ``shared_state`` those that are not per body (every rank holds them whole: rank 0's are the
 system's), of which ``summed_state`` are each rank's share of a sum over its bodies (the
@@ -82,6 +82,11 @@ ROW, BOND, GLOBAL = "row", "bond", "global"
 #: rows of work per parallel task (fixed, so that chunking never depends on the thread count);
 #: a row kernel may keep per-chunk partial sums indexed by ``i // CHUNK``
 CHUNK = 2048
+
+
+class MPIError(RuntimeError):
+    """dem was started under mpiexec but cannot run distributed (mpi4py missing, or a feature of
+    the scene that does not run on several processes yet); `dem.distributed.MPIError`."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from numba import njit
 from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, mesh_contacts
 from ..rotations import _quat_from_rotvec
 from ..schema import REQUIRED, Key, non_negative, nonzero_vector, positive
-from .contract import CHUNK, GLOBAL, Interaction
+from .contract import CHUNK, GLOBAL, Interaction, MPIError
 
 FIXED, PRESCRIBED, SERVO = 0, 1, 2
 #: components of a wall's load: force (3), moment about its point (3), summed contact stiffness
@@ -323,9 +323,7 @@ def initial_state(model, p):
 
 def localize(p, part):
     """Under MPI (`dem.distributed`) the walls are fixed planes, the same on every rank (their
-    loads: each rank's share); moving, servo and mesh walls raise `dem.distributed.MPIError`."""
-    from ..distributed import MPIError
-
+    loads: each rank's share); moving, servo and mesh walls raise `MPIError`."""
     moving = np.flatnonzero(p.motion != FIXED)
     if len(moving) or len(p.wall):  # (p.wall: the wall of each mesh triangle)
         key = "mesh.0" if len(p.wall) else \
