@@ -141,13 +141,90 @@ def _restore_history(start, index, owner_start, keys, values, history):
     the history array (``history`` reused, or a larger one)."""
     rows = owner_start[-1]
     if rows > history.shape[0]:
-        history = np.zeros((rows + rows // 4 + 16, history.shape[1]))
+        history = np.zeros((rows + rows // 16 + 16, history.shape[1]))
     else:
         history[:rows] = 0.0
     for m in range(keys.shape[0]):
         slot = pair_slot(start, index, owner_start, keys[m, 0], keys[m, 1])
         if slot >= 0:
             history[slot] = values[m]
+    return history
+
+
+@njit(cache=True)
+def _compact_history(start, index, owner_start, history):
+    """Before a rebuild: move the owner slots that are not all zero to the front of ``history``
+    (in slot order) and return their keys ``(m, 2)``, for `_spread_history` after it. Unlike
+    `_save_history` nothing is copied out: a rebuild's memory stays that of the list."""
+    width = history.shape[1]
+    live = 0
+    for slot in range(owner_start[-1]):
+        for c in range(width):
+            if history[slot, c] != 0.0:
+                live += 1
+                break
+    keys = np.empty((live, 2), np.int32)
+    m = 0
+    for i in range(start.shape[0] - 1):
+        slot = owner_start[i]
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j <= i:
+                continue
+            for c in range(width):
+                if history[slot, c] != 0.0:
+                    keys[m, 0] = i
+                    keys[m, 1] = j
+                    for d in range(width):  # m <= slot: the slots before m are moved already
+                        history[m, d] = history[slot, d]
+                    m += 1
+                    break
+            slot += 1
+    return keys
+
+
+@njit(cache=True)
+def _spread_history(start, index, owner_start, keys, history):
+    """After a rebuild: the values `_compact_history` left at the front of ``history`` go to
+    their keys' slots in the rebuilt list, every other slot zero (a key whose pair left the list
+    is dropped); returns the history array (``history``, or a larger one). In place: first the
+    kept values close up (moving only to lower slots), then rows are filled from the last: a
+    row's values then lie below the end of its new slots and above every earlier row's (no row
+    keeps more pairs than it has owner entries), and pass through a small buffer."""
+    rows, width = owner_start[-1], history.shape[1]
+    slots = np.empty(keys.shape[0], np.int64)
+    kept = 0
+    for m in range(keys.shape[0]):
+        slot = pair_slot(start, index, owner_start, keys[m, 0], keys[m, 1])
+        if slot >= 0:
+            slots[kept] = slot
+            keys[kept, 0] = keys[m, 0]
+            for c in range(width):
+                history[kept, c] = history[m, c]
+            kept += 1
+    if rows > history.shape[0]:
+        grown = np.zeros((rows + rows // 16 + 16, width))
+        grown[:kept] = history[:kept]
+        history = grown
+    longest = 0
+    for i in range(start.shape[0] - 1):
+        longest = max(longest, start[i + 1] - start[i])
+    buffer = np.empty((longest, width))
+    last = kept  # the kept values of row i are history[first:last]
+    for i in range(start.shape[0] - 2, -1, -1):
+        first = last
+        while first > 0 and keys[first - 1, 0] == i:
+            first -= 1
+        for m in range(first, last):
+            for c in range(width):
+                buffer[m - first, c] = history[m, c]
+        for slot in range(owner_start[i], owner_start[i + 1]):
+            for c in range(width):
+                history[slot, c] = 0.0
+        for m in range(first, last):
+            for c in range(width):
+                history[slots[m], c] = buffer[m - first, c]
+        last = first
     return history
 
 
@@ -171,14 +248,13 @@ class ContactTable(NeighborList):
 
     def rebuild(self, position, diameter):
         """Build the list at ``position`` (outside a run), carrying the histories over."""
-        saved = {name: _save_history(self.start, self.index, self.owner_start, h) for name, h in self.histories.items()}
+        keys = {name: _compact_history(self.start, self.index, self.owner_start, h) for name, h in self.histories.items()}
         self.counters[N_BUILDS] = 0
         self.index = _update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
                                     self.cell_start, self.cell_particles, self.counters)
         _owner_offsets(self.start, self.index, self.owner_start)
-        for name, (keys, values) in saved.items():
-            self.histories[name] = _restore_history(self.start, self.index, self.owner_start, keys, values,
-                                                    self.histories[name])
+        for name, live in keys.items():
+            self.histories[name] = _spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
 
     def export(self):
         """The table as a checkpoint holds it: the reference positions of the last build, the

@@ -48,9 +48,9 @@ import numba
 from .contacts import (
     Contacts,
     ContactTable,
+    _compact_history,
     _owner_offsets,
-    _restore_history,
-    _save_history,
+    _spread_history,
 )
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW
@@ -204,16 +204,16 @@ def _forces_text(names, parallel):
         w.use(_build_kernel, "_build_kernel")
         w("if _rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
         for name in (n for n in names if INTERACTIONS[n].history):
-            w.use(_save_history, "_save_history")
-            w(f"keys_{name}, values_{name} = _save_history(table.start, index, table.owner_start, hist_{name})", 2)
+            w.use(_compact_history, "_compact_history")
+            w(f"keys_{name} = _compact_history(table.start, index, table.owner_start, hist_{name})", 2)
         w(f"index = _build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters)", 2)
         if histories:
             w.use(_owner_offsets, "_owner_offsets")
             w("_owner_offsets(table.start, index, table.owner_start)", 2)
         for name in (n for n in names if INTERACTIONS[n].history):
-            w.use(_restore_history, "_restore_history")
-            w(f"hist_{name} = _restore_history(table.start, index, table.owner_start, keys_{name}, values_{name}, "
+            w.use(_spread_history, "_spread_history")
+            w(f"hist_{name} = _spread_history(table.start, index, table.owner_start, keys_{name}, "
               f"hist_{name})", 2)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
     _passes_text(w, interactions, parallel, lambda: _chunked(

@@ -196,7 +196,7 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
             for i in range(n):
                 start[i + 1] += start[i]
             if start[n] > index.shape[0]:
-                index = np.empty(start[n] + start[n] // 4 + 16, np.int32)  # np.empty: no parallel fill
+                index = np.empty(start[n] + start[n] // 16 + 16, np.int32)  # np.empty: no parallel fill
         if parallel:
             for chunk in prange((n + CHUNK - 1) // CHUNK):
                 _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
