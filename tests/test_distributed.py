@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from granule import granule_file
+from granule import GRANULE, PARALLEL_BONDED, granule_file
 from history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
@@ -72,6 +72,7 @@ def runs(tmp_path_factory):
     from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks."""
     folder = tmp_path_factory.mktemp("mpi")
     granule = str(granule_file(folder))
+    mixed = str(granule_file(folder, "mixed.toml", GRANULE + PARALLEL_BONDED))
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
     serial(granule, GRANULE_SETTINGS, folder / "granule_1")
     serial(granule, ROUGH_SETTINGS, folder / "rough_1")

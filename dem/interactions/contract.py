@@ -47,9 +47,10 @@ bodies of each pair and its slot) unless its parameters hold arrays per body: th
 ``localize(params, part)`` takes their rows of the rank's bodies (`localize_bodies`). A `BOND` or
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
-local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
-on, which every rank holds. ``bond_state`` names the fields of the own state indexed by bond; the
-others are indexed by body.
+local index of bodies; for a `BOND` interaction ``part.bonds`` are ids within its law's block of
+the bond table, ``bond_law``: `localize_bonds`); a `GLOBAL` one also ``shared_bodies(params)``, the
+bodies its kernel acts on, which every rank holds. ``bond_state`` names the fields of the own
+state indexed by bond; the others are indexed by body.
 """
 
 import numpy as np
@@ -79,6 +80,7 @@ class Interaction:
     localize: object = None
     shared_bodies: object = None
     bond_state: tuple = ()
+    bond_law: str = None
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -86,6 +88,20 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+
+
+def localize_bonds(params, part, per_bond):
+    """`Interaction.localize` of a `BOND` interaction whose parameters hold its bonds' ends ``i``,
+    ``j``, the fields ``per_bond`` (one row per bond) and ``color_start`` (colour offsets): the
+    bonds ``part.bonds`` (ascending: colour by colour, as in the whole table) with their ends as
+    the rank's local indices; every colour kept (some empty), so that each body receives its bond
+    loads in the same order as in one process."""
+    b = part.bonds
+    color = np.searchsorted(params.color_start, b, side="right") - 1
+    color_start = np.searchsorted(color, np.arange(len(params.color_start))).astype(np.int64)
+    return params._replace(i=part.local(params.i[b]).astype(params.i.dtype),
+                           j=part.local(params.j[b]).astype(params.j.dtype), color_start=color_start,
+                           **{field: getattr(params, field)[b] for field in per_bond})
 
 
 def localize_bodies(params, part, per_body):
