@@ -41,6 +41,7 @@ gathered reference positions, as a checkpoint restores it): the energy log, VTK 
 checkpoints are those of the serial run, and a checkpoint restarts on any number of ranks.
 """
 
+import copy
 import functools
 import os
 
@@ -66,8 +67,9 @@ IMBALANCE = 1.1
 #: positions per rank that the rebalancing bisects (a sample: boxes need not be exact)
 SAMPLE = 4096
 NOBODY = np.iinfo(np.int64).max
-#: the own-state field that marks broken bonds: they take no part, their ends need not meet
-BROKEN = ("binder", "broken")
+#: the own-state field of a bond law that marks broken bonds: they take no part, their ends need
+#: not meet
+BROKEN = "broken"
 
 
 @njit(cache=True)
@@ -198,6 +200,14 @@ class Part:
         """The local indices of the bodies ``ids`` (global ids the rank holds)."""
         return np.searchsorted(self.bodies, ids)
 
+    def block(self, block):
+        """This part as one bond law sees it: ``bonds`` the ids, within the law's ``block`` (a
+        slice of the whole bond table), of the bonds of that law it evaluates."""
+        view = copy.copy(self)
+        lo, hi = np.searchsorted(self.bonds, (block.start, block.stop))
+        view.bonds = self.bonds[lo:hi] - block.start
+        return view
+
 
 def _bond_table(model):
     """``(start, bonds)``: the bonds of body ``b`` are ``bonds[start[b]:start[b+1]]``."""
@@ -262,6 +272,9 @@ class DistributedSimulation(Simulation):
         self.shared_state = {(n, f): getattr(own, f).copy() if self.rank == 0 or f not in INTERACTIONS[n].summed_state
                              else np.zeros_like(getattr(own, f))
                              for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
+        #: each bond law's slice of the whole bond table
+        self.bond_blocks = {n: model.bonds.block(INTERACTIONS[n].bond_law) for n in names
+                            if INTERACTIONS[n].kind == BOND}
         aux = scheme.aux(state, self.global_bodies)
         contacts = {"builds": 0}
         if restored is not None:
@@ -302,12 +315,18 @@ class DistributedSimulation(Simulation):
     def _bond_length(self, bonds, i, j, position):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
         all ranks."""
-        intact = np.ones(len(bonds), bool)
-        if BROKEN in self.bond_state:
-            intact = self.bond_state[BROKEN][bonds] == 0
+        intact = self._intact()[bonds]
         d = position[i[intact]] - position[j[intact]]
         longest = float(np.sqrt(np.max(np.sum(d * d, axis=1), initial=0.0)))
         return self.comm.allreduce(longest, op=self._mpi.MAX)
+
+    def _intact(self):
+        """Whether each bond of the whole table is intact (by the ranks' shared bond state)."""
+        intact = np.ones(len(self.model.bonds), bool)
+        for (name, field), values in self.bond_state.items():
+            if field == BROKEN:
+                intact[self.bond_blocks[name]] = values == 0
+        return intact
 
     def _in_turn(self, key, call):
         """``call()``; its first time, on rank 0 first and then on the others (a first call
@@ -375,10 +394,10 @@ class DistributedSimulation(Simulation):
         owned[:] = np.flatnonzero(order < len(ids))
         # bonds: the intact ones with an owned end
         bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
-        if BROKEN in self.bond_state:
-            bonds = bonds[self.bond_state[BROKEN][bonds] == 0]
+        bonds = bonds[self._intact()[bonds]]
         part = Part(bodies, owned, bonds)
         self.part = part
+        self.parts = {name: part.block(block) for name, block in self.bond_blocks.items()}
         # the halo plan: what goes where at every step, in the same order on both sides
         self.send_index = [part.owned[index] for index in sends]
         self.receive_index = [part.local(g) for g in ghost_ids]
@@ -400,11 +419,12 @@ class DistributedSimulation(Simulation):
         for name, own_type in self.own_types.items():
             bond_fields = INTERACTIONS[name].bond_state
             self.state.interactions[name] = own_type(*(
-                self.bond_state[(name, f)][bonds].copy() if f in bond_fields else self.shared_state[(name, f)]
-                if (name, f) in self.shared_state else local(mine[f"own.{name}.{f}"]) for f in own_type._fields))
+                self.bond_state[(name, f)][self.parts[name].bonds].copy() if f in bond_fields
+                else self.shared_state[(name, f)] if (name, f) in self.shared_state
+                else local(mine[f"own.{name}.{f}"]) for f in own_type._fields))
         self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
-        self.params = {name: INTERACTIONS[name].localize(p, part) if INTERACTIONS[name].localize else p
-                       for name, p in model.interactions.items()}
+        self.params = {name: INTERACTIONS[name].localize(p, self.parts.get(name, part)) if INTERACTIONS[name].localize
+                       else p for name, p in model.interactions.items()}
         self.contacts = ContactTable(len(bodies), model.skin, self.histories)
         if build:
             self._build(local(reference, "reference"), keys)
@@ -519,9 +539,9 @@ class DistributedSimulation(Simulation):
         bonds (ranks that evaluate the same bond agree on it)."""
         changes = {}
         for (name, field), values in self.bond_state.items():
-            local = getattr(self.state.interactions[name], field)
-            changed = np.flatnonzero(local != values[self.part.bonds])
-            changes[(name, field)] = (self.part.bonds[changed], local[changed])
+            local, bonds = getattr(self.state.interactions[name], field), self.parts[name].bonds
+            changed = np.flatnonzero(local != values[bonds])
+            changes[(name, field)] = (bonds[changed], local[changed])
         for piece in self.comm.allgather(changes):
             for key, (bonds, values) in piece.items():
                 self.bond_state[key][bonds] = values
@@ -537,7 +557,8 @@ class DistributedSimulation(Simulation):
         owned = part.owned
         is_owned = np.zeros(len(part.bodies), bool)
         is_owned[owned] = True
-        piece = {"ids": part.bodies[owned], "reference": table.reference_position[owned], "bonds": part.bonds}
+        piece = {"ids": part.bodies[owned], "reference": table.reference_position[owned]}
+        piece.update({f"bonds.{n}": self.parts[n].bonds for n in self.bond_blocks})
         piece.update(self._rows_of(owned, st, self.aux, st.interactions))
         piece.update({f"bond.{n}.{f}": getattr(st.interactions[n], f) for n, f in self.bond_state})
         piece.update({f"summed.{n}.{f}": self.shared_state[(n, f)] for n, f in self.shared_state
@@ -560,13 +581,13 @@ class DistributedSimulation(Simulation):
             return array
 
         state = State(*(whole(f"state.{f}", getattr(st, f)) for f in STATE_FIELDS), step=st.step, time=st.time)
-        bonds = np.concatenate([p["bonds"] for p in pieces])
         for name, own in st.interactions.items():
             fields = []
             for f in own._fields:
                 if (name, f) in self.bond_state:
                     values = self.bond_state[(name, f)].copy()
-                    values[bonds] = np.concatenate([p[f"bond.{name}.{f}"] for p in pieces])
+                    values[np.concatenate([p[f"bonds.{name}"] for p in pieces])] = np.concatenate(
+                        [p[f"bond.{name}.{f}"] for p in pieces])
                     fields.append(values)
                 elif (name, f) in self.shared_state:
                     values = self.shared_state[(name, f)].copy()

@@ -35,8 +35,31 @@ k_bending = 10.0
 """
 
 
-def granule_file(folder, name="granule.toml"):
-    """Write `GRANULE` into ``folder``; returns its path."""
+#: a second granule beside the first, bonded by breakable parallel bonds (appended to `GRANULE`:
+#: both bond laws in one scene)
+PARALLEL_BONDED = """
+[[assembly]]
+shape = "sphere"
+diameter = 9.0
+center = [4.6, 11.0, 0.0]
+lattice = "random"
+packing_fraction = 0.5
+distribution = "uniform"
+diameter_min = 0.7
+diameter_max = 1.3
+seed = 4
+velocity = [-2.0, 0.0, 0.0]
+bond_gap_tolerance = 0.05
+binder = "parallel_bond"
+binder_modulus = 255.0
+binder_shear_modulus = 100.0
+binder_tensile_strength = 10.0
+binder_shear_strength = 10.0
+"""
+
+
+def granule_file(folder, name="granule.toml", text=GRANULE):
+    """Write ``text`` (`GRANULE`) into ``folder``; returns its path."""
     path = folder / name
-    path.write_text(GRANULE)
+    path.write_text(text)
     return path

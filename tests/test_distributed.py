@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from granule import granule_file
+from granule import GRANULE, PARALLEL_BONDED, granule_file
 from history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
@@ -92,15 +92,18 @@ def runs(tmp_path_factory):
     from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks."""
     folder = tmp_path_factory.mktemp("mpi")
     granule = str(granule_file(folder))
+    mixed = str(granule_file(folder, "mixed.toml", GRANULE + PARALLEL_BONDED))
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
     serial(granule, GRANULE_SETTINGS, folder / "granule_1")
     serial(granule, ROUGH_SETTINGS, folder / "rough_1")
+    serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
         {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2")},
         {"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
+        {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
          "restart": str(folder / "torus_1to2/checkpoint.npz")},
@@ -118,7 +121,7 @@ def runs(tmp_path_factory):
 
 @needs_mpi
 @pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra")]
-                         + [("rough", 2)])
+                         + [("rough", 2), ("mixed", 2)])
 def test_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
@@ -132,10 +135,12 @@ def test_same_as_one_process(runs, scene, n):
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
-    if scene in ("granule", "rough"):
+    if scene in ("granule", "rough", "mixed"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
         assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
+    if scene == "mixed":  # both bond laws: parallel bonds broke too
+        assert np.count_nonzero(outputs(many)[2]["interaction.parallel_bond.broken"]) > 0
     if scene == "rough":  # live tangential, rolling and twisting springs between particles and with the wall
         checkpoint = outputs(many)[2]
         for name in ("friction_pp", "rolling_pp"):

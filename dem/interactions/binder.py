@@ -24,6 +24,7 @@ breaks kicked with its load in the first half only, so the booking adds that hal
 closes to the integrator's order instead of losing O(h) per broken bond.
 """
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -31,7 +32,7 @@ from numba import njit
 
 from ..rotations import _log_scale, _quat_conjugate, _quat_multiply, _unit_quat_rotate
 from ..schema import Key, non_negative
-from .contract import BOND, Interaction
+from .contract import BOND, Interaction, localize_bonds
 
 INTACT, BROKEN_TENSION, BROKEN_COMPRESSION, BROKEN_SHEAR, BROKEN_BENDING = 0, 1, 2, 3, 4
 BREAK_CRITERIA = ("tension", "compression", "shear", "bending")
@@ -236,19 +237,6 @@ def setup(model):
                         b.color_start("seed001"), limits, bool(np.isfinite(limits).any()))
 
 
-def localize(p, part):
-    """The bonds ``part.bonds`` (ascending: colour by colour, as in the whole table), their ends
-    as the rank's local indices; every colour kept (some empty), so that each body receives its
-    bond loads in the same order as in one process."""
-    b = part.bonds
-    color = np.searchsorted(p.color_start, b, side="right") - 1
-    color_start = np.searchsorted(color, np.arange(len(p.color_start))).astype(np.int64)
-    return p._replace(i=part.local(p.i[b]).astype(p.i.dtype), j=part.local(p.j[b]).astype(p.j.dtype),
-                      k_axial=p.k_axial[b], k_shear=p.k_shear[b], k_bending=p.k_bending[b],
-                      rest_length=p.rest_length[b], rest_dir_i=p.rest_dir_i[b], rest_dir_j=p.rest_dir_j[b],
-                      rest_relative=p.rest_relative[b], color_start=color_start)
-
-
 def initial_state(model, params):
     return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies))
 
@@ -296,5 +284,7 @@ def extra_columns(model, p):
 BINDER = Interaction(
     name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
     keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy,
-    critical_step=critical_step, extra_columns=extra_columns, localize=localize, bond_state=("broken",),
+    critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="seed001",
+    localize=functools.partial(localize_bonds, per_bond=("k_axial", "k_shear", "k_bending", "rest_length", "rest_dir_i",
+                                                        "rest_dir_j", "rest_relative")),
 )

@@ -40,9 +40,9 @@ def broken_codes(model, state):
     """``(m,)`` int8 over ``model.bonds``: 0 for an intact bond, else the code of the criterion
     that broke it."""
     broken = np.zeros(len(model.bonds), np.int8)
-    for law, name in (("seed001", "binder"), ("parallel_bond", "parallel_bond")):
-        if name in state.interactions:
-            broken[model.bonds.block(law)] = state.interactions[name].broken
+    for law in (binder.BINDER, parallel_bond.PARALLEL_BOND):
+        if law.name in state.interactions:
+            broken[model.bonds.block(law.bond_law)] = state.interactions[law.name].broken
     return broken
 
 

@@ -65,9 +65,10 @@ bodies of each pair and its slot) unless its parameters hold arrays per body: th
 ``localize(params, part)`` takes their rows of the rank's bodies (`localize_bodies`). A `BOND` or
 `GLOBAL` interaction needs ``localize(params, part)``: its parameters for a rank's bodies
 ``part`` (`dem.distributed.Part`: ``part.bonds`` the bonds it evaluates, ``part.local(ids)`` the
-local index of bodies); a `GLOBAL` one also ``shared_bodies(params)``, the bodies its kernel acts
-on, which every rank holds. ``localize`` raises `MPIError` for parameters that
-cannot run distributed. ``bond_state`` names the fields of the own state indexed by bond;
+local index of bodies; for a `BOND` interaction ``part.bonds`` are ids within its law's block of
+the bond table, ``bond_law``: `localize_bonds`); a `GLOBAL` one also ``shared_bodies(params)``, the
+bodies its kernel acts on, which every rank holds. ``localize`` raises `MPIError` for parameters
+that cannot run distributed. ``bond_state`` names the fields of the own state indexed by bond;
 ``shared_state`` those that are not per body (every rank holds them whole: rank 0's are the
 system's), of which ``summed_state`` are each rank's share of a sum over its bodies (the
 system's value is the ranks' sum, in rank order; rank 0 starts with the whole, the others with
@@ -113,6 +114,7 @@ class Interaction:
     bond_state: tuple = ()
     shared_state: tuple = ()
     summed_state: tuple = ()
+    bond_law: str = None
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -122,6 +124,20 @@ class Interaction:
                              f"neighbour list and an update kernel")
         if self.walls and self.kind != ROW:
             raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")
+
+
+def localize_bonds(params, part, per_bond):
+    """`Interaction.localize` of a `BOND` interaction whose parameters hold its bonds' ends ``i``,
+    ``j``, the fields ``per_bond`` (one row per bond) and ``color_start`` (colour offsets): the
+    bonds ``part.bonds`` (ascending: colour by colour, as in the whole table) with their ends as
+    the rank's local indices; every colour kept (some empty), so that each body receives its bond
+    loads in the same order as in one process."""
+    b = part.bonds
+    color = np.searchsorted(params.color_start, b, side="right") - 1
+    color_start = np.searchsorted(color, np.arange(len(params.color_start))).astype(np.int64)
+    return params._replace(i=part.local(params.i[b]).astype(params.i.dtype),
+                           j=part.local(params.j[b]).astype(params.j.dtype), color_start=color_start,
+                           **{field: getattr(params, field)[b] for field in per_bond})
 
 
 def localize_bodies(params, part, per_body):

@@ -66,6 +66,7 @@ Energies share the bond columns of ``energy.csv``: normal in ``axial``, shear in
 twisting and bending in ``bending``.
 """
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -75,7 +76,7 @@ from ..rotations import _cross, _dot
 from .binder import (
     BROKEN_SHEAR, BROKEN_TENSION, INTACT, bond_ends, broken_count, pair_inverse_inertia, stiffest,
 )
-from .contract import BOND, Interaction
+from .contract import BOND, Interaction, localize_bonds
 
 ParallelBondParams = namedtuple("ParallelBondParams", "i j rest_length rest_dir_i rest_dir_j rest_relative "
                                 "normal_stiffness shear_stiffness radius tensile_strength shear_strength "
@@ -306,5 +307,8 @@ def extra_columns(model, p):
 PARALLEL_BOND = Interaction(
     name="parallel_bond", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
     keys={}, setup=setup, state=initial_state, forces=parallel_bond_forces, energy=parallel_bond_energy,
-    critical_step=critical_step, extra_columns=extra_columns,
+    critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="parallel_bond",
+    localize=functools.partial(localize_bonds, per_bond=(
+        "rest_length", "rest_dir_i", "rest_dir_j", "rest_relative", "normal_stiffness", "shear_stiffness", "radius",
+        "tensile_strength", "shear_strength")),
 )

@@ -85,6 +85,7 @@ class VTKWriter:
         self._pending = set()  # series whose .pvd lags behind the snapshots
         self._last_collection = None  # time.monotonic() of the last .pvd rewrite
         self._last_step = None
+        self._fragments = (-1, None)  # (intact bonds, fragment of each body) at the last snapshot
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
@@ -99,7 +100,11 @@ class VTKWriter:
             return
         if self._entries is None:
             self._start(step)
-        written = {"particles": _particles(model, state)}
+        intact = broken_codes(model, state) == 0
+        if self._fragments[0] != np.count_nonzero(intact):  # bonds only break: the count tells
+            self._fragments = (np.count_nonzero(intact), fragment_labels(model.n_bodies, model.bonds.i, model.bonds.j,
+                                                                         intact))
+        written = {"particles": _particles(model, state, self._fragments[1])}
         if len(model.bonds):
             written["bonds"] = _bonds(model, state)
         if len(model.wall_point):
@@ -200,7 +205,7 @@ def _polydata(points):
     return polydata
 
 
-def _particles(model, state):
+def _particles(model, state, fragments):
     n = model.n_bodies
     polydata = _polydata(state.position)
     polydata.SetVerts(_cells(np.arange(n + 1), np.arange(n)))
@@ -219,8 +224,7 @@ def _particles(model, state):
     data.AddArray(_array(state.moment, "moment"))
     data.AddArray(_array(state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), "center_of_mass"))
     data.AddArray(_array(model.mass, "mass"))
-    data.AddArray(_array(fragment_labels(n, model.bonds.i, model.bonds.j, broken_codes(model, state) == 0),
-                         "fragment", np.int32))
+    data.AddArray(_array(fragments, "fragment", np.int32))
     data.SetActiveVectors("velocity")
     return polydata
 
