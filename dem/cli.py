@@ -26,7 +26,7 @@ EXAMPLES = """examples:
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
   python -m dem fragments output/assembly_impact --time 10   fragments.csv and fragments.png of a run
-  python -m dem rig output/uniaxial_compression             a rig's stress-strain curve: rig.csv, rig.png
+  python -m dem rig RUN_DIR                                  a material test's stress-strain curve: rig.csv, rig.png
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
   mpiexec -n 4 python -m dem scenes/assembly_impact.toml       one run on 4 MPI processes (pip install ".[mpi]")
   python -m dem repose output/column_collapse                slope angle of the heap a run left
