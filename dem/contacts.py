@@ -105,18 +105,24 @@ def free_wall_slot(keys, values, i, w):
             values[i, s] = 0.0
 
 
-@njit(cache=True)
-def _save_history(start, index, owner_start, history):
-    """``(keys (m, 2), values (m, w))`` of the owner slots that are not all zero."""
-    width = history.shape[1]
+@njit(inline="always")
+def _live_slots(owner_start, history):
+    """The number of owner slots of ``history`` that are not all zero."""
     live = 0
     for slot in range(owner_start[-1]):
-        for c in range(width):
+        for c in range(history.shape[1]):
             if history[slot, c] != 0.0:
                 live += 1
                 break
-    keys = np.empty((live, 2), np.int32)
-    values = np.empty((live, width))
+    return live
+
+
+@njit(inline="always")
+def _gather_history(start, index, owner_start, history, keys, values):
+    """Fill ``keys (m, 2)`` with the pairs of the owner slots of ``history`` that are not all
+    zero and ``values[:m]`` with their values, in slot order (``values`` may be ``history``
+    itself: ``m`` never passes the slot it copies from, so the slots before it are done)."""
+    width = history.shape[1]
     m = 0
     for i in range(start.shape[0] - 1):
         slot = owner_start[i]
@@ -128,10 +134,20 @@ def _save_history(start, index, owner_start, history):
                 if history[slot, c] != 0.0:
                     keys[m, 0] = i
                     keys[m, 1] = j
-                    values[m] = history[slot]
+                    for d in range(width):
+                        values[m, d] = history[slot, d]
                     m += 1
                     break
             slot += 1
+
+
+@njit(cache=True)
+def _save_history(start, index, owner_start, history):
+    """``(keys (m, 2), values (m, w))`` of the owner slots that are not all zero (a copy: the
+    history is left as it is)."""
+    live = _live_slots(owner_start, history)
+    keys, values = np.empty((live, 2), np.int32), np.empty((live, history.shape[1]))
+    _gather_history(start, index, owner_start, history, keys, values)
     return keys, values
 
 
@@ -156,30 +172,8 @@ def _compact_history(start, index, owner_start, history):
     """Before a rebuild: move the owner slots that are not all zero to the front of ``history``
     (in slot order) and return their keys ``(m, 2)``, for `_spread_history` after it. Unlike
     `_save_history` nothing is copied out: a rebuild's memory stays that of the list."""
-    width = history.shape[1]
-    live = 0
-    for slot in range(owner_start[-1]):
-        for c in range(width):
-            if history[slot, c] != 0.0:
-                live += 1
-                break
-    keys = np.empty((live, 2), np.int32)
-    m = 0
-    for i in range(start.shape[0] - 1):
-        slot = owner_start[i]
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            if j <= i:
-                continue
-            for c in range(width):
-                if history[slot, c] != 0.0:
-                    keys[m, 0] = i
-                    keys[m, 1] = j
-                    for d in range(width):  # m <= slot: the slots before m are moved already
-                        history[m, d] = history[slot, d]
-                    m += 1
-                    break
-            slot += 1
+    keys = np.empty((_live_slots(owner_start, history), 2), np.int32)
+    _gather_history(start, index, owner_start, history, keys, history)
     return keys
 
 

@@ -101,9 +101,9 @@ class VTKWriter:
         if self._entries is None:
             self._start(step)
         intact = broken_codes(model, state) == 0
-        if self._fragments[0] != np.count_nonzero(intact):  # bonds only break: the count tells
-            self._fragments = (np.count_nonzero(intact), fragment_labels(model.n_bodies, model.bonds.i, model.bonds.j,
-                                                                         intact))
+        count = int(np.count_nonzero(intact))
+        if self._fragments[0] != count:  # bonds only break: the count tells whether any did
+            self._fragments = (count, fragment_labels(model.n_bodies, model.bonds.i, model.bonds.j, intact))
         written = {"particles": _particles(model, state, self._fragments[1])}
         if len(model.bonds):
             written["bonds"] = _bonds(model, state)
