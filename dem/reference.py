@@ -95,7 +95,8 @@ def scene_reference():
     out += ["## `[[walls]]`", "",
             "Rigid planes `(p, n_w)`, any number (none by default). Particles touch a wall "
             "from the side its normal points to, with the Hertz stiffness `contact.k_pw`; a wall may set "
-            "its own friction coefficients (otherwise those of `[contact]` apply). A wall is fixed, "
+            "its own friction coefficients (otherwise those of `[contact]` apply; on moving and servo walls "
+            "too). A wall is fixed, "
             "moves at a prescribed `velocity`, or is a servo (`servo = true`) that moves along its normal to "
             "hold a normal force (see [guide.md](guide.md#moving-and-servo-walls)); its position and the "
             "particles' force on it are logged in `walls.csv`. In VTK output each wall is drawn as a square.", ""]
@@ -105,7 +106,8 @@ def scene_reference():
             "prescribed velocity and rotation rate about their centre (a platen, a rotating drum). Particles "
             "touch them from either side with the Hertz law of the walls (`contact.k_pw`), at faces, edges and "
             "corners, each contact counted once (see [guide.md](guide.md#mesh-walls)). The file's coordinates "
-            "are scaled, then rotated, then translated. Meshes are frictionless. Logged in `walls.csv` as "
+            "are scaled, then rotated, then translated. Friction, rolling and twisting resistance act as on "
+            "the planes (a mesh may set its own coefficients). Logged in `walls.csv` as "
             "`m<k>_…`; drawn in VTK output (`meshes.pvd`).", ""]
     out += _table(MESH_KEYS)
     out += ["# Builders", "",

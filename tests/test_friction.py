@@ -5,6 +5,7 @@ budget, and the per-contact springs across neighbour rebuilds, restarts and thre
 import numba
 import numpy as np
 import pytest
+from surfaces import floor_mesh
 
 from dem import Simulation, SystemBuilder
 from dem.checkpoint import load_checkpoint, restore, save_checkpoint
@@ -21,15 +22,16 @@ def resting_overlap(weight):
     return (weight * RADIUS / K_WALL) ** (2 / 3)
 
 
-def sphere_on_floor(velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0), tilt=0.0, dt=2e-4, **contact):
-    """One sphere resting on the floor z = 0 in gravity ``g`` tilted by ``tilt`` about y (an
-    incline of angle ``tilt`` with the sphere rolling down +x)."""
+def sphere_on_floor(velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0), tilt=0.0, dt=2e-4, floor=FLOOR,
+                    **contact):
+    """One sphere resting on the floor z = 0 (the ``[[walls]]`` table ``floor``) in gravity ``g``
+    tilted by ``tilt`` about y (an incline of angle ``tilt`` with the sphere rolling down +x)."""
     g = GRAVITY * np.array([np.sin(tilt), 0.0, -np.cos(tilt)])
     system = SystemBuilder()
     height = RADIUS * (1.0 - resting_overlap(MASS * GRAVITY * np.cos(tilt)))
     system.add_body((0.0, 0.0, height), mass=MASS, inertia=INERTIA, diameter=2 * RADIUS, velocity=velocity,
                     angular_velocity=angular_velocity)
-    model, state = system.finish([FLOOR], contact={"k_pw": K_WALL, **contact}, fields={"gravity": tuple(g)})
+    model, state = system.finish([floor], contact={"k_pw": K_WALL, **contact}, fields={"gravity": tuple(g)})
     return Simulation(model, state, "rrp2", dt)
 
 
@@ -70,6 +72,39 @@ def test_sliding_sphere_decelerates_at_mu_g_then_rolls_at_five_sevenths():
     end = sim.energy_budget()
     assert end["friction"] == pytest.approx(0.5 * MASS * v0 ** 2 * (1 - 5 / 7), rel=5e-3)
     assert np.abs(total - start["total"]).max() < 1e-3 * 0.5 * MASS * v0 ** 2
+
+
+def test_a_sphere_on_a_moving_floor_ends_rolling_at_two_sevenths_of_its_speed():
+    """A sphere at rest set on a frictional floor that slides at ``V``: friction (the only force
+    with a moment about the contact point) leaves the angular momentum about that point zero,
+    ``m v R + J ω = 0``, so when it rolls on the floor (``v − ωR = V``) ``v = 2V/7``. The
+    friction's reaction ``−μ m g`` loads the floor while it slips, and the floor's work (column
+    ``walls``) closes the energy budget."""
+    mu, speed = 0.3, 1.0
+    sim = sphere_on_floor(floor=dict(FLOOR, velocity=(speed, 0.0, 0.0)), friction=mu)
+    start = sim.energy_budget()
+    loads = []
+    rows = []
+    for _ in range(1000):
+        sim.advance(10)
+        loads.append(sim.state.interactions["walls"].load[0, :3].copy())
+        rows.append((sim.state.time, sim.state.velocity[0, 0], sim.state.angular_velocity[0, 1],
+                     sim.energy_budget()["total"]))
+    t, v, omega, total = np.array(rows).T
+    loads = np.array(loads)
+    switch = 2 * speed / (7 * mu * GRAVITY)   # V − (v − ωR) = (7/2) μ g t reaches V
+    momentum = MASS * v * RADIUS + INERTIA * omega   # about the contact point
+    assert np.abs(momentum).max() < 1e-3 * MASS * speed * RADIUS
+    sliding = (t > 0.1) & (t < 0.9 * switch)
+    assert slope(t[sliding], v[sliding]) == pytest.approx(mu * GRAVITY, rel=2e-3)
+    np.testing.assert_allclose(loads[sliding, 0], -mu * MASS * GRAVITY, rtol=1e-3)
+    rolling = t > 1.2 * switch
+    assert v[rolling].mean() == pytest.approx(2 / 7 * speed, rel=1e-3)
+    assert (v[rolling] - omega[rolling] * RADIUS).mean() == pytest.approx(speed, rel=1e-3)
+    end = sim.energy_budget()
+    assert end["walls"] < -0.1 * MASS * speed ** 2   # the floor did work on the sphere …
+    assert end["friction"] > 0.1 * MASS * speed ** 2   # … part of it lost in slip
+    assert np.abs(total - start["total"]).max() < 1e-3 * 0.5 * MASS * speed ** 2
 
 
 @pytest.mark.parametrize("rolls", [True, False])
@@ -161,8 +196,9 @@ def test_oblique_impact_on_a_wall(incidence):
 FRICTIONAL = {"k_pp": 1e4, "k_pw": 1e4, "friction": 0.5, "rolling_friction": 0.1, "twisting_friction": 0.1}
 
 
-def granule(n=150, seed=0, walls=(), gravity=(0.0, 0.0, 0.0), skin=0.0, speed=1.0, **contact):
-    """``n`` touching spheres in a ball, with random velocities and spins (they collide)."""
+def granule(n=150, seed=0, walls=(), gravity=(0.0, 0.0, 0.0), skin=0.0, speed=1.0, meshes=(), **contact):
+    """``n`` touching spheres in a ball, with random velocities and spins (they collide), with
+    the ``[[walls]]`` tables ``walls`` and the mesh walls ``meshes``."""
     rng = np.random.default_rng(seed)
     position, diameter = random_packing(make_shape("sphere", diameter=1.4 * n ** (1 / 3), center=(0, 0, 4.0)),
                                         n_particles=n, distribution="uniform", diameter_min=0.8,
@@ -171,7 +207,8 @@ def granule(n=150, seed=0, walls=(), gravity=(0.0, 0.0, 0.0), skin=0.0, speed=1.
     system = SystemBuilder()
     system.add_bodies(position, mass=mass, inertia=0.1 * mass * diameter ** 2, diameter=diameter,
                       velocity=speed * rng.normal(size=(n, 3)), angular_velocity=3 * speed * rng.normal(size=(n, 3)))
-    return system.finish(list(walls), contact={**FRICTIONAL, "skin": skin, **contact}, fields={"gravity": gravity})
+    return system.finish(list(walls), list(meshes), contact={**FRICTIONAL, "skin": skin, **contact},
+                         fields={"gravity": gravity})
 
 
 def momenta(sim):
@@ -217,12 +254,20 @@ def test_the_forces_of_a_pair_are_opposite_about_the_contact_point():
     assert np.abs(torque).max() < 1e-14 * np.abs(moment).max()
 
 
-@pytest.mark.parametrize("case", ["sliding", "rolling", "granule"])
+def turntable(size=12.0):
+    """A frictional floor z = 0 of jittered triangles (a mesh), turning about the z axis."""
+    points, faces = floor_mesh(n=8, size=size, jitter=0.3 * size / 8)
+    return dict(vertices=points, faces=faces, center=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.5))
+
+
+@pytest.mark.parametrize("case", ["sliding", "rolling", "granule", "turntable"])
 def test_energy_budget_closes(case):
     """``total`` (kinetic + Hertz + gravity + tangential + rolling + twisting + friction +
-    dissipated) stays constant to 1e-3 of the kinetic energy scale."""
-    if case == "granule":   # a frictional granule falls on a frictional floor and settles
-        model, state = granule(walls=[dict(FLOOR, size=0.0)], gravity=(0.0, 0.0, -1.0), restitution=0.7)
+    dissipated, + the work of a moving wall) stays constant to 1e-3 of the kinetic energy
+    scale."""
+    if case in ("granule", "turntable"):   # a frictional granule falls on a frictional floor and settles
+        floor = {"walls": [dict(FLOOR, size=0.0)]} if case == "granule" else {"meshes": [turntable()]}
+        model, state = granule(**floor, gravity=(0.0, 0.0, -1.0), restitution=0.7)
         sim = Simulation(model, state, "rrp2", 2e-4)
         steps = 10_000
     else:
@@ -239,6 +284,8 @@ def test_energy_budget_closes(case):
     row = sim.energy_budget()
     assert row["friction"] > 0.05 * scale
     assert worst < 1e-3 * scale
+    if case == "turntable":   # the floor turned the granule: its work is part of the budget
+        assert row["walls"] < -0.05 * scale
 
 
 def pressed_pair(skin):
@@ -267,10 +314,13 @@ def test_springs_survive_neighbour_rebuilds():
     assert rebuilt.energy_budget()["friction"] > 0 and rebuilt.energy_budget()["tangential"] > 0
 
 
-def floor_granule(seed=2, n=150):
-    return granule(n=n, seed=seed, walls=[dict(FLOOR, size=0.0), dict(point=(3.0, 0, 0), normal=(-1.0, 0, 0),
-                                                                   size=0.0, friction=0.2)],
-                   gravity=(0.0, 0.0, -1.0), restitution=0.7)
+def floor_granule(seed=2, n=150, mesh=False):
+    """The granule falling on a frictional floor that slides along x (``mesh``: a turning
+    triangulated floor, `turntable`), beside a frictional servo platen."""
+    floor = [] if mesh else [dict(FLOOR, size=0.0, velocity=(0.3, 0.1, 0.0))]
+    return granule(n=n, seed=seed, walls=floor + [dict(point=(3.0, 0, 0), normal=(-1.0, 0, 0), size=0.0,
+                                                       friction=0.2, servo=True, target_force=20.0, max_speed=0.5)],
+                   meshes=[turntable(60.0)] if mesh else [], gravity=(0.0, 0.0, -1.0), restitution=0.7)
 
 
 def test_restart_continues_bit_for_bit(tmp_path):
@@ -279,8 +329,12 @@ def test_restart_continues_bit_for_bit(tmp_path):
     model, state = floor_granule()
     assert set(model.interactions) >= {"friction_pp", "friction_pw", "rolling_pp", "rolling_pw"}
     sim = Simulation(model, state, "rrp2", 2e-4)
-    sim.advance(3000)
-    assert (state.interactions["friction_pw"].wall_key >= 0).any()
+    sim.advance(2000)
+    for _ in range(40):   # on to a step where friction loads both walls (along y: friction only)
+        sim.advance(50)
+        if np.abs(state.interactions["walls"].load[:, 1]).min() > 0:
+            break
+    assert np.abs(state.interactions["walls"].load[:, 1]).min() > 0
     save_checkpoint(tmp_path / "checkpoint.npz", sim, scene, (), (0.0, 1.0))
     sim.advance(500)
 
@@ -298,12 +352,13 @@ def test_restart_continues_bit_for_bit(tmp_path):
             assert np.array_equal(a, b)
 
 
-def test_springs_are_independent_of_the_thread_count():
+@pytest.mark.parametrize("mesh", [False, True], ids=["planes", "mesh"])
+def test_springs_are_independent_of_the_thread_count(mesh):
     runs = []
     for parallel, threads in ((False, 1), (True, 1), (True, 2)):
         numba.set_num_threads(threads)
         try:
-            model, state = floor_granule(n=5000, seed=4)   # three parallel chunks
+            model, state = floor_granule(n=5000, seed=4, mesh=mesh)   # three parallel chunks
             sim = Simulation(model, state, "rrp2", 2e-4, parallel=parallel)
             sim.advance(200)
         finally:
@@ -314,3 +369,8 @@ def test_springs_are_independent_of_the_thread_count():
         assert np.array_equal(state.angular_velocity, runs[0][0].angular_velocity)
         for key in ("history_values.friction_pp", "history_values.rolling_pp"):
             assert np.array_equal(export[key], runs[0][1][key])
+        for name in ("walls", "friction_pw", "rolling_pw"):
+            for a, b in zip(state.interactions[name], runs[0][0].interactions[name]):
+                assert np.array_equal(a, b)
+    if mesh:   # the springs of the mesh contacts took part
+        assert (runs[0][0].interactions["friction_pw"].wall_key >= 1).sum() > 100

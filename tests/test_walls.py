@@ -17,7 +17,6 @@ from dem.interactions import hertz
 from dem.meshes import MAX_CONTACTS, merge_points
 from dem.rotations import _quat_from_rotvec, quat_from_rotvec, quat_matrix
 from dem.runner import describe, prepare, run
-from dem.scene import SceneError, load_scene
 
 K_PW = 1e3
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -38,13 +37,14 @@ def sphere_on(surface, start, velocity, frame=np.eye(3), gravity=GRAVITY, **sect
 
 
 def trajectory(model, state, steps, dt=1e-3):
-    """Position, force and ``(hertz_pw, total)`` after each step."""
+    """Position, force, moment and ``(hertz_pw, total)`` after each step."""
     sim = Simulation(model, state, "rrp2", dt)
     out = []
     for _ in range(steps):
         sim.advance(1)
         row = sim.energy_budget()
-        out.append((state.position[0].copy(), state.force[0].copy(), np.array([row["hertz_pw"], row["total"]])))
+        out.append((state.position[0].copy(), state.force[0].copy(), state.moment[0].copy(),
+                    np.array([row["hertz_pw"], row["total"]])))
     return out
 
 
@@ -78,21 +78,33 @@ def test_a_triangulated_floor_is_the_plane_at_every_point(jitter):
             assert abs(energies[1] - energies[0]) <= tolerance * energies[0], (x, y)
 
 
+#: friction, rolling and twisting resistance (their dashpots off: a dashpot switches off where its
+#: spring reaches its limit, and round-off would decide that step differently on the two floors)
+FRICTIONAL = {"friction": 0.3, "rolling_friction": 0.05, "twisting_friction": 0.05, "rolling_damping": 0.0}
+
+
 @pytest.mark.parametrize("start, velocity", [((-2.0, -2.0, 0.48), (2.0, 2.0, 0.0)),    # through vertices
                                              ((-2.5, 0.0, 0.49), (2.5, 0.0, 0.0)),     # along an edge
                                              ((0.3, -0.2, 0.48), (1.3, 0.9, 0.0))])    # across edges
-def test_a_sphere_sliding_over_a_triangulated_floor_moves_as_on_the_plane(start, velocity):
-    """Bouncing and sliding across shared edges and vertices of a tilted floor of jittered
-    triangles: positions, forces and energies equal the plane's to round-off."""
-    runs = [trajectory(*sphere_on(surface, np.array(start), np.array(velocity), TILT), 1500)
+@pytest.mark.parametrize("contact", [{}, FRICTIONAL], ids=["frictionless", "frictional"])
+def test_a_sphere_sliding_over_a_triangulated_floor_moves_as_on_the_plane(start, velocity, contact):
+    """Bouncing, sliding and (with friction) rolling across shared edges and vertices of a
+    tilted floor of jittered triangles: positions, forces, moments and energies equal the
+    plane's to round-off (the friction springs are carried from triangle to triangle)."""
+    runs = [trajectory(*sphere_on(surface, np.array(start), np.array(velocity), TILT,
+                                  contact={"k_pw": K_PW, **contact}), 1500)
             for surface in (None, floor_mesh(jitter=0.3))]
-    for (x0, f0, e0), (x1, f1, e1) in zip(*runs):
+    for (x0, f0, m0, e0), (x1, f1, m1, e1) in zip(*runs):
         assert np.abs(x1 - x0).max() < 1e-13
         assert np.abs(f1 - f0).max() < 1e-12 * 9.81 * 5
+        assert np.abs(m1 - m0).max() < 1e-12 * 9.81 * 5 * 0.5
         assert np.abs(e1 - e0).max() < 1e-12 * abs(e0[1])
-    assert max(e[0] for _, _, e in runs[0]) > 0.01  # it touched the floor all along
+    assert max(e[0] for _, _, _, e in runs[0]) > 0.01  # it touched the floor all along
+    if contact:  # friction acted: the sphere turned (and its moment is not zero)
+        assert max(np.abs(m).max() for _, _, m, _ in runs[0]) > 0.1
     x_end = TILT.T @ runs[0][-1][0]
-    assert np.linalg.norm(x_end[:2] - np.array(start[:2])) > 2.3  # and crossed several triangles
+    # and crossed several triangles (rolling, with friction, at about 5/7 of the speed)
+    assert np.linalg.norm(x_end[:2] - np.array(start[:2])) > (1.3 if contact else 2.3)
 
 
 def test_an_stl_floor_in_a_scene_logs_what_the_plane_logs(tmp_path):
@@ -120,11 +132,11 @@ def test_an_stl_floor_in_a_scene_logs_what_the_plane_logs(tmp_path):
 ANGLES = (np.radians(30.0), np.radians(50.0))  # the slopes of the two faces
 
 
-def v_surfaces(split):
-    """Two planes rising at `ANGLES` from the line y = z = 0, each a 4 × 4 triangulated strip:
+def v_surfaces(split, angles=ANGLES):
+    """Two planes rising at ``angles`` from the line y = z = 0, each a 4 × 4 triangulated strip:
     one mesh (``split`` False) or two."""
     strips = []
-    for side, angle in zip((-1.0, 1.0), ANGLES):  # the first rises towards −y, the second towards +y
+    for side, angle in zip((-1.0, 1.0), angles):  # the first rises towards −y, the second towards +y
         points, faces = floor_mesh(n=4, size=4.0, jitter=0.3, seed=3)
         points[:, 1] = side * (points[:, 1] + 2.0)  # y in [0, 4], away from the crease
         turn = quat_matrix(quat_from_rotvec(np.array([side * angle, 0.0, 0.0])))
@@ -167,6 +179,35 @@ def test_a_sphere_in_a_v_feels_the_normal_forces_statics_predicts(split):
     assert np.abs(state.position[0, 1:] - position[1:]).max() < 1e-6 * radius
     forces = sorted(hertz(1 - g / radius, K_PW, radius)[1] for g in walls.mesh_gap[0, :2])
     np.testing.assert_allclose(forces, sorted((n_a, n_b)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mu", [0.4, 0.8])
+def test_a_sphere_pressed_into_a_frictional_v_holds_where_statics_says(mu):
+    """A sphere pressed into a V of two meshes, faces at 30° from its axis, and released (no
+    gravity): the normal forces push it out, the friction along the faces holds it. Statics:
+    it holds when ``tan 30° ≤ μ``, with ``|F_t|/F_n = tan 30°`` on each face; else it slides out."""
+    half = np.radians(30.0)
+    rise = np.pi / 2 - half
+    radius, overlap = 0.5, 0.02
+    system = SystemBuilder()
+    start = np.array((0.2, 0.0, radius * (1 - overlap) / np.cos(rise)))
+    system.add_body(start, mass=1.0, inertia=0.1, diameter=1.0)
+    model, state = system.finish([], [dict(vertices=p, faces=f) for p, f in v_surfaces(True, (rise, rise))],
+                                 contact={"k_pw": K_PW, "friction": mu, "restitution": 0.5})
+    sim = Simulation(model, state, "rrp2", 5e-4)
+    sim.advance(20_000)
+    walls = state.interactions["walls"]
+    if mu < np.tan(half):
+        assert walls.mesh_count[0] == 0 and state.velocity[0, 2] > 0.1   # out, and leaving
+        assert sim.energy_budget()["friction"] > 0
+        return
+    assert walls.mesh_count[0] == 2 and np.abs(state.velocity[0]).max() < 1e-9
+    assert np.abs(state.position[0] - start).max() < 0.05 * radius   # held near where it was pressed in
+    for k, side in enumerate((1.0, -1.0)):
+        normal = np.array((0.0, side * np.sin(rise), np.cos(rise)))
+        load = walls.load[k, :3]
+        along = load @ normal
+        assert np.linalg.norm(load - along * normal) == pytest.approx(np.tan(half) * abs(along), rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,9 +431,6 @@ BAD = [
      "walls.0.target_force:"),
     ("stress without area", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_stress = 1.0\n",
      "walls.0.area:"),
-    ("friction on a moving wall", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nvelocity = [0, 0, 1]\n"
-                                  "rolling_friction = 0.1\n",
-     "walls.0.rolling_friction: friction and rolling resistance act on fixed walls only: must be 0 on a moving wall"),
     ("local damping above 1", "[damping]\nlocal = 1.5\n", "damping.local: must be in [0, 1]"),
     ("local damping below 0", "[damping]\nlocal = -0.1\n", "damping.local: must be in [0, 1]"),
 ]
@@ -416,17 +454,6 @@ def test_bad_walls_meshes_and_damping_are_one_clear_line(tmp_path, capsys, what,
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith(f"dem: error: {scene}: {message}"), err
     assert not (tmp_path / "run").exists()
-
-
-def test_a_servo_wall_takes_no_friction_from_contact(tmp_path):
-    """[contact] friction reaches every wall without its own: a servo wall must set its own 0."""
-    scene = tmp_path / "scene.toml"
-    scene.write_text(SCENE + "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_force = 1.0\n")
-    with pytest.raises(SceneError, match=r"scene.toml: walls.0.friction: friction and rolling "
-                                         r"resistance act on fixed walls only: give this moving wall friction = 0 "
-                                         r"\(it takes \[contact\] friction = 0.4 otherwise\)"):
-        load_scene(scene, ["contact.friction=0.4"])
-    load_scene(scene, ["contact.friction=0.4", "walls.0.friction=0"])  # (its own 0: accepted)
 
 
 def test_a_degenerate_triangle_is_named():

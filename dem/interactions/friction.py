@@ -7,7 +7,12 @@ Contact frame (pair ``i``, ``j``; the owner ``i < j`` of the pair's history): ``
 from ``j`` to ``i``, overlap ``ξ_n = R_i + R_j − r``, the contact point on the line of centres at
 the middle of the overlap, ``c = x_i + a_i = x_j + a_j`` with lever arms
 ``a_i = −(R_i − ξ_n/2) n``, ``a_j = (R_j − ξ_n/2) n``; a wall is a particle of infinite radius
-(``n`` its normal, ``a = −(R − ξ_n/2) n``, ``ξ_n = R − gap``).
+(``n`` its normal, ``a = −(R − ξ_n/2) n``, ``ξ_n = R − gap``) that does not spin unless it is a
+turning mesh: its point, velocity and spin are those of the walls' state now
+(`dem.interactions.walls.WallState`; moving, servo and mesh walls alike), ``v_j`` is the wall's
+velocity at the contact point, ``u + ω_w × (c − p_w)``, and the reaction ``−F_t`` of each wall
+contact is booked on the wall (`dem.interactions.walls.add_wall_load`), so that walls.csv
+logs it and the ``walls`` column books its work.
 
 Tangential spring (Mindlin no-slip stiffness, Cundall–Strack history): the history is the
 elastic tangential displacement ``ξ`` of ``i`` relative to ``j`` (a vector in the tangent plane);
@@ -32,6 +37,17 @@ Each step (the ``update`` before the forces, with the half-step velocities of ``
    ``|ξ| = μ F_n/k_t`` (slip); the work of the force through the slip,
    ``½ k_t (ξ_before + ξ_after)·(ξ_trial − ξ_after)``, is booked.
 
+Wall contacts keep their springs in keyed slots of this interaction's state, a plane's keyed by
+the wall. A mesh contact's keyed by the mesh: its feature changes as the sphere moves (face,
+shared edge, next face), so a contact of this step continues the contact of the step before,
+with the same mesh, whose normal is nearest to its own and within 60° (`SAME_CONTACT`; each old
+contact continued at most once, `mesh_slot`); one that continues none starts relaxed, and an old
+contact that none continues has ended (its energy is booked as on opening). Over a flat
+triangulated floor the normal is the same on every triangle, so the spring is carried across
+the shared edges unchanged: the sphere feels what it feels on the plane. In step 1 a wall
+contact's frame turns from the slot's last normal to ``n`` and about ``n`` by the wall's own spin
+``h ω_w·n`` (a plane's normal and spin are fixed: it does not turn).
+
 While the spring sticks (below its limit) a dashpot ``−γ √(m* k_t) v_t`` damps it, with the
 ``γ`` of the normal Hertz damping (``[contact] restitution``; none for ``e = 1``; as the
 Hertz–Mindlin model of EDEM), so that stuck contacts do not ring; the dashpot is scaled down
@@ -51,28 +67,35 @@ import numpy as np
 from numba import njit
 
 from ..contacts import pair_slot, wall_slot
+from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
     RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
     inverse_masses,
 )
+from .walls import add_wall_load, wall_velocity_at
 
 FrictionParams = namedtuple("FrictionParams", "stiffness ratio friction damping")
-#: ``walls (w, 7)``: each wall's point, normal and friction coefficient (one array: each array a
-#: row kernel takes out of a named tuple costs reference counts, `dem.interactions.contract`)
-FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio damping walls")
+#: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
+#: array: each array a row kernel takes out of a named tuple costs reference counts,
+#: `dem.interactions.contract`); ``planes`` the number of plane walls (rows ``0 … planes − 1``,
+#: then the meshes), ``meshes`` whether a mesh has friction
+FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio damping walls planes meshes")
 #: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle.
 FrictionState = namedtuple("FrictionState", "friction dissipated")
 #: ... and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
-#: ``wall_spring (n, s, width)``.
-FrictionWallState = namedtuple("FrictionWallState", "friction dissipated wall_key wall_spring")
+#: ``wall_spring (n, s, width)``, and ``mesh_contact (n, s, 4)`` the unit normal and gap of a
+#: mesh slot's contact when its spring last stepped (``(n, 0, 4)`` without mesh friction).
+FrictionWallState = namedtuple("FrictionWallState", "friction dissipated wall_key wall_spring mesh_contact")
 #: a spring within this fraction of its limit counts as slipping (no dashpot)
 MOBILISED = 1.0 - 1e-9
 
-#: Most walls one particle keeps friction history with (more touching at once: the extra ones
-#: act without friction).
+#: Most wall contacts one particle keeps friction history with (more touching at once: the extra
+#: ones act without friction).
 MAX_WALL_SLOTS = 4
+#: a mesh contact continues the one of the step before whose normal is within 60° of its own
+SAME_CONTACT = 0.5
 
 
 def _poisson_ratio(value):
@@ -120,6 +143,15 @@ def carry(v, old, n, twist):
 
 
 @njit(inline="always")
+def turned(v, old, n, twist):
+    """`carry` for a wall contact: ``v`` itself when the frame did not turn (a flat mesh that
+    does not spin: as on a plane, to the last bit)."""
+    if twist == 0.0 and old[0] == n[0] and old[1] == n[1] and old[2] == n[2]:
+        return v
+    return carry(v, old, n, twist)
+
+
+@njit(inline="always")
 def restiffen(squared, k_old, k_new):
     """``(factor, booked)`` for a spring stored at stiffness ``k_old`` whose contact now has
     ``k_new`` (``squared`` its squared extension): on loading the force is kept (the extension
@@ -164,12 +196,14 @@ def pair_now_and_before(i, j, h, position, velocity):
 
 
 @njit(inline="always")
-def wall_now_and_before(i, w, h, position, velocity, walls):
-    """Particle ``i``'s distance from wall ``w`` (``walls[w]``: point, normal, …) now and a step
-    ago: ``(gap, gap_old)``."""
-    gap = ((position[i, 0] - walls[w, 0]) * walls[w, 3] + (position[i, 1] - walls[w, 1]) * walls[w, 4]
-           + (position[i, 2] - walls[w, 2]) * walls[w, 5])
-    speed = velocity[i, 0] * walls[w, 3] + velocity[i, 1] * walls[w, 4] + velocity[i, 2] * walls[w, 5]
+def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n):
+    """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, moving
+    at ``wall_velocity[w]``, the walls' state's arrays; unit normal ``n``) now and a step ago:
+    ``(gap, gap_old)``."""
+    gap = ((position[i, 0] - wall_point[w, 0]) * n[0] + (position[i, 1] - wall_point[w, 1]) * n[1]
+           + (position[i, 2] - wall_point[w, 2]) * n[2])
+    speed = ((velocity[i, 0] - wall_velocity[w, 0]) * n[0] + (velocity[i, 1] - wall_velocity[w, 1]) * n[1]
+             + (velocity[i, 2] - wall_velocity[w, 2]) * n[2])
     return gap, gap - h * speed
 
 
@@ -386,21 +420,26 @@ def friction_pp_energy(st, bodies, contacts, p, own, history):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
+def release_slot(i, s, keys, springs):
+    """Drop particle ``i``'s wall spring in slot ``s`` (as `dem.contacts.free_wall_slot`, element
+    by element: a view of ``springs (n, s, width)`` would cost more than the rest of the row);
+    returns the squares ``(|v|², v_3²)`` of its first three and (if any) fourth components."""
+    vector = springs[i, s, 0] * springs[i, s, 0] + springs[i, s, 1] * springs[i, s, 1] \
+        + springs[i, s, 2] * springs[i, s, 2]
+    twist = springs[i, s, 3] * springs[i, s, 3] if springs.shape[2] > 3 else 0.0
+    keys[i, s] = -1
+    for c in range(springs.shape[2]):
+        springs[i, s, c] = 0.0
+    return vector, twist
+
+
+@njit(inline="always")
 def release_wall(i, w, keys, springs):
-    """Drop particle ``i``'s spring with wall ``w`` (as `dem.contacts.free_wall_slot`, element by
-    element: a view of ``springs (n, s, width)`` would cost more than the rest of the row);
-    returns the squares ``(|v|², v_3²)`` of its first three and (if any) fourth components, zeros
-    when it had none."""
+    """Drop particle ``i``'s spring with wall ``w`` (`release_slot`); zeros when it had none."""
     vector = twist = 0.0
     for s in range(keys.shape[1]):
         if keys[i, s] == w:
-            vector = springs[i, s, 0] * springs[i, s, 0] + springs[i, s, 1] * springs[i, s, 1] \
-                + springs[i, s, 2] * springs[i, s, 2]
-            if springs.shape[2] > 3:
-                twist = springs[i, s, 3] * springs[i, s, 3]
-            keys[i, s] = -1
-            for c in range(springs.shape[2]):
-                springs[i, s, c] = 0.0
+            vector, twist = release_slot(i, s, keys, springs)
     return vector, twist
 
 
@@ -417,22 +456,144 @@ def find_wall_slot(keys, i, w, claim):
 
 
 @njit(inline="always")
-def _wall_rows(i, h, st, bodies, p, own, advance):
+def store_contact(previous, i, s, n, gap):
+    """Remember the normal ``n`` and ``gap`` of the contact of particle ``i``'s mesh slot ``s``."""
+    for c in range(3):
+        previous[i, s, c] = n[c]
+    previous[i, s, 3] = gap
+
+
+@njit(inline="always")
+def mesh_slot(keys, previous, i, w, n, gap, taken, claim):
+    """``(slot, taken)``: the slot of particle ``i`` whose contact with mesh ``w`` continues the
+    contact of normal ``n`` (the one of the step before with the normal nearest to ``n``, within
+    `SAME_CONTACT`, among the slots not in the bit mask ``taken``); with ``claim``, a free slot
+    is claimed for a new contact (its last normal and gap set to ``n``, ``gap``); −1 if none.
+    ``taken`` comes back with the slot's bit set."""
+    slot, nearest = -1, SAME_CONTACT
+    for s in range(keys.shape[1]):
+        if keys[i, s] == w and not (taken >> s) & 1:
+            along = previous[i, s, 0] * n[0] + previous[i, s, 1] * n[1] + previous[i, s, 2] * n[2]
+            if along > nearest:
+                slot, nearest = s, along
+    if slot < 0 and claim:
+        for s in range(keys.shape[1]):
+            if keys[i, s] < 0:
+                keys[i, s] = w
+                store_contact(previous, i, s, n, gap)
+                slot = s
+                break
+    if slot >= 0:
+        taken |= 1 << slot
+    return slot, taken
+
+
+@njit(inline="always")
+def ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, planes):
+    """Bit mask of particle ``i``'s mesh slots whose contact ended (no contact of this step
+    continues it, `mesh_slot`; ``mesh_*``: the walls' state's arrays)."""
+    taken = 0
+    for c in range(min(mesh_count[i], MAX_CONTACTS)):
+        taken = mesh_slot(keys, previous, i, mesh_wall[i, c], (mesh_normal[i, c, 0], mesh_normal[i, c, 1],
+                                                                mesh_normal[i, c, 2]), 0.0, taken, False)[1]
+    ended = 0
+    for s in range(keys.shape[1]):
+        if keys[i, s] >= planes and not (taken >> s) & 1:
+            ended |= 1 << s
+    return ended
+
+
+@njit(inline="always")
+def mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal, table, taken, advance):
+    """Particle ``i``'s mesh contact ``c`` (``mesh_*``: the walls' state's arrays) and its springs'
+    slot: ``(w, n, gap, old, gap_old, slot, taken)``, the mesh, the contact's normal and gap now
+    and when its springs last stepped, the slot (`mesh_slot`, −1: none; with ``advance`` a new
+    contact of a mesh with a non-zero coefficient in ``table[w, 3:]`` claims one, and the slot
+    remembers ``n`` and ``gap``)."""
+    w = mesh_wall[i, c]
+    n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
+    gap = mesh_gap[i, c]
+    active = False
+    for k in range(3, table.shape[1]):
+        active = active or table[w, k] > 0.0
+    slot, taken = mesh_slot(keys, previous, i, w, n, gap, taken, advance and active)
+    old, gap_old = n, gap
+    if slot >= 0:
+        old, gap_old = (previous[i, slot, 0], previous[i, slot, 1], previous[i, slot, 2]), previous[i, slot, 3]
+        if advance:
+            store_contact(previous, i, slot, n, gap)
+    return w, n, gap, old, gap_old, slot, taken
+
+
+@njit(inline="always")
+def wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_spin):
+    """The contact of particle ``i`` (centre ``x``) with wall ``w`` at ``gap`` along the unit
+    normal ``n``: ``(arm, r, u)``, the lever arm from ``x`` to the contact point ``c = x + arm``
+    (the middle of the overlap), ``c`` from the wall's point and the wall's velocity at ``c``
+    (`dem.interactions.walls.wall_velocity_at`)."""
+    arm = _lever(radius, n, radius - gap)
+    cx, cy, cz = position[i, 0] + arm[0], position[i, 1] + arm[1], position[i, 2] + arm[2]
+    u = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, cx, cy, cz)
+    return arm, (cx - wall_point[w, 0], cy - wall_point[w, 1], cz - wall_point[w, 2]), u
+
+
+@njit(inline="always")
+def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, inverse_mass, mu, p, springs,
+                  position, wall_point, wall_velocity, wall_spin, partial, advance):
+    """Particle ``i``'s tangential contact with wall ``w`` (its spring in ``slot``; the unit
+    normal ``n`` and ``gap`` now, ``old`` and ``gap_old`` a step ago): ``(fx, fy, fz, τx, τy, τz,
+    energy, booked, power)``. With ``advance`` the spring first takes the step (turned with the
+    frame when ``turn``: by the smallest rotation from ``old`` to ``n`` and the wall's spin
+    about ``n``) and the force's reaction is booked on the wall."""
+    delta = 1.0 - gap / radius
+    k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
+    limit = mu * hertz(delta, p.stiffness, radius)[1]
+    arm, r, u = wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_spin)
+    relative = (v[0] - u[0], v[1] - u[1], v[2] - u[2])
+    xi = _wall3(springs, i, slot)
+    booked = 0.0
+    if advance:
+        if turn:
+            xi = turned(xi, old, n, h * (wall_spin[w, 0] * n[0] + wall_spin[w, 1] * n[1] + wall_spin[w, 2] * n[2]))
+        k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
+        mean = _mean(arm, _lever(radius, old, radius - gap_old))
+        xi, booked = _step_spring(xi, k_old, k_t, _tangential_velocity(relative, omega, mean, (0.0, 0.0, 0.0), mean, n),
+                                  h, limit)
+        for c in range(3):
+            springs[i, slot, c] = xi[c]
+    squared = _squared(xi)
+    gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
+    power = 0.0
+    c = dashpot(k_t, squared, limit, p.damping, inverse_mass)
+    if c != 0.0:
+        (gx, gy, gz), power = damped((gx, gy, gz), c, _tangential_velocity(relative, omega, arm, (0.0, 0.0, 0.0), arm,
+                                                                           n), limit)
+    if advance:
+        add_wall_load(partial, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
+    return (gx, gy, gz, arm[1] * gz - arm[2] * gy, arm[2] * gx - arm[0] * gz, arm[0] * gy - arm[1] * gx,
+            0.5 * k_t * squared, booked, power)
+
+
+@njit(inline="always")
+def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     """Particle ``i``'s contacts with the walls: ``(fx, fy, fz, τx, τy, τz, energy, booked,
     power)``; with ``advance`` the springs first take the step (and contacts that opened are
-    dropped)."""
+    dropped) and the reactions are booked on the walls."""
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
-    keys, springs = own.wall_key, own.wall_spring
-    walls = p.walls
+    keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
+    table = p.walls
+    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
+    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
     inverse_mass = bodies.inverse_mass[i]
     v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    for w in range(walls.shape[0]):
-        if walls[w, 6] == 0.0 or radius <= 0.0:
+    for w in range(p.planes):
+        if table[w, 3] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
+        n = (table[w, 0], table[w, 1], table[w, 2])
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
@@ -442,32 +603,25 @@ def _wall_rows(i, h, st, bodies, p, own, advance):
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        delta = 1.0 - gap / radius
-        k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
-        limit = walls[w, 6] * hertz(delta, p.stiffness, radius)[1]
-        n = (walls[w, 3], walls[w, 4], walls[w, 5])
-        xi = _wall3(springs, i, slot)
-        if advance:
-            k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
-            arm = _mean(_lever(radius, n, radius - gap), _lever(radius, n, radius - gap_old))
-            v_t = _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0), arm, n)
-            xi, work = _step_spring(xi, k_old, k_t, v_t, h, limit)
-            booked += work
-            for c in range(3):
-                springs[i, slot, c] = xi[c]
-        squared = _squared(xi)
-        energy += 0.5 * k_t * squared
-        gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
-        arm = _lever(radius, n, radius - gap)
-        c = dashpot(k_t, squared, limit, p.damping, inverse_mass)
-        if c != 0.0:
-            (gx, gy, gz), dissipation = damped((gx, gy, gz), c, _tangential_velocity(v, omega, arm, (0.0, 0.0, 0.0),
-                                                                                       arm, n), limit)
-            power += dissipation
-        fx, fy, fz = fx + gx, fy + gy, fz + gz
-        tx += arm[1] * gz - arm[2] * gy
-        ty += arm[2] * gx - arm[0] * gz
-        tz += arm[0] * gy - arm[1] * gx
+        row = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, table[w, 3], p,
+                            springs, position, wall_point, wall_velocity, wall_spin, partial, advance)
+        fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
+        energy, booked, power = energy + row[6], booked + row[7], power + row[8]
+    if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
+        ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
+        for s in range(keys.shape[1]):
+            if (ended >> s) & 1:
+                booked += 0.5 * release_slot(i, s, keys, springs)[0] * p.ratio * hertz_stiffness(
+                    1.0 - previous[i, s, 3] / radius, p.stiffness, radius)
+    taken = 0
+    for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
+        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal,
+                                                           table, taken, advance)
+        if slot >= 0:
+            row = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
+                                p, springs, position, wall_point, wall_velocity, wall_spin, partial, advance)
+            fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
+            energy, booked, power = energy + row[6], booked + row[7], power + row[8]
     return fx, fy, fz, tx, ty, tz, energy, booked, power
 
 
@@ -480,19 +634,20 @@ def book(i, h, own, booked, power):
 
 
 @njit(inline="always")
-def friction_pw_forces(i, h, st, bodies, contacts, p, own):
-    """Advance particle ``i``'s wall springs, book their work; returns their forces and moments."""
-    row = _wall_rows(i, h, st, bodies, p, own, True)
+def friction_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Advance particle ``i``'s wall springs, book their work and their reactions on the walls;
+    returns their forces and moments."""
+    row = _wall_rows(i, h, st, bodies, p, own, walls, True)
     book(i, h, own, row[7], row[8])
     return row[0], row[1], row[2], row[3], row[4], row[5]
 
 
 @njit(cache=True)
-def friction_pw_energy(st, bodies, contacts, p, own):
+def friction_pw_energy(st, bodies, contacts, p, own, walls):
     """``(tangential, friction, dissipated)`` of the particle–wall contacts."""
     energy = 0.0
     for i in range(st.position.shape[0]):
-        energy += _wall_rows(i, 0.0, st, bodies, p, own, False)[6]
+        energy += _wall_rows(i, 0.0, st, bodies, p, own, walls, False)[6]
     return energy, np.sum(own.friction), np.sum(own.dissipated)
 
 
@@ -501,21 +656,25 @@ def friction_pw_energy(st, bodies, contacts, p, own):
 # ---------------------------------------------------------------------------------------------
 
 def wall_table(model, coefficients):
-    """``(w, 6 + k)``: each wall's point (at t = 0: friction acts on fixed planes only,
-    `dem.interactions.walls.wall_problem`), normal and its own coefficients
+    """``(w, 3 + k)``: each wall's normal (planes, then meshes with 0) and its own coefficients
     ``WALL_FRICTION_KEYS[column]`` (`dem.interactions.walls`) for the ``(column, default)`` pairs
-    of ``coefficients`` (a wall without its own takes ``default``)."""
-    columns = [np.where(np.isnan(model.wall_friction[:, column]), default, model.wall_friction[:, column])
-               for column, default in coefficients] if len(model.wall_friction) else [np.zeros(0)] * len(coefficients)
-    return np.ascontiguousarray(np.column_stack([model.wall_point, model.wall_normal,
-                                                 *columns]))
+    of ``coefficients`` (a wall without its own takes ``default``). The walls' points and
+    velocities are the walls' state's (`dem.interactions.walls.WallState`)."""
+    meshes = model.inputs.get("walls", {}).get("meshes", [])
+    own = np.concatenate([model.wall_friction.reshape(-1, 3)] + [m["coefficients"][None] for m in meshes])
+    columns = [np.where(np.isnan(own[:, column]), default, own[:, column]) for column, default in coefficients]
+    return np.ascontiguousarray(np.column_stack([np.concatenate((model.wall_normal.reshape(-1, 3),
+                                                                 np.zeros((len(meshes), 3)))), *columns]))
 
 
-def wall_slots(model, width, active):
-    """Empty keyed wall slots ``(wall_key (n, s), springs (n, s, width))`` for the walls with
-    ``active`` coefficients (``s = min(their number, MAX_WALL_SLOTS)``)."""
-    slots = min(int(np.count_nonzero(active)), MAX_WALL_SLOTS)
-    return np.full((model.n_bodies, slots), -1, np.int32), np.zeros((model.n_bodies, slots, width))
+def wall_slots(model, width, active, planes):
+    """``(wall_key (n, s), springs (n, s, width), mesh_contact)``: empty keyed wall slots for the
+    walls with ``active`` coefficients (planes, then meshes: ``s`` the number of active planes
+    plus `MAX_CONTACTS` per active mesh, at most `MAX_WALL_SLOTS`)."""
+    meshes = int(np.count_nonzero(active[planes:]))
+    slots = min(int(np.count_nonzero(active[:planes])) + MAX_CONTACTS * meshes, MAX_WALL_SLOTS)
+    return (np.full((model.n_bodies, slots), -1, np.int32), np.zeros((model.n_bodies, slots, width)),
+            np.zeros((model.n_bodies, slots if meshes else 0, 4)))
 
 
 def _setup_pp(model):
@@ -529,10 +688,12 @@ def _setup_pp(model):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(0, contact["friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 6] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any():
         return None
+    planes = len(model.wall_normal)
     return FrictionWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                              damping_from_restitution(contact["restitution"]), walls)
+                              damping_from_restitution(contact["restitution"]), walls, planes,
+                              bool((walls[planes:, 3] > 0).any()))
 
 
 def _state_pp(model, params):
@@ -541,7 +702,7 @@ def _state_pp(model, params):
 
 def _state_pw(model, params):
     return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, 3, params.walls[:, 6] > 0))
+                             *wall_slots(model, 3, params.walls[:, 3] > 0, params.planes))
 
 
 def _critical_step(what, reach_factor, pair_factor):
@@ -565,6 +726,6 @@ FRICTION_PP = Interaction(
 FRICTION_PW = Interaction(
     name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
     columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
-    forces=friction_pw_forces, energy=friction_pw_energy,
+    forces=friction_pw_forces, energy=friction_pw_energy, walls=True,
     critical_step=_critical_step("tangential friction particle–wall", 0.5, 1.0),
 )

@@ -4,7 +4,7 @@ its own state). Acts where the Hertz contact acts and ``rolling_friction`` or
 ``twisting_friction`` is non-zero.
 
 Rolling: the elastic–plastic spring–dashpot model (EPSD, Ai, Chen, Rotter & Ooi 2011, Powder
-Technol. 206:269, type C). With the relative spin ``ω = Ω_i − Ω_j`` (a wall does not spin), its
+Technol. 206:269, type C). With the relative spin ``ω = Ω_i − Ω_j`` (a wall's: ``ω_w``, 0 for a plane), its
 rolling part ``ω_r = ω − (ω·n) n`` and twisting part ``ω·n``, the histories are the elastic
 rolling rotation ``θ_r`` (a vector in the tangent plane) and twisting angle ``θ_t``; the moment
 on ``i`` is ``M = −k_r θ_r − k_t,tw θ_t n + M_d`` (``−M`` on ``j``: a couple), with
@@ -19,7 +19,8 @@ on ``i`` is ``M = −k_r θ_r − k_t,tw θ_t n + M_d`` (``−M`` on ``j``: a co
 
 Each step the springs turn with the contact frame, follow the normal load and take the
 increments ``h ω_r``, ``h ω·n`` (then slip at their limits) exactly as the tangential spring of
-`dem.interactions.friction`. Elastic energies ``½ k_r |θ_r|²`` and ``½ k_tw θ_t²`` are columns
+`dem.interactions.friction` (wall contacts, meshes' included, kept and matched as there; the
+couple's reaction is booked on the wall). Elastic energies ``½ k_r |θ_r|²`` and ``½ k_tw θ_t²`` are columns
 ``rolling`` and ``twisting``; the released and slipped energy goes to ``friction``, the
 dashpots' work to ``dissipated``. The moments of a pair are bitwise opposite couples, so the
 angular momentum is conserved to round-off.
@@ -32,19 +33,22 @@ import numpy as np
 from numba import njit
 
 from ..contacts import pair_slot
+from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, find_wall_slot,
-    pair_now_and_before, release_wall, restiffen, slip, stiffness_ratio, wall_now_and_before, wall_table,
-    wall_slots,
+    POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, ended_mesh_slots, find_wall_slot,
+    mesh_spring, pair_now_and_before, release_slot, release_wall, restiffen, slip, stiffness_ratio, turned,
+    wall_now_and_before, wall_slots, wall_table,
 )
 from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
+from .walls import add_wall_couple
 
 #: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
 RollingParams = namedtuple("RollingParams", "stiffness ratio rolling twisting damping contact_inertia")
-#: ``walls (w, 8)``: each wall's point, normal, μ_r and μ_t (`dem.interactions.friction.wall_table`)
-RollingWallParams = namedtuple("RollingWallParams", "stiffness ratio damping walls contact_inertia")
+#: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
+#: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting
+RollingWallParams = namedtuple("RollingWallParams", "stiffness ratio damping walls contact_inertia planes meshes")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -290,67 +294,117 @@ def rolling_pp_energy(st, bodies, contacts, p, own, history):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _wall_rows(i, h, st, bodies, p, own, advance):
+def _wall_stiffnesses(gap, radius, mu, p):
+    """``(k_r, k_tw)`` of a wall contact at ``gap`` (``R* = R``)."""
+    return _stiffnesses(hertz_stiffness(1.0 - gap / radius, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
+
+
+@njit(inline="always")
+def _spins(omega, wall_spin, w):
+    """``(Ω_i − ω_w, ω_w)`` (6 numbers) of a particle spinning at ``omega`` on wall ``w``."""
+    return (omega[0] - wall_spin[w, 0], omega[1] - wall_spin[w, 1], omega[2] - wall_spin[w, 2], wall_spin[w, 0],
+            wall_spin[w, 1], wall_spin[w, 2])
+
+
+@njit(inline="always")
+def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, partial, advance):
+    """Particle ``i``'s rolling and twisting contact with wall ``w`` (springs in ``slot``; normal
+    and gap now ``n``, ``gap``, a step ago ``old``, ``gap_old``; ``spin`` the particle's spin
+    relative to the wall's ``(Ω_i − ω_w)``): ``(τ (3), rolling, twisting, booked, power)``. With
+    ``advance`` the springs first take the step (turned with the frame when ``turn``, as
+    `dem.interactions.friction`) and the couple's reaction is booked on the wall."""
+    k = _wall_stiffnesses(gap, radius, mu, p)
+    limit = radius * hertz(1.0 - gap / radius, p.stiffness, radius)[1]
+    spring = _wall4(springs, i, slot)
+    booked = 0.0
+    if advance:
+        theta = (spring[0], spring[1], spring[2])
+        if turn:
+            theta = turned(theta, old, n, h * (spin[3] * n[0] + spin[4] * n[1] + spin[5] * n[2]))
+        theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]),
+                                                _wall_stiffnesses(gap_old, radius, mu, p), k,
+                                                (spin[0], spin[1], spin[2]), n, h, limit, mu)
+        spring = (theta[0], theta[1], theta[2], twist)
+        for c in range(WIDTH):
+            springs[i, slot, c] = spring[c]
+    moment, u, power = _moment(spring, k, n, p.damping, inverse, (spin[0], spin[1], spin[2]), limit, mu)
+    if advance:
+        add_wall_couple(partial, i, w, moment[0], moment[1], moment[2])
+    return (moment, 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]),
+            0.5 * k[1] * spring[3] * spring[3], booked, power)
+
+
+@njit(inline="always")
+def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     """Particle ``i``'s rolling and twisting couples with the walls: ``(0, 0, 0, τx, τy, τz,
     rolling, twisting, booked, power)``; with ``advance`` the springs first take the step."""
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
-    keys, springs = own.wall_key, own.wall_spring
-    walls, inertia = p.walls, p.contact_inertia
+    keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
+    table, inertia = p.walls, p.contact_inertia
+    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
+    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     tx = ty = tz = rolling = twisting = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
     inverse = (inertia[i, 0], inertia[i, 1])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    for w in range(walls.shape[0]):
-        mu = (walls[w, 6], walls[w, 7])
+    for w in range(p.planes):
+        mu = (table[w, 3], table[w, 4])
         if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
             continue
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, walls)
+        n = (table[w, 0], table[w, 1], table[w, 2])
+        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 theta, twist = release_wall(i, w, keys, springs)
                 if theta != 0.0 or twist != 0.0:
-                    k_old = _stiffnesses(hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius), radius,
-                                         radius - gap_old, mu[0], p.ratio)
+                    k_old = _wall_stiffnesses(gap_old, radius, mu, p)
                     booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
             continue
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        n = (walls[w, 3], walls[w, 4], walls[w, 5])
-        delta = 1.0 - gap / radius
-        k = _stiffnesses(hertz_stiffness(delta, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
-        limit = radius * hertz(delta, p.stiffness, radius)[1]
-        spring = _wall4(springs, i, slot)
-        if advance:
-            k_old = _stiffnesses(hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius), radius,
-                                 radius - gap_old, mu[0], p.ratio)
-            theta, twist, work = _advance_springs(spring, k_old, k, omega, n, h, limit, mu)
-            spring = (theta[0], theta[1], theta[2], twist)
-            for c in range(WIDTH):
-                springs[i, slot, c] = spring[c]
-            booked += work
-        moment, u, dissipation = _moment(spring, k, n, p.damping, inverse, omega, limit, mu)
-        rolling += 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2])
-        twisting += 0.5 * k[1] * spring[3] * spring[3]
-        power += dissipation
+        moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h,
+                                                            _spins(omega, wall_spin, w), radius, inverse, mu, p,
+                                                            springs, partial, advance)
         tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
+        rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
+    if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
+        ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
+        for s in range(keys.shape[1]):
+            if (ended >> s) & 1:
+                w = keys[i, s]
+                theta, twist = release_slot(i, s, keys, springs)
+                k_old = _wall_stiffnesses(previous[i, s, 3], radius, (table[w, 3], table[w, 4]), p)
+                booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+    taken = 0
+    for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
+        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal,
+                                                           table, taken, advance)
+        if slot >= 0:
+            moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
+                                                                _spins(omega, wall_spin, w), radius, inverse,
+                                                                (table[w, 3], table[w, 4]), p, springs, partial,
+                                                                advance)
+            tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
+            rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
     return 0.0, 0.0, 0.0, tx, ty, tz, rolling, twisting, booked, power
 
 
 @njit(inline="always")
-def rolling_pw_forces(i, h, st, bodies, contacts, p, own):
-    """Advance particle ``i``'s wall springs, book their work; returns their couples."""
-    row = _wall_rows(i, h, st, bodies, p, own, True)
+def rolling_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Advance particle ``i``'s wall springs, book their work and their reactions on the walls;
+    returns their couples."""
+    row = _wall_rows(i, h, st, bodies, p, own, walls, True)
     book(i, h, own, row[8], row[9])
     return 0.0, 0.0, 0.0, row[3], row[4], row[5]
 
 
 @njit(cache=True)
-def rolling_pw_energy(st, bodies, contacts, p, own):
+def rolling_pw_energy(st, bodies, contacts, p, own, walls):
     """``(rolling, twisting, friction, dissipated)`` of the particle–wall contacts."""
     rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        row = _wall_rows(i, 0.0, st, bodies, p, own, False)
+        row = _wall_rows(i, 0.0, st, bodies, p, own, walls, False)
         rolling += row[6]
         twisting += row[7]
     return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
@@ -373,10 +427,12 @@ def _setup_pp(model):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 6:] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any():
         return None
+    planes = len(model.wall_normal)
     return RollingWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                             float(contact["rolling_damping"]), walls, contact_inertia(model))
+                             float(contact["rolling_damping"]), walls, contact_inertia(model), planes,
+                             bool((walls[planes:, 3:] > 0).any()))
 
 
 def _state_pp(model, params):
@@ -385,7 +441,7 @@ def _state_pp(model, params):
 
 def _state_pw(model, params):
     return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, WIDTH, (params.walls[:, 6:] > 0).any(axis=1)))
+                             *wall_slots(model, WIDTH, (params.walls[:, 3:] > 0).any(axis=1), params.planes))
 
 
 def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
@@ -417,8 +473,8 @@ ROLLING_PP = Interaction(
 ROLLING_PW = Interaction(
     name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
-    forces=rolling_pw_forces, energy=rolling_pw_energy,
+    forces=rolling_pw_forces, energy=rolling_pw_energy, walls=True,
     critical_step=_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
-                                 lambda p: (p.walls[:, 6].max(), p.walls[:, 7].max())),
+                                 lambda p: (p.walls[:, 3].max(), p.walls[:, 4].max())),
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
 )

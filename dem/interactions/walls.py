@@ -67,9 +67,20 @@ def _relaxation(value):
     return None if 0.0 < value <= 1.0 else "must be in (0, 1]"
 
 
-#: The ``[[walls]]`` keys that override a coefficient of ``[contact]`` for one wall (of
-#: `dem.interactions.friction` and `dem.interactions.rolling`).
+#: The ``[[walls]]`` and ``[[mesh]]`` keys that override a coefficient of ``[contact]`` for one
+#: wall (of `dem.interactions.friction` and `dem.interactions.rolling`).
 WALL_FRICTION_KEYS = ("friction", "rolling_friction", "twisting_friction")
+
+
+def _own_coefficients(what):
+    """The keys `WALL_FRICTION_KEYS` of a ``[[walls]]`` (``what = "wall"``) or ``[[mesh]]`` table."""
+    return {"friction": Key("float", None, f"this {what}'s Coulomb friction coefficient μ (default: [contact] "
+                            "friction)", "", non_negative),
+            "rolling_friction": Key("float", None, f"this {what}'s rolling friction coefficient μ_r (default: "
+                                    "[contact] rolling_friction)", "", non_negative),
+            "twisting_friction": Key("float", None, f"this {what}'s twisting friction coefficient μ_t (default: "
+                                     "[contact] twisting_friction)", "", non_negative)}
+
 
 #: The keys of a ``[[walls]]`` table.
 WALL_KEYS = {
@@ -90,12 +101,7 @@ WALL_KEYS = {
                      "length/time", non_negative),
     "servo_relaxation": Key("float", 0.2, "fraction of the servo's force error corrected per step, through the "
                             "stiffness of the wall's contacts", "", _relaxation),
-    "friction": Key("float", None, "this wall's Coulomb friction coefficient μ (default: [contact] friction; "
-                    "must be 0 on a moving or servo wall)", "", non_negative),
-    "rolling_friction": Key("float", None, "this wall's rolling friction coefficient μ_r (default: [contact] "
-                            "rolling_friction; 0 on a moving or servo wall)", "", non_negative),
-    "twisting_friction": Key("float", None, "this wall's twisting friction coefficient μ_t (default: [contact] "
-                             "twisting_friction; 0 on a moving or servo wall)", "", non_negative),
+    **_own_coefficients("wall"),
 }
 
 #: The keys of a ``[[mesh]]`` table.
@@ -115,20 +121,14 @@ MESH_KEYS = {
                             "1/time"),
     "center": Key("vec3", None, "the mesh's centre (the point it turns about and that walls.csv logs; default: the "
                   "centre of its bounding box, after the transformation)", "length"),
+    **_own_coefficients("mesh"),
 }
 
 
 def wall_problem(table, sections):
     """``(key, problem)`` for an inconsistent ``[[walls]]`` table (``sections``: the scene's), or
-    None. Friction and rolling resistance (`dem.interactions.friction`) act on fixed planes only."""
+    None."""
     targets = [key for key in ("target_force", "target_stress") if table[key] is not None]
-    if table["servo"] or any(table["velocity"]):
-        contact = sections["contact"]
-        for key in WALL_FRICTION_KEYS:
-            if (contact[key] if table[key] is None else table[key]) > 0.0:
-                return key, (f"friction and rolling resistance act on fixed walls only: give this moving wall {key} = 0 "
-                             f"(it takes [contact] {key} = {contact[key]:g} otherwise)" if table[key] is None
-                             else "friction and rolling resistance act on fixed walls only: must be 0 on a moving wall")
     if table["servo"]:
         if any(table["velocity"]):
             return "velocity", "a servo wall moves by itself: give velocity or servo = true, not both"
@@ -182,6 +182,16 @@ def add_wall_load(partial, i, w, fx, fy, fz, rx, ry, rz, stiffness):
     partial[chunk, w, 4] -= rz * fx - rx * fz
     partial[chunk, w, 5] -= rx * fy - ry * fx
     partial[chunk, w, 6] += stiffness
+
+
+@njit(inline="always")
+def add_wall_couple(partial, i, w, tx, ty, tz):
+    """Book on wall ``w`` the reaction ``−τ`` of the couple ``τ`` it exerts on particle ``i``
+    (rolling and twisting resistance), as `add_wall_load`."""
+    chunk = i // CHUNK
+    partial[chunk, w, 3] -= tx
+    partial[chunk, w, 4] -= ty
+    partial[chunk, w, 5] -= tz
 
 
 # ---------------------------------------------------------------------------------------------
