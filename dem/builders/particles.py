@@ -22,7 +22,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..schema import REQUIRED, Key, non_negative, positive, too_many
 
@@ -155,6 +154,8 @@ def read_packing(path, kind="auto", overlap_tolerance=0.01):
 def worst_overlap(position, diameter):
     """``(i, j, depth)`` of the most overlapping pair, ``depth = 1 − r/((D_i + D_j)/2)``, or None
     when no two spheres touch."""
+    from scipy.spatial import cKDTree  # imported here: scipy costs a second (dem/packing.py)
+
     pairs = cKDTree(position).query_pairs(float(diameter.max()), output_type="ndarray")
     if not len(pairs):
         return None
