@@ -123,7 +123,7 @@ def test_friction_is_off_unless_asked_and_walls_override_it(tmp_path):
                                                        "walls.0.rolling_friction=0.1"])
     assert "friction_pw" in model.interactions and "rolling_pw" in model.interactions
     assert "friction_pp" not in model.interactions and "rolling_pp" not in model.interactions
-    assert model.interactions["friction_pw"].walls[:, 6].tolist() == [0.3]
+    assert model.interactions["friction_pw"].walls[:, 3].tolist() == [0.3]   # (normal, μ) per wall
     _, model, _, _ = prepare(tmp_path / "scene.toml", ["walls.0.friction=0.0"])
     assert "friction_pw" not in model.interactions and "friction_pp" in model.interactions
 

@@ -87,11 +87,13 @@ def spheres_near_walls(rng, wall_friction=None, **contact):
 
 def with_springs(name, make, **contact):
     """A configuration of the spring interaction ``name`` alone (the Hertz contact it rides on
-    is removed from the model), spinning bodies, and random springs on its contacts."""
+    is removed from the model; the walls' bookkeeping, which it reads, is kept), spinning bodies,
+    and random springs on its contacts."""
     def configure(rng):
         model, state = make(rng, **contact)
-        model.interactions = {name: model.interactions[name]}
-        state.interactions = {name: state.interactions[name]}
+        kept = (name, "walls") if INTERACTIONS[name].walls else (name,)
+        model.interactions = {key: model.interactions[key] for key in kept}
+        state.interactions = {key: state.interactions[key] for key in kept}
         state.velocity[:] = rng.normal(size=state.velocity.shape)
         state.angular_velocity[:] = rng.normal(size=state.angular_velocity.shape)
         return model, state, random_springs(model, state, name, rng)
@@ -215,7 +217,7 @@ def configuration(name, variant, seed):
 def set_springs(model, state, contacts, springs):
     """Put ``springs`` (`reference_laws.random_springs`) into the contact table's history or the
     interaction's wall slots."""
-    (name,) = model.interactions
+    (name,) = [key for key in model.interactions if key != "walls"]
     if INTERACTIONS[name].history:
         keys = np.array(sorted(springs), np.int32).reshape(-1, 2)
         values = np.array([springs[tuple(key)] for key in keys]).reshape(len(keys), -1)
