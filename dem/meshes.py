@@ -421,7 +421,7 @@ def _vertex_contact(x, v, radius, mesh):
     return distance if distance < radius else -1.0
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls):
     """Store a contact (normal in the mesh frame, turned to the world's) unless this mesh already
     has one at the same point; returns the new count."""
@@ -444,7 +444,7 @@ def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls)
     return count + 1
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
     """Record particle ``i``'s contacts (centre ``x``, radius ``radius``) with mesh ``m``."""
     w = mesh.wall[m]

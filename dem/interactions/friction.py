@@ -463,7 +463,7 @@ def store_contact(previous, i, s, n, gap):
     previous[i, s, 3] = gap
 
 
-@njit(inline="always")
+@njit(cache=True)
 def mesh_slot(keys, previous, i, w, n, gap, taken, claim):
     """``(slot, taken)``: the slot of particle ``i`` whose contact with mesh ``w`` continues the
     contact of normal ``n`` (the one of the step before with the normal nearest to ``n``, within
@@ -488,7 +488,7 @@ def mesh_slot(keys, previous, i, w, n, gap, taken, claim):
     return slot, taken
 
 
-@njit(inline="always")
+@njit(cache=True)
 def ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, planes):
     """Bit mask of particle ``i``'s mesh slots whose contact ended (no contact of this step
     continues it, `mesh_slot`; ``mesh_*``: the walls' state's arrays)."""
@@ -503,7 +503,7 @@ def ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, plan
     return ended
 
 
-@njit(inline="always")
+@njit(cache=True)
 def mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal, table, taken, advance):
     """Particle ``i``'s mesh contact ``c`` (``mesh_*``: the walls' state's arrays) and its springs'
     slot: ``(w, n, gap, old, gap_old, slot, taken)``, the mesh, the contact's normal and gap now
@@ -537,7 +537,7 @@ def wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_s
     return arm, (cx - wall_point[w, 0], cy - wall_point[w, 1], cz - wall_point[w, 2]), u
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, inverse_mass, mu, p, springs,
                   position, wall_point, wall_velocity, wall_spin, partial, advance):
     """Particle ``i``'s tangential contact with wall ``w`` (its spring in ``slot``; the unit

@@ -306,7 +306,7 @@ def _spins(omega, wall_spin, w):
             wall_spin[w, 1], wall_spin[w, 2])
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, partial, advance):
     """Particle ``i``'s rolling and twisting contact with wall ``w`` (springs in ``slot``; normal
     and gap now ``n``, ``gap``, a step ago ``old``, ``gap_old``; ``spin`` the particle's spin
