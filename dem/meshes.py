@@ -444,7 +444,7 @@ def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls)
     return count + 1
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
     """Record particle ``i``'s contacts (centre ``x``, radius ``radius``) with mesh ``m``."""
     w = mesh.wall[m]

@@ -25,7 +25,7 @@ N = 10⁵ block: a conditional write made the pass over the bodies five times sl
 taken out inside the contact loop added 50 %.
 Inlining costs compile time in every generated loop that uses the kernel, so keep what runs only
 sometimes out of line: a contact's own arithmetic (once per touching wall, not per row) and
-mesh bookkeeping are plain ``@njit(cache=True)`` functions, compiled once per machine and called
+a mesh contact's bookkeeping are plain ``@njit(cache=True)`` functions, compiled once per machine and called
 (measured: the frictional sphere-on-a-floor loop compiled in 97 s instead of 156 s, its energy
 kernels in 23 s instead of 71 s, with the N = 10⁵ frictional block's stepping unchanged; making
 the per-row helpers out of line too made that block six times slower).
