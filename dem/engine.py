@@ -139,7 +139,7 @@ def _rows_text(w, interactions, listed):
     ``lo <= i < hi`` or, ``listed``, over every body)."""
     rows = [i for i in interactions if i.kind == ROW]
     row_arguments = _row_arguments(interactions)
-    w("@njit(cache=True)")
+    w("@njit(cache=True, _nrt=False)")
     w(f"def _rows(lo, hi, h, st, bodies, contacts{', rows' if listed else ''}"
       f"{''.join(', ' + a for a in row_arguments)}):")
     w(f'"""Set the force and moment of bodies {"rows[lo:hi]" if listed else "lo <= i < hi"} from the row '
@@ -398,8 +398,10 @@ def loop_source(scheme, names, parallel):
     return f"# {forces[0]}.py\n{forces[1]}\n# {advance[0]}.py\n{advance[1]}"
 
 
-#: first compile of a stepping loop when none was timed on this machine yet (2-core machine, cold)
-TYPICAL_COMPILE_SECONDS = {False: 40.0, True: 90.0}
+#: seconds per interaction of a stepping loop's first compile when none was timed on this machine
+#: yet (2-core machine, cold numba cache: the torus impact's four, serial, in 34 s with the kernels
+#: every loop shares)
+TYPICAL_SECONDS_PER_INTERACTION = {False: 8.0, True: 20.0}
 COMPILE_TIMES = "compile_times.json"
 
 
@@ -412,20 +414,22 @@ def _compile_times():
 
 def compile_estimate(scheme, names, parallel):
     """None when the stepping loop of ``scheme`` with ``names`` was compiled before on this
-    machine (numba's cache has it), else the seconds its compilation is expected to take: the
-    longest compile of a loop of the same kind timed here, or `TYPICAL_COMPILE_SECONDS`."""
+    machine (numba's cache has it), else the seconds its compilation is expected to take: its
+    number of interactions (at least one) times the median seconds per interaction of the loops
+    of the same kind (serial or parallel) timed here, or `TYPICAL_SECONDS_PER_INTERACTION`."""
     name = advance_module(scheme, tuple(names), parallel).__name__
     times = _compile_times()
     if name in times:
         return None
-    same_kind = [seconds for key, (seconds, kind) in times.items() if kind == parallel]
-    return max(same_kind) if same_kind else TYPICAL_COMPILE_SECONDS[parallel]
+    rates = sorted(seconds / count for seconds, kind, count in times.values() if kind == parallel)
+    rate = rates[len(rates) // 2] if rates else TYPICAL_SECONDS_PER_INTERACTION[parallel]
+    return rate * max(len(names), 1)
 
 
 def record_compile_time(scheme, names, parallel, seconds):
     """Remember that the loop was compiled (and how long it took) for `compile_estimate`."""
     times = _compile_times()
-    times[advance_module(scheme, tuple(names), parallel).__name__] = (round(seconds, 1), parallel)
+    times[advance_module(scheme, tuple(names), parallel).__name__] = (round(seconds, 1), parallel, max(len(names), 1))
     path = generated_folder() / COMPILE_TIMES
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(times, indent=1), encoding="utf-8")

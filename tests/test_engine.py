@@ -26,12 +26,16 @@ def test_the_loop_calls_exactly_the_interactions_a_scene_uses():
 def test_compile_times_are_remembered_per_loop(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "generated_folder", lambda: tmp_path)
     names = ("binder", "hertz_pp", "hertz_pw", "walls")
-    assert engine.compile_estimate(SCHEMES["rrp2"], names, False) == engine.TYPICAL_COMPILE_SECONDS[False]
-    engine.record_compile_time(SCHEMES["rrp2"], names, False, 12.3)
+    typical = engine.TYPICAL_SECONDS_PER_INTERACTION
+    assert engine.compile_estimate(SCHEMES["rrp2"], names, False) == 4 * typical[False]
+    assert engine.compile_estimate(SCHEMES["rrp2"], (), False) == typical[False]  # the bare loop: one's worth
+    engine.record_compile_time(SCHEMES["rrp2"], names, False, 12.0)
+    engine.record_compile_time(SCHEMES["rrp"], names[:2], False, 2.0)
+    engine.record_compile_time(SCHEMES["rrp1"], names[:1], False, 4.0)
     assert engine.compile_estimate(SCHEMES["rrp2"], names, False) is None  # compiled: no message
-    # another loop of the same kind: expected to take about as long as the longest one timed here
-    assert engine.compile_estimate(SCHEMES["rrp"], names, False) == 12.3
-    assert engine.compile_estimate(SCHEMES["rrp"], names, True) == engine.TYPICAL_COMPILE_SECONDS[True]
+    # another loop of the same kind: the median seconds per interaction timed here (1, 3, 4 s)
+    assert engine.compile_estimate(SCHEMES["lgvi"], names + ("gravity", "damping"), False) == 6 * 3.0
+    assert engine.compile_estimate(SCHEMES["rrp"], names, True) == 4 * typical[True]
 
 
 PROBE = """

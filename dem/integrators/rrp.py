@@ -14,7 +14,7 @@ FAILURE = ("would turn by π/2 or more in one step (h²|Ω + hτ/2J|² ≥ 1, th
            "seed 001 eq. 16)")
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def before_forces(lo, hi, h, st, bodies, aux):
     """Bodies ``lo ≤ i < hi`` up to the new configuration; returns the first body whose
     increment has no solution, or −1."""
@@ -26,7 +26,7 @@ def before_forces(lo, hi, h, st, bodies, aux):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def after_forces(lo, hi, h, st, bodies, aux):
     for i in range(lo, hi):
         kick(i, 0.5 * h, st, bodies)  # v⁺ = v_½ + hF⁺/2m, Ω⁺ = w + hτ⁺/2J

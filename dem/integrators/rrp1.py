@@ -8,7 +8,7 @@ from numba import njit
 from .stages import drift, kick, rotate_linear
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def before_forces(lo, hi, h, st, bodies, aux):
     for i in range(lo, hi):
         kick(i, h, st, bodies)  # v⁺ = v + hF/m, Ω⁺ = Ω + hτ/J
@@ -17,6 +17,6 @@ def before_forces(lo, hi, h, st, bodies, aux):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def after_forces(lo, hi, h, st, bodies, aux):
     """Nothing: the forces of the new configuration kick in the next step."""

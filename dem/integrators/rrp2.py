@@ -10,7 +10,7 @@ from numba import njit
 from .stages import drift, kick, rotate_linear
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def before_forces(lo, hi, h, st, bodies, aux):
     """Bodies ``lo ≤ i < hi`` up to the new configuration; returns −1 (no failure)."""
     for i in range(lo, hi):
@@ -20,7 +20,7 @@ def before_forces(lo, hi, h, st, bodies, aux):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def after_forces(lo, hi, h, st, bodies, aux):
     """The closing half kicks with the forces ``F⁺, τ⁺`` of the new configuration."""
     for i in range(lo, hi):

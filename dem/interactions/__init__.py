@@ -8,6 +8,8 @@ one module that defines an `Interaction` plus one line here (or `register` for o
 elsewhere, e.g. in a test).
 """
 
+import functools
+
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
@@ -35,6 +37,7 @@ CORE_COLUMNS = ("axial", "shear", "bending", "hertz_pp", "hertz_pw", "gravity", 
 KINETIC_COLUMNS = ("kinetic_translational", "kinetic_rotational")
 
 
+@functools.cache  # (asked for at every log row; `register` and `unregister` clear it)
 def extra_columns():
     """Energy columns of registered interactions beyond `CORE_COLUMNS`, in registry order."""
     out = []
@@ -43,6 +46,7 @@ def extra_columns():
     return tuple(out)
 
 
+@functools.cache
 def energy_columns():
     """Every energy column of the log, in its order: kinetic, SPEC §4's, then the others."""
     return KINETIC_COLUMNS + CORE_COLUMNS + extra_columns()
@@ -54,12 +58,19 @@ def register(interaction):
         raise ValueError(f"an interaction named {interaction.name!r} is already registered")
     INTERACTIONS[interaction.name] = interaction
     INTERACTIONS["damping"] = INTERACTIONS.pop("damping")  # stays last: it opposes the total force
+    _columns_changed()
     return interaction
 
 
 def unregister(name):
     """Remove a registered interaction (the counterpart of `register`, for tests)."""
     del INTERACTIONS[name]
+    _columns_changed()
+
+
+def _columns_changed():
+    extra_columns.cache_clear()
+    energy_columns.cache_clear()
 
 
 def section_keys():

@@ -122,7 +122,7 @@ def _bond_force(k_axial, k_shear, n, inverse_r, inverse_r0, strain, a_i, a_j, c_
             f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def binder_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact bonds ``lo ≤ b < hi`` (one colour); break those past the
     limits, booking their energy and half-step work (see the module's docstring)."""

@@ -160,7 +160,7 @@ def _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend):
             f_n * n[2] + f_s * s[2] + f_r * bend[2])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact parallel bonds ``lo ≤ b < hi`` (one colour); break those past
     their strengths, booking their energy and half-step work (module docstring)."""

@@ -195,7 +195,7 @@ def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
     return booked
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rolling_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter

@@ -233,7 +233,7 @@ def walls_advance(h, st, bodies, p, own):
                 own.point[w, c] += h * own.velocity[w, c]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def walls_update(lo, hi, h, st, bodies, contacts, p, own):
     """Zero the partial loads of the chunks of rows ``lo ≤ i < hi`` (the last rows: and of every
     chunk beyond, which an MPI rank's fewer rows leave over); find their mesh contacts."""

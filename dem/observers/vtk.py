@@ -9,6 +9,12 @@ Layout under the run's output folder::
     vtk/meshes_000000100.vtp                    mesh walls as their triangles, where they are now (if any)
     sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
 
+Walls that do not move are written once, at the run's first snapshot, and every entry of their
+``.pvd`` names that file. Each plane is drawn as a square centred at the projection of the
+bodies' centroid at the run's first snapshot, of edge ``size`` (or 1.2 × the particles' extent
+then). A series' VTK objects are built at its first snapshot and refilled at the next ones
+(`_Reused`).
+
 Files are binary (raw appended data), LZ4-compressed (three times faster to write than zlib,
 files 10 % larger; read by VTK 8.1 and later, so ParaView 5.5 and later: checked with 5.11).
 Each ``.pvd`` is rewritten atomically (``*.pvd.tmp``, then ``os.replace``) after a snapshot, so
@@ -46,6 +52,7 @@ import os
 import re
 import sys
 import time
+from collections import namedtuple
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -56,6 +63,7 @@ from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
+from ..interactions.walls import FIXED
 from ..rotations import quat_matrix
 
 SERIES = ("particles", "bonds", "walls", "meshes", "sites")
@@ -86,6 +94,9 @@ class VTKWriter:
         self._last_collection = None  # time.monotonic() of the last .pvd rewrite
         self._last_step = None
         self._fragments = (-1, None)  # (intact bonds, fragment of each body) at the last snapshot
+        self._series = {}  # series -> _Reused: its VTK objects, refilled at every snapshot
+        self._static = {}  # series of walls that do not move -> the file of the run's first snapshot
+        self._square = None  # (centre, edge) of the planes' squares, from the run's first snapshot
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
@@ -104,18 +115,24 @@ class VTKWriter:
         count = int(np.count_nonzero(intact))
         if self._fragments[0] != count:  # bonds only break: the count tells whether any did
             self._fragments = (count, fragment_labels(model.n_bodies, model.bonds.i, model.bonds.j, intact))
-        written = {"particles": _particles(model, state, self._fragments[1])}
+        written = {"particles": lambda: _particles(model, state, self._fragments[1])}
         if len(model.bonds):
-            written["bonds"] = _bonds(model, state)
+            written["bonds"] = lambda: _bonds(model, state)
         if len(model.wall_point):
-            written["walls"] = _walls(model, state)
+            if self._square is None:
+                self._square = _wall_square(model, state)
+            written["walls"] = lambda: _walls(model, state, self._square)
         if "walls" in model.inputs and model.inputs["walls"]["meshes"]:
-            written["meshes"] = _meshes(model, state)
+            written["meshes"] = lambda: _meshes(model, state)
         if model.n_sites:
-            written["sites"] = _sites(model, state)
-        for series, polydata in written.items():
-            name = f"vtk/{series}_{step:09d}.vtp"
-            self._write(polydata, self.directory / name)
+            written["sites"] = lambda: _sites(model, state)
+        for series, frame in written.items():  # (frame: makes the series' arrays, when they are written)
+            name = self._static.get(series)
+            if name is None:
+                name = f"vtk/{series}_{step:09d}.vtp"
+                self._write(self._series.setdefault(series, _Reused()).fill(frame()), self.directory / name)
+                if series in ("walls", "meshes") and _walls_fixed(model, series):
+                    self._static[series] = name  # every later snapshot of the run shows this file
             self._entries[series].append((step, float(state.time), name))
             self._pending.add(series)
         self._last_step = step
@@ -184,7 +201,14 @@ def _write_in_place(path, data):
         os.close(descriptor)
 
 
-def _array(values, name, dtype=np.float64):
+#: One snapshot of a series as arrays: ``points (n, 3)``; ``verts``, ``lines``, ``polys``
+#: ``(offsets, connectivity)`` or None; ``point_data`` and ``cell_data`` ``[(name, values,
+#: dtype)]``; the names of the active ``vectors`` and ``scalars`` (or None).
+Frame = namedtuple("Frame", "points verts lines polys point_data cell_data vectors scalars",
+                   defaults=(None, None, None, (), (), None, None))
+
+
+def _vtk_array(values, name, dtype):
     array = numpy_support.numpy_to_vtk(np.ascontiguousarray(values, dtype=dtype), deep=True)
     array.SetName(name)
     return array
@@ -197,36 +221,73 @@ def _cells(offsets, connectivity):
     return cells
 
 
-def _polydata(points):
-    vtk_points = vtkPoints()
-    vtk_points.SetData(_array(points, "points"))
-    polydata = vtkPolyData()
-    polydata.SetPoints(vtk_points)
-    return polydata
+class _Reused:
+    """A series' ``vtkPolyData``, built at its first snapshot and refilled in place at the next
+    ones (new VTK objects for every array of every snapshot cost as much as serialising them);
+    built again when the cells or the arrays' shapes change."""
+
+    def __init__(self):
+        self.polydata = None
+        self.layout = None  # the cells and (name, shape, dtype) of every array of the last build
+        self._arrays = []  # the VTK data arrays, point data then cell data
+        self.views = []  # numpy views of the points' and data arrays, in the frame's order
+
+    def fill(self, frame):
+        data = [(None, frame.points, np.float64), *frame.point_data, *frame.cell_data]
+        shapes = [(name, np.shape(values), dtype) for name, values, dtype in data]
+        cells = [frame.verts, frame.lines, frame.polys]
+        if self.polydata is None or shapes != self.layout[0] or not _same_cells(cells, self.layout[1]):
+            self._build(frame, shapes, cells)
+            return self.polydata
+        for view, (_, values, _) in zip(self.views, data):
+            view[...] = values
+        self.polydata.GetPoints().GetData().Modified()  # (VTK caches the arrays' ranges)
+        for array in self._arrays:
+            array.Modified()
+        self.polydata.Modified()
+        return self.polydata
+
+    def _build(self, frame, shapes, cells):
+        points = vtkPoints()
+        points.SetData(_vtk_array(frame.points, "points", np.float64))
+        polydata = vtkPolyData()
+        polydata.SetPoints(points)
+        for setter, cell in zip((polydata.SetVerts, polydata.SetLines, polydata.SetPolys), cells):
+            if cell is not None:
+                setter(_cells(*cell))
+        self._arrays = []
+        for target, entries in ((polydata.GetPointData(), frame.point_data), (polydata.GetCellData(), frame.cell_data)):
+            for name, values, dtype in entries:
+                array = _vtk_array(values, name, dtype)
+                target.AddArray(array)
+                self._arrays.append(array)
+        if frame.vectors:
+            polydata.GetPointData().SetActiveVectors(frame.vectors)
+        if frame.scalars:
+            polydata.GetCellData().SetActiveScalars(frame.scalars)
+        self.polydata = polydata
+        self.layout = (shapes, [None if c is None else tuple(np.array(a, np.int64) for a in c) for c in cells])
+        self.views = [numpy_support.vtk_to_numpy(points.GetData())] + [numpy_support.vtk_to_numpy(a) for a in self._arrays]
+
+
+def _same_cells(cells, built):
+    return all((a is None) == (b is None) and (a is None or all(np.array_equal(x, y) for x, y in zip(a, b)))
+               for a, b in zip(cells, built))
 
 
 def _particles(model, state, fragments):
     n = model.n_bodies
-    polydata = _polydata(state.position)
-    polydata.SetVerts(_cells(np.arange(n + 1), np.arange(n)))
     rotation = quat_matrix(state.orientation)
-    data = polydata.GetPointData()
-    data.AddArray(_array(np.arange(n), "id", np.int32))
-    data.AddArray(_array(model.group, "body", np.int32))
-    data.AddArray(_array(model.diameter, "diameter"))
-    data.AddArray(_array(state.velocity, "velocity"))
-    data.AddArray(_array(np.linalg.norm(state.velocity, axis=1), "speed"))
-    data.AddArray(_array(state.angular_velocity, "angular_velocity"))
-    data.AddArray(_array(state.orientation, "orientation"))
-    for k in range(3):
-        data.AddArray(_array(rotation[:, :, k], f"axis_{k + 1}"))
-    data.AddArray(_array(state.force, "force"))
-    data.AddArray(_array(state.moment, "moment"))
-    data.AddArray(_array(state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), "center_of_mass"))
-    data.AddArray(_array(model.mass, "mass"))
-    data.AddArray(_array(fragments, "fragment", np.int32))
-    data.SetActiveVectors("velocity")
-    return polydata
+    i32, f64 = np.int32, np.float64
+    data = [("id", np.arange(n), i32), ("body", model.group, i32), ("diameter", model.diameter, f64),
+            ("velocity", state.velocity, f64), ("speed", np.linalg.norm(state.velocity, axis=1), f64),
+            ("angular_velocity", state.angular_velocity, f64), ("orientation", state.orientation, f64)]
+    data += [(f"axis_{k + 1}", rotation[:, :, k], f64) for k in range(3)]
+    data += [("force", state.force, f64), ("moment", state.moment, f64),
+             ("center_of_mass", state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), f64),
+             ("mass", model.mass, f64), ("fragment", fragments, i32)]
+    return Frame(state.position, verts=(np.arange(n + 1), np.arange(n)), point_data=data,
+                 vectors="velocity")
 
 
 def _sites(model, state):
@@ -245,51 +306,50 @@ def _sites(model, state):
         starts = start[:-1][counts == k][:, None]
         edges.append(np.stack(((starts + first).ravel(), (starts + second).ravel()), axis=1))
     edges = np.concatenate(edges)
-    polydata = _polydata(points)
-    polydata.SetVerts(_cells(np.arange(n_sites + 1), np.arange(n_sites)))
-    polydata.SetLines(_cells(np.arange(0, 2 * len(edges) + 1, 2), edges.ravel()))
-    data = polydata.GetPointData()
-    data.AddArray(_array(owner, "id", np.int32))
-    data.AddArray(_array(model.group[owner], "body", np.int32))
-    data.AddArray(_array(np.arange(n_sites) - start[owner], "site", np.int32))
-    data.AddArray(_array(velocity, "velocity"))
-    data.AddArray(_array(np.linalg.norm(velocity, axis=1), "speed"))
-    data.SetActiveVectors("velocity")
-    polydata.GetCellData().AddArray(_array(np.concatenate((owner, owner[edges[:, 0]])), "id", np.int32))
-    return polydata
+    data = [("id", owner, np.int32), ("body", model.group[owner], np.int32),
+            ("site", np.arange(n_sites) - start[owner], np.int32), ("velocity", velocity, np.float64),
+            ("speed", np.linalg.norm(velocity, axis=1), np.float64)]
+    return Frame(points, verts=(np.arange(n_sites + 1), np.arange(n_sites)),
+                 lines=(np.arange(0, 2 * len(edges) + 1, 2), edges.ravel()), point_data=data,
+                 cell_data=[("id", np.concatenate((owner, owner[edges[:, 0]])), np.int32)], vectors="velocity")
 
 
 def _bonds(model, state):
     bonds = model.bonds
-    polydata = _polydata(state.position)
-    polydata.SetLines(_cells(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()))
     measures = bond_measures(model, state)
-    data = polydata.GetCellData()
-    for name in COMMON:
-        data.AddArray(_array(measures[name], name))
-    data.AddArray(_array(measures["force"], "force"))
-    data.AddArray(_array(measures["broken"], "broken", np.uint8))
-    data.AddArray(_array(measures["law"], "law", np.uint8))
-    if bonds.law.any():   # parallel bonds: their forces, moments and stresses
-        for name in PARALLEL_ONLY:
-            data.AddArray(_array(measures[name], name))
-    data.SetActiveScalars("axial_strain")
-    return polydata
+    data = [(name, measures[name], np.float64) for name in COMMON + ("force",)]
+    data += [("broken", measures["broken"], np.uint8), ("law", measures["law"], np.uint8)]
+    if bonds.law.any():  # parallel bonds: their forces, moments and stresses
+        data += [(name, measures[name], np.float64) for name in PARALLEL_ONLY]
+    return Frame(state.position, lines=(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()),
+                 cell_data=data, scalars="axial_strain")
 
 
-def _walls(model, state):
-    """Each wall as a square of edge ``wall_size`` (or 1.2 × the particles' extent when 0) in its
-    plane, centred at the projection of the bodies' centroid, corners counter-clockwise about
-    the normal."""
-    normal = model.wall_normal
-    point = state.interactions["walls"].point[:len(normal)]
+def _wall_square(model, state):
+    """``(centroid, edge)``: the planes' squares are centred at the projection of the bodies'
+    centroid and have the edge ``wall_size`` (or 1.2 × the particles' extent when 0), both
+    taken at the run's first snapshot."""
     position = state.position
     radius = 0.5 * model.diameter[:, None]
     extent = max(np.max((position + radius).max(axis=0) - (position - radius).min(axis=0)), model.diameter.max(initial=0.0))
     if extent <= 0.0:
         extent = 1.0
-    edge = np.where(model.wall_size > 0.0, model.wall_size, 1.2 * extent)
-    centroid = position.mean(axis=0)
+    return position.mean(axis=0), np.where(model.wall_size > 0.0, model.wall_size, 1.2 * extent)
+
+
+def _walls_fixed(model, series):
+    """Whether none of the planes (``series`` "walls") or none of the meshes ("meshes") moves."""
+    motion = model.interactions["walls"].motion
+    planes = len(model.wall_point)
+    return bool(np.all((motion[:planes] if series == "walls" else motion[planes:]) == FIXED))
+
+
+def _walls(model, state, square):
+    """Each plane as a square (`_wall_square`) in its plane where it is now, corners
+    counter-clockwise about the normal."""
+    centroid, edge = square
+    normal = model.wall_normal
+    point = state.interactions["walls"].point[:len(normal)]
     center = centroid - np.sum((centroid - point) * normal, axis=1)[:, None] * normal
     helper = np.eye(3)[np.argmin(np.abs(normal), axis=1)]
     u = np.cross(normal, helper)
@@ -299,12 +359,8 @@ def _walls(model, state):
     corners = np.stack((center - half * u - half * v, center + half * u - half * v,
                         center + half * u + half * v, center - half * u + half * v), axis=1)
     n_walls = len(point)
-    polydata = _polydata(corners.reshape(-1, 3))
-    polydata.SetPolys(_cells(np.arange(0, 4 * n_walls + 1, 4), np.arange(4 * n_walls)))
-    data = polydata.GetCellData()
-    data.AddArray(_array(np.arange(n_walls), "wall", np.int32))
-    data.AddArray(_array(normal, "normal"))
-    return polydata
+    return Frame(corners.reshape(-1, 3), polys=(np.arange(0, 4 * n_walls + 1, 4), np.arange(4 * n_walls)),
+                 cell_data=[("wall", np.arange(n_walls), np.int32), ("normal", normal, np.float64)])
 
 
 def _meshes(model, state):
@@ -321,12 +377,9 @@ def _meshes(model, state):
         offset += len(mesh["vertices"])
     points, faces = np.concatenate(points), np.concatenate(faces)
     normal = np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])
-    polydata = _polydata(points)
-    polydata.SetPolys(_cells(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()))
-    data = polydata.GetCellData()
-    data.AddArray(_array(np.concatenate(index), "mesh", np.int32))
-    data.AddArray(_array(normal / np.linalg.norm(normal, axis=1, keepdims=True), "normal"))
-    return polydata
+    return Frame(points, polys=(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()), point_data=[],
+                 cell_data=[("mesh", np.concatenate(index), np.int32),
+                            ("normal", normal / np.linalg.norm(normal, axis=1, keepdims=True), np.float64)])
 
 
 # ---------------------------------------------------------------------------------------------
