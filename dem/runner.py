@@ -17,6 +17,7 @@ from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
 from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter, WallLog
+from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
@@ -85,6 +86,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     (outputs and the last checkpoint kept) if the run breaks down. A run stopped by a signal
     returns with ``sim.stop_requested`` set, after writing a final checkpoint."""
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
+    square = wall_square(model, state) if len(model.wall_point) else None  # of the initial state, restart or not
     restored, energy_reference = None, None
     if restart is not None:
         try:
@@ -106,9 +108,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
                          f"{error.strerror}") from None
     if _numba_cache.FRESH:
-        log.info("first run of this dem version on this machine: compiling its kernels (a minute or two on a "
-                 "2-core machine); they are cached in %s for every later run, from any folder",
-                 numba.config.CACHE_DIR)
+        log.info("first run of this dem version on this machine: compiling its kernels, cached in %s for every "
+                 "later run, from any folder", numba.config.CACHE_DIR)
         _numba_cache.FRESH = False  # said once per process
     resume_step = state.step if restart is not None else None
     hint = instability_hint(scene, critical)
@@ -118,7 +119,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                                 guard)
     # the guard after the writers: the state that set it off is in the outputs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
-                 VTKWriter(output_dir, scene.output["vtk_every"]), guard, checkpointer]
+                 VTKWriter(output_dir, scene.output["vtk_every"], square=square), guard, checkpointer]
     if "walls" in model.inputs:
         observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,

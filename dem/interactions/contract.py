@@ -25,8 +25,10 @@ over the bodies and every per-chunk kernel the loop calls (``update``, `BOND` ke
 schemes' stages) are compiled without it, ``@njit(cache=True, _nrt=False)``: such a function
 reads and writes the arrays it is given but may not allocate (``np.empty``, array arithmetic:
 numba refuses to compile it, "Only accept returning of array passed into the function as
-argument") and returns scalars or tuples of them. Measured: the torus impact's step 19.7 →
-10.8 µs, the N = 10⁵ bonded block's 2.23 → 1.82 s for 100 steps (`tools/bench.py`). Within a
+argument") and returns scalars or tuples of them. Measured (2 cores): the torus impact's step
+19.7 → 10.8 µs; 100 steps of the N = 10⁵ bonded block on 2 threads (`tools/bench.py --n 100000
+--steps 100 --threads 2 --friction --compare --repeat 3`) 2.05–2.34 → 1.76–1.78 s, frictional
+4.17–4.73 → 3.43–3.44 s; results bitwise the same. Within a
 kernel, write a row's own state unconditionally (``own.dissipated[i] += h * power`` with
 ``power`` possibly 0): a conditional write made the pass over the bodies five times slower.
 Inlining costs compile time in every generated loop that uses the kernel, so keep what runs only

@@ -10,10 +10,10 @@ Layout under the run's output folder::
     sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
 
 Walls that do not move are written once, at the run's first snapshot, and every entry of their
-``.pvd`` names that file. Each plane is drawn as a square centred at the projection of the
-bodies' centroid at the run's first snapshot, of edge ``size`` (or 1.2 × the particles' extent
-then). A series' VTK objects are built at its first snapshot and refilled at the next ones
-(`_Reused`).
+``.pvd`` names that file (a restart's entries too). Each plane is drawn as a square centred at
+the projection of the bodies' centroid in the scene's initial state, of edge ``size`` (or 1.2 ×
+the particles' extent then): `wall_square`. A series' VTK objects are built at its first
+snapshot and refilled at the next ones (`_Reused`).
 
 Files are binary (raw appended data), LZ4-compressed (three times faster to write than zlib,
 files 10 % larger; read by VTK 8.1 and later, so ParaView 5.5 and later: checked with 5.11).
@@ -81,10 +81,11 @@ class VTKWriter:
     that starts later (a restart) keeps the earlier run's snapshots before its first step. Files
     of an earlier run are overwritten as the run goes, and those it did not overwrite are removed
     at `close` (unlinking is slow on some file systems, so a rerun into the same folder should not
-    start by deleting everything).
+    start by deleting everything). ``square``: how to draw the planes (`wall_square`; by default
+    that of the first snapshot).
     """
 
-    def __init__(self, directory, every, collection_interval=0.5):
+    def __init__(self, directory, every, collection_interval=0.5, square=None):
         self.directory = Path(directory)
         self.every = every
         self.collection_interval = collection_interval
@@ -96,7 +97,7 @@ class VTKWriter:
         self._fragments = (-1, None)  # (intact bonds, fragment of each body) at the last snapshot
         self._series = {}  # series -> _Reused: its VTK objects, refilled at every snapshot
         self._static = {}  # series of walls that do not move -> the file of the run's first snapshot
-        self._square = None  # (centre, edge) of the planes' squares, from the run's first snapshot
+        self._square = square  # (centroid, edge) of the planes' squares (`wall_square`)
         self._writer = vtkXMLPolyDataWriter()
         self._writer.SetDataModeToAppended()
         self._writer.EncodeAppendedDataOff()
@@ -110,7 +111,7 @@ class VTKWriter:
         if step == self._last_step:
             return
         if self._entries is None:
-            self._start(step)
+            self._start(step, model)
         intact = broken_codes(model, state) == 0
         count = int(np.count_nonzero(intact))
         if self._fragments[0] != count:  # bonds only break: the count tells whether any did
@@ -120,7 +121,7 @@ class VTKWriter:
             written["bonds"] = lambda: _bonds(model, state)
         if len(model.wall_point):
             if self._square is None:
-                self._square = _wall_square(model, state)
+                self._square = wall_square(model, state)
             written["walls"] = lambda: _walls(model, state, self._square)
         if "walls" in model.inputs and model.inputs["walls"]["meshes"]:
             written["meshes"] = lambda: _meshes(model, state)
@@ -160,9 +161,10 @@ class VTKWriter:
         data = self._writer.GetOutputString()  # bytes, or str when it happens to be valid UTF-8
         _write_in_place(path, data if isinstance(data, bytes) else data.encode("utf-8"))
 
-    def _start(self, step):
-        """Index the snapshots before ``step`` left by an earlier run (a restart); the ``.pvd`` of
-        a series this run does not write is removed unless it keeps some."""
+    def _start(self, step, model):
+        """Index the snapshots before ``step`` left by an earlier run (a restart: walls that do
+        not move go on showing the earlier run's file); the ``.pvd`` of a series this run does
+        not write is removed unless it keeps some."""
         (self.directory / "vtk").mkdir(parents=True, exist_ok=True)
         self._first_step = step
         self._entries = {}
@@ -170,6 +172,8 @@ class VTKWriter:
             pvd = self.directory / f"{series}.pvd"
             kept = [entry for entry in read_collection(pvd) if entry[0] < step and (self.directory / entry[2]).exists()]
             self._entries[series] = kept
+            if kept and series in ("walls", "meshes") and _walls_fixed(model, series):
+                self._static[series] = kept[-1][2]
             if not kept and pvd.exists():
                 pvd.unlink()
 
@@ -325,10 +329,11 @@ def _bonds(model, state):
                  cell_data=data, scalars="axial_strain")
 
 
-def _wall_square(model, state):
-    """``(centroid, edge)``: the planes' squares are centred at the projection of the bodies'
-    centroid and have the edge ``wall_size`` (or 1.2 × the particles' extent when 0), both
-    taken at the run's first snapshot."""
+def wall_square(model, state):
+    """``(centroid, edge)`` of ``state``: the planes' squares are centred at the projection of
+    the bodies' centroid and have the edge ``wall_size`` (or 1.2 × the particles' extent when
+    0). The runner takes them from the scene's initial state (a restart draws the walls as the
+    run it continues did), a writer without them from its first snapshot."""
     position = state.position
     radius = 0.5 * model.diameter[:, None]
     extent = max(np.max((position + radius).max(axis=0) - (position - radius).min(axis=0)), model.diameter.max(initial=0.0))
@@ -345,7 +350,7 @@ def _walls_fixed(model, series):
 
 
 def _walls(model, state, square):
-    """Each plane as a square (`_wall_square`) in its plane where it is now, corners
+    """Each plane as a square (`wall_square`) in its plane where it is now, corners
     counter-clockwise about the normal."""
     centroid, edge = square
     normal = model.wall_normal
