@@ -35,7 +35,7 @@ def initial_state(state, bodies):
     return LgviState(angular_momentum)
 
 
-@njit(cache=True)  # (lgvi_increment allocates: numba's reference counting is needed)
+@njit(cache=True, _nrt=False)
 def before_forces(lo, hi, h, st, bodies, aux):
     """Bodies ``lo ≤ i < hi`` up to the new configuration; returns the first body whose update
     has no solution, or −1."""

@@ -71,49 +71,61 @@ def rotate_exact(i, h, st):
     return True
 
 
-@njit(cache=True)
+@njit(inline="always")
+def _det3(a):
+    """Determinant of the 3×3 matrix ``a`` (9-tuple, row by row)."""
+    return (a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6])
+            + a[2] * (a[3] * a[7] - a[4] * a[6]))
+
+
+@njit(inline="always")
 def _solve3(a, b):
-    """``a⁻¹ b`` for a 3×3 matrix (Cramer's rule)."""
-    x = np.empty(3)
-    det = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]) - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
-           + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
-    for k in range(3):
-        m = a.copy()
-        m[0, k] = b[0]
-        m[1, k] = b[1]
-        m[2, k] = b[2]
-        x[k] = (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]) - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
-                + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0])) / det
-    return x
+    """``a⁻¹ b`` for a 3×3 matrix ``a`` (9-tuple, row by row; Cramer's rule)."""
+    det = _det3(a)
+    x0 = _det3((b[0], a[1], a[2], b[1], a[4], a[5], b[2], a[7], a[8])) / det
+    x1 = _det3((a[0], b[0], a[2], a[3], b[1], a[5], a[6], b[2], a[8])) / det
+    x2 = _det3((a[0], a[1], b[0], a[3], a[4], b[1], a[6], a[7], b[2])) / det
+    return x0, x1, x2
+
+
+@njit(inline="always")
+def _column(e, beta, j, jb):
+    """Column of ``J + (S(β)J − S(Jβ))/2`` along the unit vector ``e``."""
+    je = (j[0] * e[0], j[1] * e[1], j[2] * e[2])
+    u, v = _cross(beta, je), _cross(e, jb)
+    return je[0] + 0.5 * (u[0] - v[0]), je[1] + 0.5 * (u[1] - v[1]), je[2] + 0.5 * (u[2] - v[2])
 
 
 @njit(cache=True)
-def lgvi_increment(h, inertia, momentum):
+def lgvi_increment(h, j, momentum):
     """Body-frame increment ``β`` solving ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ`` (SPEC §2) by Newton
-    from ``β = h J⁻¹Π``, or NaN when Newton does not converge (no solution: too large a step)."""
-    j = inertia
-    target = h * momentum
-    beta = target / j
-    tolerance = 1e-15 * (np.abs(target).max() + 1e-300)
-    jacobian = np.empty((3, 3))
+    from ``β = h J⁻¹Π``, or NaN when Newton does not converge (no solution: too large a step).
+    ``j`` the principal inertia, ``momentum`` Π: 3-tuples (scalars only: the scheme's stages run
+    without numba's reference counting, `dem.interactions.contract`)."""
+    target = (h * momentum[0], h * momentum[1], h * momentum[2])
+    beta = (target[0] / j[0], target[1] / j[1], target[2] / j[2])
+    tolerance = 1e-15 * (max(abs(target[0]), abs(target[1]), abs(target[2])) + 1e-300)
     for _ in range(NEWTON_ITERATIONS):
-        jb = j * beta
-        bxjb = np.asarray(_cross(beta, jb))
+        jb = (j[0] * beta[0], j[1] * beta[1], j[2] * beta[2])
+        bxjb = _cross(beta, jb)
         b2 = beta[0] * beta[0] + beta[1] * beta[1] + beta[2] * beta[2]
         c = 4.0 / (4.0 + b2)
-        g = jb + 0.5 * bxjb
-        residual = c * g - target
-        if np.abs(residual).max() <= tolerance:
+        g = (jb[0] + 0.5 * bxjb[0], jb[1] + 0.5 * bxjb[1], jb[2] + 0.5 * bxjb[2])
+        residual = (c * g[0] - target[0], c * g[1] - target[1], c * g[2] - target[2])
+        if max(abs(residual[0]), abs(residual[1]), abs(residual[2])) <= tolerance:
             return beta
         # d(c g)/dβ = c (J + (S(β)J − S(Jβ))/2) − (c²/2) g βᵀ
-        for k in range(3):
-            e = np.zeros(3)
-            e[k] = 1.0
-            column = j * e + 0.5 * (np.asarray(_cross(beta, j * e)) - np.asarray(_cross(e, jb)))
-            for r in range(3):
-                jacobian[r, k] = c * column[r] - 0.5 * c * c * g[r] * beta[k]
-        beta = beta - _solve3(jacobian, residual)
-    return np.full(3, np.nan)
+        columns = (_column((1.0, 0.0, 0.0), beta, j, jb), _column((0.0, 1.0, 0.0), beta, j, jb),
+                   _column((0.0, 0.0, 1.0), beta, j, jb))
+        jacobian = (c * columns[0][0] - 0.5 * c * c * g[0] * beta[0], c * columns[1][0] - 0.5 * c * c * g[0] * beta[1],
+                    c * columns[2][0] - 0.5 * c * c * g[0] * beta[2],
+                    c * columns[0][1] - 0.5 * c * c * g[1] * beta[0], c * columns[1][1] - 0.5 * c * c * g[1] * beta[1],
+                    c * columns[2][1] - 0.5 * c * c * g[1] * beta[2],
+                    c * columns[0][2] - 0.5 * c * c * g[2] * beta[0], c * columns[1][2] - 0.5 * c * c * g[2] * beta[1],
+                    c * columns[2][2] - 0.5 * c * c * g[2] * beta[2])
+        step = _solve3(jacobian, residual)
+        beta = (beta[0] - step[0], beta[1] - step[1], beta[2] - step[2])
+    return (np.nan, np.nan, np.nan)
 
 
 @njit(inline="always")
@@ -121,7 +133,8 @@ def rotate_body_frame(i, h, st, bodies, angular_momentum):
     """Solve for the body-frame increment ``β`` with ``Π = Rᵀ L_½`` and turn ``R ← R R(β)``
     (SPEC §2). Returns False if Newton finds no solution."""
     q = st.orientation[i]
-    beta = lgvi_increment(h, bodies.inertia[i], np.asarray(_quat_rotate_inverse(q, angular_momentum[i])))
+    inertia = bodies.inertia[i]
+    beta = lgvi_increment(h, (inertia[0], inertia[1], inertia[2]), _quat_rotate_inverse(q, angular_momentum[i]))
     if not np.isfinite(beta[0]):
         return False
     q_next = _quat_normalize(_quat_multiply(q, _quat_from_rrp(beta)))

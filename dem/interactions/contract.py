@@ -28,9 +28,10 @@ numba refuses to compile it, "Only accept returning of array passed into the fun
 argument") and returns scalars or tuples of them. Measured (2 cores): the torus impact's step
 19.7 → 10.8 µs; 100 steps of the N = 10⁵ bonded block on 2 threads (`tools/bench.py --n 100000
 --steps 100 --threads 2 --friction --compare --repeat 3`) 2.05–2.34 → 1.76–1.78 s, frictional
-4.17–4.73 → 3.43–3.44 s; results bitwise the same. Within a
-kernel, write a row's own state unconditionally (``own.dissipated[i] += h * power`` with
-``power`` possibly 0): a conditional write made the pass over the bodies five times slower.
+4.17–4.73 → 3.43–3.44 s; the rigid tetrahedron chain's 20 000 lgvi steps (its Newton solve
+in tuples: it allocated arrays per body and step) 0.44 → 0.12 s; results bitwise the same.
+Within a kernel, write a row's own state unconditionally (``own.dissipated[i] += h * power``
+with ``power`` possibly 0): a conditional write made the pass over the bodies five times slower.
 Inlining costs compile time in every generated loop that uses the kernel, so keep what runs only
 sometimes out of line: a contact's own arithmetic (once per touching wall, not per row) and
 a mesh contact's bookkeeping are plain ``@njit(cache=True)`` functions, compiled once per machine and called
