@@ -50,6 +50,29 @@ def free_asymmetric_body():
     return system.finish()
 
 
+def test_lgvi_increment_without_a_solution_is_nan():
+    """Newton from ``β = hJ⁻¹Π`` finds the increment for a modest step and, where it diverges
+    (here its Jacobian underflows to zero), says so with NaN, not with a division error."""
+    from dem.integrators.stages import lgvi_increment
+
+    j, momentum = (1.0, 2.0, 3.0), (1.0, -2.0, 0.5)
+    beta = np.array(lgvi_increment(0.01, j, momentum))
+    c = 4.0 / (4.0 + beta @ beta)
+    np.testing.assert_allclose(c * (j * beta + 0.5 * np.cross(beta, j * beta)), 0.01 * np.array(momentum), atol=1e-16)
+    assert np.isnan(lgvi_increment(10.0, j, (100.0, -2.0, 0.5))).all()
+
+
+def test_a_step_too_large_for_lgvi_stops_the_run_with_the_scheme_message():
+    from dem.integrators import SCHEMES
+    from dem.simulation import SimulationError
+
+    model, state = free_asymmetric_body()
+    state.angular_velocity[0] = (100.0, -2.0, 0.5)
+    sim = Simulation(model, state, "lgvi", 10.0)
+    with pytest.raises(SimulationError, match=SCHEMES["lgvi"].failure[:30]):
+        sim.advance(1)
+
+
 def long_free_flight(chunks, steps_per_chunk=10_000):
     """A free asymmetric body under ``lgvi`` for ``chunks × steps_per_chunk`` steps: the largest
     relative energy error seen, the final angular momentum error, the orthogonality error."""

@@ -80,8 +80,11 @@ def _det3(a):
 
 @njit(inline="always")
 def _solve3(a, b):
-    """``a⁻¹ b`` for a 3×3 matrix ``a`` (9-tuple, row by row; Cramer's rule)."""
+    """``a⁻¹ b`` for a 3×3 matrix ``a`` (9-tuple, row by row; Cramer's rule); NaN when ``a`` is
+    singular."""
     det = _det3(a)
+    if det == 0.0:  # (Newton diverged: c = 4/(4 + |β|²) underflowed)
+        return np.nan, np.nan, np.nan
     x0 = _det3((b[0], a[1], a[2], b[1], a[4], a[5], b[2], a[7], a[8])) / det
     x1 = _det3((a[0], b[0], a[2], a[3], b[1], a[5], a[6], b[2], a[8])) / det
     x2 = _det3((a[0], a[1], b[0], a[3], a[4], b[1], a[6], a[7], b[2])) / det
