@@ -50,7 +50,10 @@ order. An interaction with per-contact ``history`` (a width > 0) gets, after ``o
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
-`dem.contacts`). An interaction without history may have an ``update(lo, hi, h, st, bodies,
+`dem.contacts`; a pair law writes it as `dem.interactions.friction.owned_pairs_update` with its
+own step of one pair: that helper is inlined, since numba's cache keeps no kernel that takes a
+function as an argument or closes over one, and such a kernel would compile anew in every
+process). An interaction without history may have an ``update(lo, hi, h, st, bodies,
 contacts, params, own)`` too, for state of the rows ``lo ≤ i < hi`` alone (the walls' mesh
 contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
 kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,

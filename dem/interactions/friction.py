@@ -196,6 +196,13 @@ def pair_now_and_before(i, j, h, position, velocity):
 
 
 @njit(inline="always")
+def touching_pair(i, j, position, diameter):
+    """``(touching, reach)`` of the spheres ``i`` and ``j``."""
+    r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)[3:]
+    return r2 < reach * reach, reach
+
+
+@njit(inline="always")
 def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n):
     """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, moving
     at ``wall_velocity[w]``, the walls' state's arrays; unit normal ``n``) now and a step ago:
@@ -274,12 +281,11 @@ def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history
     energy booked to friction."""
     xi = _row3(history, slot)
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0
-    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
-    touching = r2 < reach * reach
+    touching, reach = touching_pair(i, j, position, diameter)
     if not (touching or stored):
         return 0.0
     n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     k_old = p.ratio * hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach)
     if not touching:  # the contact opened: its elastic energy leaves with it
         _store(history, slot, (0.0, 0.0, 0.0))
@@ -301,9 +307,11 @@ def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history
     return booked
 
 
-@njit(cache=True, _nrt=False)
-def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+@njit(inline="always")
+def owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, advance_pair):
+    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi`` with ``advance_pair`` (a
+    law's own step of one pair's springs, which returns the work it books); book that work to
+    ``i`` (the update of `friction_pp` and of `dem.interactions.rolling`'s ``rolling_pp``)."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
     for i in range(lo, hi):
@@ -312,9 +320,15 @@ def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
         for k in range(start[i], start[i + 1]):
             j = index[k]
             if j > i:
-                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
+                booked += advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
                 slot += 1
         friction[i] += booked
+
+
+@njit(cache=True, _nrt=False)
+def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
+    owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, _advance_pair)
 
 
 @njit(inline="always")
@@ -344,6 +358,27 @@ def damped(spring, c, v, limit):
 
 
 @njit(inline="always")
+def owned_contact(i, k, owner, position, diameter, contacts):
+    """Row ``i``'s ``k``-th neighbour seen from the pair's owner ``a < b``:
+    ``(owner, slot, a, b, r, n, reach)``, ``n`` the unit vector from ``b`` to ``a``, ``slot`` the
+    pair's history slot, or -1 where the spheres do not touch; ``owner`` is ``i``'s next own slot
+    (pass ``owner_start[i]`` with the row's first neighbour)."""
+    j = contacts.index[k]
+    slot = owner
+    if j > i:
+        owner += 1
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
+    if r2 >= reach * reach:
+        return owner, -1, i, j, 0.0, (0.0, 0.0, 0.0), reach
+    a, b = i, j
+    if j < i:
+        slot = pair_slot(contacts.start, contacts.index, contacts.owner_start, j, i)
+        a, b, dx, dy, dz = j, i, -dx, -dy, -dz
+    r = np.sqrt(r2)
+    return owner, slot, a, b, r, (dx / r, dy / r, dz / r), reach
+
+
+@njit(inline="always")
 def _pair_rows(i, st, bodies, contacts, p, history):
     """Particle ``i``'s tangential contacts: ``(fx, fy, fz, τx, τy, τz, energy, power)``, the force
     and moment on ``i``, half the elastic energy and half the dashpot power of its contacts.
@@ -351,24 +386,12 @@ def _pair_rows(i, st, bodies, contacts, p, history):
     is) and negated for ``b``, so both rows get it bitwise opposite."""
     position, velocity, omega = st.position, st.velocity, st.angular_velocity
     diameter, inverse_mass = bodies.diameter, bodies.inverse_mass
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     fx = fy = fz = tx = ty = tz = energy = power = 0.0
-    radius = 0.5 * diameter[i]
-    owner = owner_start[i]
-    for k in range(start[i], start[i + 1]):
-        j = index[k]
-        slot = owner
-        if j > i:
-            owner += 1
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-        if r2 >= reach * reach:
+    owner = contacts.owner_start[i]
+    for k in range(contacts.start[i], contacts.start[i + 1]):
+        owner, slot, a, b, r, n, reach = owned_contact(i, k, owner, position, diameter, contacts)
+        if slot < 0:
             continue
-        a, b = i, j
-        if j < i:
-            slot = pair_slot(start, index, owner_start, j, i)
-            a, b, dx, dy, dz = j, i, -dx, -dy, -dz
-        r = np.sqrt(r2)
-        n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
         delta = 1.0 - r / reach
         k_t = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
         xi = _row3(history, slot)
@@ -387,7 +410,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
             (gx, gy, gz), dissipation = damped((gx, gy, gz), c, v_t, limit)
             power += 0.5 * dissipation
         arm = arm_a
-        if j < i:
+        if b == i:
             gx, gy, gz, arm = -gx, -gy, -gz, arm_b
         fx, fy, fz = fx + gx, fy + gy, fz + gz
         tx += arm[1] * gz - arm[2] * gy

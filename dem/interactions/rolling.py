@@ -32,14 +32,13 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..contacts import pair_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, ended_mesh_slots, find_wall_slot,
-    mesh_spring, pair_now_and_before, release_slot, release_wall, restiffen, slip, stiffness_ratio, turned,
-    wall_now_and_before, wall_slots, wall_table,
+    mesh_spring, owned_contact, owned_pairs_update, pair_now_and_before, release_slot, release_wall, restiffen, slip,
+    stiffness_ratio, touching_pair, turned, wall_now_and_before, wall_slots, wall_table,
 )
 from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
 from .walls import add_wall_couple
@@ -168,12 +167,11 @@ def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
     """Advance the rolling and twisting springs of the pair ``i < j``; returns the booked energy."""
     spring = _row4(history, slot)
     stored = spring[0] != 0.0 or spring[1] != 0.0 or spring[2] != 0.0 or spring[3] != 0.0
-    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
-    touching = r2 < reach * reach
+    touching, reach = touching_pair(i, j, position, diameter)
     if not (touching or stored):
         return 0.0
     n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     reduced = radius_i * radius_j / (radius_i + radius_j)
     k_old = _stiffnesses(hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old, p.rolling,
                          p.ratio)
@@ -198,17 +196,7 @@ def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
 @njit(cache=True, _nrt=False)
 def rolling_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
-    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
-    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
-    for i in range(lo, hi):
-        slot = owner_start[i]
-        booked = 0.0
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            if j > i:
-                booked += _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
-                slot += 1
-        friction[i] += booked
+    owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, _advance_pair)
 
 
 @njit(inline="always")
@@ -218,24 +206,12 @@ def _pair_rows(i, st, bodies, contacts, p, history):
     computed for its owner ``a < b`` and negated for ``b``."""
     position, omega, diameter = st.position, st.angular_velocity, bodies.diameter
     inertia = p.contact_inertia
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     tx = ty = tz = energy = power = 0.0
-    radius = 0.5 * diameter[i]
-    owner = owner_start[i]
-    for k in range(start[i], start[i + 1]):
-        j = index[k]
-        slot = owner
-        if j > i:
-            owner += 1
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-        if r2 >= reach * reach:
+    owner = contacts.owner_start[i]
+    for k in range(contacts.start[i], contacts.start[i + 1]):
+        owner, slot, a, b, r, n, reach = owned_contact(i, k, owner, position, diameter, contacts)
+        if slot < 0:
             continue
-        a, b = i, j
-        if j < i:
-            slot = pair_slot(start, index, owner_start, j, i)
-            a, b, dx, dy, dz = j, i, -dx, -dy, -dz
-        r = np.sqrt(r2)
-        n = (dx / r, dy / r, dz / r)  # the owner's normal, from b to a
         radius_a, radius_b = 0.5 * diameter[a], 0.5 * diameter[b]
         reduced = radius_a * radius_b / (radius_a + radius_b)
         delta = 1.0 - r / reach
@@ -246,7 +222,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
                                          (p.rolling, p.twisting))
         energy += 0.5 * u
         power += 0.5 * dissipation
-        if j < i:
+        if b == i:  # i is not the owner
             tx, ty, tz = tx - moment[0], ty - moment[1], tz - moment[2]
         else:
             tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
