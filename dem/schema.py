@@ -167,6 +167,10 @@ def _finite_float(value):
     return value if math.isfinite(value) else None
 
 
+#: the kinds whose value is the TOML value itself once its type is right (a path is checked further)
+PLAIN_TYPES = {"str": str, "path": str, "bool": bool}
+
+
 def coerce(kind, value):
     """Converted value, or raise ValueError with the problem."""
     if kind == "float":
@@ -180,20 +184,13 @@ def coerce(kind, value):
         if not INT_RANGE[0] <= value <= INT_RANGE[1]:
             raise ValueError(f"must fit in 64 bits (at most {INT_RANGE[1]}), got {show(value)}")
         return value
-    if kind == "str":
-        if not isinstance(value, str):
+    if kind in PLAIN_TYPES:
+        if not isinstance(value, PLAIN_TYPES[kind]):
             raise ValueError(_type_error(kind, value))
-        return value
-    if kind == "path":
-        if not isinstance(value, str):
-            raise ValueError(_type_error(kind, value))
-        problem = "must not be empty" if not value.strip() else folder_name(value)
-        if problem:
-            raise ValueError(f"{problem}, got {show(value)}")
-        return value
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ValueError(_type_error(kind, value))
+        if kind == "path":
+            problem = "must not be empty" if not value.strip() else folder_name(value)
+            if problem:
+                raise ValueError(f"{problem}, got {show(value)}")
         return value
     if kind == "vec3":
         numbers = [_finite_float(c) for c in value] if isinstance(value, list) and len(value) == 3 else [None]
