@@ -229,6 +229,15 @@ def observed_orders(dts, errors):
     return orders
 
 
+def fitted_order(dts, errors):
+    """Least-squares slope of ``log errors`` against ``log dts`` over all the steps (NaN unless
+    every error is positive and finite)."""
+    errors = np.asarray(errors, dtype=float)
+    if not np.all(np.isfinite(errors) & (errors > 0)):
+        return float("nan")
+    return float(np.polyfit(np.log(dts), np.log(errors), 1)[0])
+
+
 def drift(t, energy):
     """Long-run behaviour of ``ΔE(t) = E(t) − E(0)``: a dict with ``slope`` (least-squares line
     through ``ΔE``, energy per unit time), ``max`` (max |ΔE|), ``early``/``late`` (max |ΔE| over

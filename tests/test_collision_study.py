@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dem import Simulation
-from dem.convergence import observed_orders, steps_per_sample
+from dem.convergence import fitted_order, observed_orders, steps_per_sample
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "collision_study.py"
 _spec = importlib.util.spec_from_file_location("collision_study", TOOL)
@@ -130,7 +130,7 @@ def test_error_after_release_is_order_five_halves(case):
     orders = observed_orders(STEPS, errors)
     assert np.all(np.diff(errors) < 0)
     assert np.allclose(orders, 2.5, atol=0.3), orders
-    assert study.fitted_order(STEPS, errors) == pytest.approx(2.5, abs=0.15)
+    assert fitted_order(STEPS, errors) == pytest.approx(2.5, abs=0.15)
     assert np.all(np.abs(bias) < 0.25 * np.array(errors)), np.array(bias) / errors
 
 

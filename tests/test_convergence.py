@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dem.convergence import (
-    Trajectory, drift, energy_error_h0, energy_error_max, h1_norm_squared, observed_orders, q_error_h1,
+    Trajectory, drift, energy_error_h0, energy_error_max, fitted_order, h1_norm_squared, observed_orders, q_error_h1,
     rotation_angle, state_error_max, steps_per_sample, trajectory,
 )
 
@@ -115,3 +115,11 @@ def test_h1_norm_state_and_q_errors():
 def test_observed_orders():
     assert observed_orders([0.1, 0.05, 0.025], [4e-2, 1e-2, 2.5e-3]) == pytest.approx([2.0, 2.0])
     assert np.isnan(observed_orders([0.1, 0.05], [0.0, 1.0])[0])
+
+
+def test_fitted_order_is_the_slope_over_all_steps():
+    dts = np.array([0.1, 0.05, 0.025, 0.0125])
+    assert fitted_order(dts, 3.0 * dts ** 2.5) == pytest.approx(2.5)
+    # scattered orders (3, 1, 3 between consecutive steps): the fit sees their trend
+    assert fitted_order(dts, [8e-3, 1e-3, 5e-4, 6.25e-5]) == pytest.approx(2.25, abs=0.2)
+    assert np.isnan(fitted_order(dts, [1e-2, 0.0, 1e-3, 1e-4]))

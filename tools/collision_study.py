@@ -71,7 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dem import Simulation, SystemBuilder
-from dem.convergence import Trajectory, observed_orders, state_error_max, steps_per_sample
+from dem.convergence import Trajectory, fitted_order, observed_orders, state_error_max, steps_per_sample
 
 DIAMETER, MASS, INERTIA = 1.0, 1.0, 0.1   # solid spheres: J = m D²/10
 LEAD = 0.05   # time from the start to contact onset, before the sub-step offset
@@ -179,15 +179,6 @@ def _parser():
                         help="the reference step is the smallest dt over this (default 16)")
     parser.add_argument("--plot", help="write a log-log figure (PNG), one panel per case")
     return parser
-
-
-def fitted_order(dts, errors):
-    """Least-squares slope of ``log errors`` against ``log dts`` (NaN unless every error is
-    positive and finite)."""
-    errors = np.asarray(errors, dtype=float)
-    if not np.all(np.isfinite(errors) & (errors > 0)):
-        return float("nan")
-    return float(np.polyfit(np.log(dts), np.log(errors), 1)[0])
 
 
 def _order(value):

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from dem.convergence import drift, trajectory
+from dem.convergence import drift, fitted_order, trajectory
 from dem.scene import SceneError
 from dem.simulation import SimulationError
 
@@ -54,7 +54,7 @@ def _fit_exponent(dts, values):
     dts, values = np.asarray(dts), np.asarray(values)
     if len(dts) < 2 or not (np.all(values > 0) or np.all(values < 0)):
         return None
-    return float(np.polyfit(np.log(dts), np.log(np.abs(values)), 1)[0])
+    return fitted_order(dts, np.abs(values))
 
 
 def main(argv=None):

@@ -43,6 +43,7 @@ from dem.baselines import (
     FREE, METHODS, NonConvergenceError, angular_momentum, energy, integrate, ortolan_saccon_potential, reference,
     rotation_matrix,
 )
+from dem.convergence import fitted_order
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seed 000 §6: sign of the energy drift of each method ("bounded": no drift).
@@ -137,9 +138,7 @@ def global_errors(case, methods, order_time, levels):
 def observed_order(steps, errors, h_max=0.125, floor=1e-12):
     """Least-squares slope of ``log error`` against ``log h`` over ``h ≤ h_max``."""
     keep = (steps <= h_max) & np.isfinite(errors) & (errors > floor)
-    if keep.sum() < 2:
-        return np.nan
-    return float(np.polyfit(np.log(steps[keep]), np.log(errors[keep]), 1)[0])
+    return fitted_order(steps[keep], errors[keep]) if keep.sum() >= 2 else np.nan
 
 
 def structure_checks(case, methods, h, n_steps=10_000):

@@ -382,7 +382,7 @@ def _meshes(model, state):
         offset += len(mesh["vertices"])
     points, faces = np.concatenate(points), np.concatenate(faces)
     normal = np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])
-    return Frame(points, polys=(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()), point_data=[],
+    return Frame(points, polys=(np.arange(0, 3 * len(faces) + 1, 3), faces.ravel()),
                  cell_data=[("mesh", np.concatenate(index), np.int32),
                             ("normal", normal / np.linalg.norm(normal, axis=1, keepdims=True), np.float64)])
 
