@@ -477,9 +477,11 @@ class DistributedSimulation(Simulation):
                             [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
         _copy_ghosts(st, self.receive_all, self.receive_buffer, False)
 
-    def _step(self, n_steps, h):
-        """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done)``
-        with ``body`` a global id."""
+    samples_in_loop = False  # observers report on the gathered state (`_report`)
+
+    def _step(self, n_steps, h, every=0):
+        """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done,
+        ())`` with ``body`` a global id (no rows: `samples_in_loop`)."""
         MPI = self._mpi
         flags = np.empty(2, np.int64)
         for k in range(n_steps):
@@ -494,7 +496,7 @@ class DistributedSimulation(Simulation):
             self._exchange()  # (while the flags travel)
             request.Wait()
             if flags[0] != NOBODY:
-                return FAILED, int(flags[0]), k
+                return FAILED, int(flags[0]), k, ()
             if flags[1] == 0:
                 self._redistribute()
             self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
@@ -504,8 +506,8 @@ class DistributedSimulation(Simulation):
         body = first_not_finite(self._arguments[0])
         body = self.comm.allreduce(int(self.part.bodies[body]) if body >= 0 else NOBODY, op=MPI.MIN)
         if body != NOBODY:
-            return NOT_FINITE, body, n_steps
-        return OK, -1, n_steps
+            return NOT_FINITE, body, n_steps, ()
+        return OK, -1, n_steps, ()
 
     def _redistribute(self):
         """A rebuild: bring the bonds' state up to date on every rank, rebalance the boxes if
@@ -605,11 +607,11 @@ class DistributedSimulation(Simulation):
             contacts[f"history_values.{name}"] = _concatenated(pieces, f"values.{name}", np.zeros((0, width)))
         return Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
 
-    def energy_budget(self):
-        """The log row of the whole system (`Simulation.energy_budget` of the `snapshot`), on
-        every rank. Collective."""
+    def sample(self):
+        """The `dem.diagnostics.Sample` of the whole system (`Simulation.sample` of the
+        `snapshot`), on every rank; `energy_budget` reads it. Collective."""
         view = self.snapshot()
-        return self.comm.bcast(view.energy_budget() if view is not None else None, root=0)
+        return self.comm.bcast(view.sample() if view is not None else None, root=0)
 
     def _report(self, due_only):
         """The due observers report on rank 0, on the `snapshot`; an observer that stops the run

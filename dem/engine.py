@@ -22,15 +22,26 @@ One force evaluation, `forces(h, st, bodies, table, index, *histories, *paramete
 It returns ``(index, *histories)``: a rebuild may have replaced them. ``parameters`` is
 ``params, own`` of each interaction (``own`` its state, an empty tuple when it has none).
 
-One call of `advance(n_steps, h, st, bodies, aux, table, index, *histories, *parameters)` runs
-``n_steps`` steps: the scheme's ``before_forces`` on every body, the interactions' ``advance``
-hooks (the walls' prescribed or servo motion to the new time), the forces, ``after_forces``
-(`dem.integrators`); with ``n_steps = 0`` it evaluates the forces of the current configuration
-(a run's start: one compiled function serves both, so a run compiles the force evaluation
-once; no ``advance`` hook runs). It returns ``(status, body, steps_done, index, *histories)``; on a status
-other than `OK` the state is the one where the problem was found. Parallel builds run every
-per-body and per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk
-writes only its own rows), so the result is the same for any number of threads.
+One call of `sample(st, bodies, table, index, *histories, *parameters, row)` (`sample_module`)
+writes what the logs record of the current state into ``row`` (`sample_width` values): the
+energy columns (`dem.interactions.energy_columns`: the kinetic ones from `dem.state.motion`, then
+the interactions', a column shared by several summing them in registry order), the rest of
+`dem.state.motion` (momenta, the fastest body and its speed), then each wall's point and load
+(``walls``'s state, `dem.interactions.walls.WallState`). `dem.diagnostics.read_sample` reads it.
+
+One call of `advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, index,
+*histories, *parameters)` runs ``n_steps`` steps: the scheme's ``before_forces`` on every body,
+the interactions' ``advance`` hooks (the walls' prescribed or servo motion to the new time), the
+forces, ``after_forces`` (`dem.integrators`); after each step whose number (``first_step`` the
+number of the state it starts from) is a multiple of ``every`` > 0 it checks that the state is
+finite and samples it into the next row of ``samples``, so that the logs cost no call from
+Python per row. With ``n_steps = 0`` it evaluates the forces of the current configuration (a
+run's start: one compiled function serves both, so a run compiles the force evaluation once; no
+``advance`` hook runs). It returns ``(status, body, steps_done, rows_sampled, index,
+*histories)``; on a status other than `OK` the state is the one where the problem was found.
+Parallel builds run every per-body and per-bond stage over fixed chunks of `CHUNK` rows under
+``prange`` (each chunk writes only its own rows), so the result is the same for any number of
+threads.
 """
 
 import functools
@@ -53,8 +64,9 @@ from .contacts import (
     _spread_history,
 )
 from .integrators.stages import first_not_finite
-from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW
+from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
 from .neighbors import _build_kernel, _rebuild_due
+from .state import motion
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
 
@@ -291,23 +303,71 @@ def _distributed_text(scheme, names):
     return w
 
 
-def _advance_text(scheme, names, parallel, forces_module):
+#: values of `dem.state.motion` after the kinetic energies (in a sample row, after the energy
+#: columns), and of each wall (at the row's end)
+MOTION, PER_WALL = 8, 9
+
+
+def sample_width(n_walls):
+    """The values of a sample row (`sample`) of a system with ``n_walls`` walls."""
+    return len(energy_columns()) + MOTION + PER_WALL * n_walls
+
+
+def _sample_text(names):
+    w = _Writer()
+    histories, parameters = _arguments(names)
+    columns = {column: k for k, column in enumerate(energy_columns())}
+    w.use(motion, "motion")
+    w.use(Contacts, "Contacts")
+    w("@njit(cache=True)")
+    w(f"def sample(st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}, row):")
+    w('"""Write the log\'s values of the current state into ``row`` (see `dem.engine`)."""', 1)
+    w("values = motion(st, bodies)", 1)
+    w("row[0] = values[0]", 1)
+    w("row[1] = values[1]", 1)
+    w(f"for k in range(2, {len(columns)}):", 1)
+    w("row[k] = 0.0", 2)
+    for k in range(MOTION):
+        w(f"row[{len(columns) + k}] = values[{2 + k}]", 1)
+    w("contacts = Contacts(table.start, index, table.owner_start)", 1)
+    for name in names:
+        interaction = INTERACTIONS[name]
+        if not interaction.columns:
+            continue
+        kernel = w.use(interaction.energy, f"{name}_energy")
+        extra = (f", hist_{name}" if interaction.history else "") + (", o_walls" if interaction.walls else "")
+        w(f"energies = {kernel}(st, bodies, contacts, p_{name}, o_{name}{extra})", 1)
+        for k, column in enumerate(interaction.columns):
+            w(f"row[{columns[column]}] += energies[{k}]  # {column}", 1)
+    if "walls" in names:
+        w("for wall in range(o_walls.point.shape[0]):", 1)
+        w(f"at = {len(columns) + MOTION} + {PER_WALL} * wall", 2)
+        w("for c in range(3):", 2)
+        w("row[at + c] = o_walls.point[wall, c]", 3)
+        w("for c in range(6):", 2)
+        w("row[at + 3 + c] = o_walls.load[wall, c]", 3)
+    return w
+
+
+def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w = _Writer()
     histories, parameters = _arguments(names)
     w.imports["_forces"] = f"from {forces_module} import _forces"
+    w.imports["sample"] = f"from {sample_module} import sample"
     before = w.use(scheme.module.before_forces, "before_forces")
     after = w.use(scheme.module.after_forces, "after_forces")
     w.use(first_not_finite, "first_not_finite")
     carried = "index" + "".join(", " + h for h in histories)
-    signature = f"n_steps, h, st, bodies, aux, table, {carried}{''.join(', ' + p for p in parameters)}"
+    arguments = f"{carried}{''.join(', ' + p for p in parameters)}"
     w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
-    w(f"def advance({signature}):")
+    w(f"def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):")
     w("n = st.position.shape[0]", 1)
     w("if n_steps == 0:  # the forces of the current configuration, as at the start of a run", 1)
-    w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
-    w(f"return {OK}, -1, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
+    w(f"out = _forces(h, st, bodies, table, {arguments})", 2)
+    w(f"return {OK}, -1, 0, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
+    w("sampled = 0", 1)
     w("for k in range(n_steps):", 1)
     if parallel:
         w("for chunk in prange(n_chunks):", 2)
@@ -316,16 +376,22 @@ def _advance_text(scheme, names, parallel, forces_module):
         w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", 2)
     w("for chunk in range(n_chunks):", 2)
     w("if failed[chunk] >= 0:", 3)
-    w(f"return {FAILED}, failed[chunk], k, {carried}", 4)
+    w(f"return {FAILED}, failed[chunk], k, sampled, {carried}", 4)
     _hooks_text(w, names, 2)
-    w(f"out = _forces(h, st, bodies, table, {carried}{''.join(', ' + p for p in parameters)})", 2)
+    w(f"out = _forces(h, st, bodies, table, {arguments})", 2)
     for k, name in enumerate(["index"] + histories):
         w(f"{name} = out[{k}]", 2)
     _chunked(w, lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 2)
+    w("if every > 0 and (first_step + k + 1) % every == 0:", 2)
+    w("body = first_not_finite(st)", 3)
+    w("if body >= 0:", 3)
+    w(f"return {NOT_FINITE}, body, k + 1, sampled, {carried}", 4)
+    w(f"sample(st, bodies, table, {arguments}, samples[sampled])", 3)
+    w("sampled += 1", 3)
     w("body = first_not_finite(st)", 1)
     w("if body >= 0:", 1)
-    w(f"return {NOT_FINITE}, body, n_steps, {carried}", 2)
-    w(f"return {OK}, -1, n_steps, {carried}", 1)
+    w(f"return {NOT_FINITE}, body, n_steps, sampled, {carried}", 2)
+    w(f"return {OK}, -1, n_steps, sampled, {carried}", 1)
     return w
 
 
@@ -363,9 +429,13 @@ def _forces_spec(names, parallel):
                    _source_stamp(names))
 
 
-def _advance_spec(scheme, names, parallel, forces_name):
+def _sample_spec(names):
+    return _module("sample", f"log values of {_describe(names, False)}", _sample_text(names), _source_stamp(names))
+
+
+def _advance_spec(scheme, names, parallel, forces_name, sample_name):
     return _module("advance", f"{scheme.name} with {_describe(names, parallel)}",
-                   _advance_text(scheme, names, parallel, forces_name), _source_stamp(names))
+                   _advance_text(scheme, names, parallel, forces_name, sample_name), _source_stamp(names))
 
 
 @functools.cache
@@ -384,18 +454,26 @@ def distributed_module(scheme, names):
 
 
 @functools.cache
+def sample_module(names):
+    """The module whose ``sample`` writes a log row of a system with the interactions ``names``
+    (a tuple); serial, for serial and parallel loops alike."""
+    return _load(*_sample_spec(names))
+
+
+@functools.cache
 def advance_module(scheme, names, parallel):
     """The module whose ``advance`` steps ``scheme`` (a `dem.integrators.Scheme`) with the
     interactions ``names`` (a tuple)."""
     forces = forces_module(names, parallel)
-    return _load(*_advance_spec(scheme, names, parallel, forces.__name__))
+    return _load(*_advance_spec(scheme, names, parallel, forces.__name__, sample_module(names).__name__))
 
 
 def loop_source(scheme, names, parallel):
-    """The text of the generated forces and advance modules of ``scheme`` with ``names``."""
+    """The text of the generated forces, sample and advance modules of ``scheme`` with ``names``."""
     forces = _forces_spec(tuple(names), parallel)
-    advance = _advance_spec(scheme, tuple(names), parallel, forces[0])
-    return f"# {forces[0]}.py\n{forces[1]}\n# {advance[0]}.py\n{advance[1]}"
+    sample = _sample_spec(tuple(names))
+    advance = _advance_spec(scheme, tuple(names), parallel, forces[0], sample[0])
+    return "\n".join(f"# {name}.py\n{text}" for name, text in (forces, sample, advance))
 
 
 #: seconds per interaction of a stepping loop's first compile when none was timed on this machine

@@ -117,7 +117,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                         tuple(energy_reference) if energy_reference is not None else None, hint)
     checkpointer = Checkpointer(output_dir / CHECKPOINT, scene.output["checkpoint_every"], scene.path, overrides,
                                 guard)
-    # the guard after the writers: the state that set it off is in the outputs too
+    # the guard after the writers: the row that set it off is in the logs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
                  VTKWriter(output_dir, scene.output["vtk_every"], square=square), guard, checkpointer]
     if "walls" in model.inputs:
@@ -144,7 +144,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         finally:
             view = sim.snapshot()  # (under MPI: gathered on rank 0)
             if view is not None:
-                checkpointer.write(view)  # the last good state, also when the run breaks down
+                checkpointer.write(view)  # the state reached, also when the run breaks down
     return sim, output_dir
 
 

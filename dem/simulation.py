@@ -3,18 +3,24 @@ runs the loop.
 
 Loop order (`Simulation.run`): find the next step at which some observer is due (or at most
 `Simulation.max_chunk` steps ahead); advance to it with compiled steps (`dem.engine`, no Python
-per step); then every due observer reports, in the order given. Step 0 is reported before the
-first step; a restarted run reports from its next due step on. Between chunks the loop honours a
+per step); then every due observer reports, in the order given. Observers that read only what
+the loop samples (``sampled = True``: the logs and the energy guard) are not waited for: the
+loop samples the state at their steps (`dem.diagnostics.Sample`) and they ``record`` the rows
+after the chunk, in order, so that a log row costs no call from Python; they report at a chunk's
+end like the others (on the sample of that step, taken in the loop). A model with invariants
+(functions of the state, in Python) is sampled from Python, a chunk per row. Step 0 is reported
+before the first step; a restarted run reports from its next due step on. Between chunks the loop honours a
 stop request (`Simulation.request_stop`, set by the command line's signal handlers), leaving the
 state at a whole step.
 """
 
 import logging
+import math
 import time
 
 import numpy as np
 
-from .diagnostics import energy_budget
+from .diagnostics import read_sample, sample
 from .engine import (
     FAILED,
     NOT_FINITE,
@@ -24,6 +30,7 @@ from .engine import (
     compile_estimate,
     new_contacts,
     record_compile_time,
+    sample_width,
     store_contacts,
 )
 from .integrators import SCHEMES
@@ -43,7 +50,8 @@ class Simulation:
     """Advance ``state`` under ``model`` with ``integrator`` (a name of `dem.integrators.SCHEMES`).
 
     ``observers`` have ``every`` (steps; 0 = never except at the start and the end), ``report(sim)``
-    and ``close(sim)``. Kernels run on numba's threads (``numba.set_num_threads``) when there are
+    and ``close(sim)``; those with ``sampled = True`` read only `sample` and also have
+    ``record(sim, step, time, sample)``, for a row sampled in the loop before the state's step. Kernels run on numba's threads (``numba.set_num_threads``) when there are
     at least `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
     bit for bit, whatever the choice and the number of threads. ``restored`` is what
     `dem.checkpoint.restore` returns, to continue a run.
@@ -53,7 +61,9 @@ class Simulation:
         scheme = self._configure(model, state, integrator, dt, observers, parallel)
         self.bodies = model.body_arrays()
         self.contacts = new_contacts(model)
-        self._energy_row = (None, None)
+        self._sample = (None, None)  # (step, the Sample of that step)
+        walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
+        self._sample_width = sample_width(walls)
         self._engine = None
         if restored is None:
             self.aux = scheme.aux(state, self.bodies)
@@ -89,14 +99,21 @@ class Simulation:
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
         return scheme
 
-    def energy_budget(self):
-        """The log row of the current state (`dem.diagnostics.energy_budget`), computed once per
-        step however many observers ask."""
-        step, row = self._energy_row
+    #: whether `_step` can sample the state in the loop (`run`)
+    samples_in_loop = True
+
+    def sample(self):
+        """The `dem.diagnostics.Sample` of the current state, taken once per step however many
+        observers ask (or in the loop, `run`)."""
+        step, taken = self._sample
         if step != self.state.step:
-            row = energy_budget(self.model, self.state, self.contacts, self.bodies)
-            self._energy_row = (self.state.step, row)
-        return row
+            taken = sample(self.model, self.state, self.contacts, self.bodies)
+            self._sample = (self.state.step, taken)
+        return taken
+
+    def energy_budget(self):
+        """The log row of the current state (`dem.diagnostics.energy_budget`)."""
+        return self.sample().budget
 
     def request_stop(self, reason):
         """Ask `run` to stop after the current chunk of steps."""
@@ -113,11 +130,18 @@ class Simulation:
 
     def advance(self, n_steps):
         """Run ``n_steps`` steps in compiled code; raise `SimulationError` if the run breaks down."""
+        self._advance(n_steps, 0)
+
+    def _advance(self, n_steps, every):
+        """`advance`, sampling the state after every step whose number is a multiple of ``every``
+        (> 0) for the observers that read samples (`_record`), also when the run breaks down."""
         if n_steps <= 0:
             return
-        status, body, done = self._step(n_steps, self.dt)
+        first = self.state.step
+        status, body, done, rows = self._step(n_steps, self.dt, every)
         self.state.step += done
         self.state.time = self.state.step * self.dt
+        self._record(first, every, rows)
         if status == FAILED:
             raise SimulationError(f"step {self.state.step + 1}: body {body} {self.scheme.failure}; "
                                   f"{self.instability_hint}")
@@ -126,9 +150,24 @@ class Simulation:
                                   f"run went unstable); {self.instability_hint}")
         assert status == OK
 
-    def _step(self, n_steps, h):
+    def _record(self, first, every, rows):
+        """Hand the ``rows`` the loop sampled after step ``first`` to the observers that read
+        samples, in order; the row of the current step is kept for `sample` (the step's observers
+        report on it)."""
+        for k, row in enumerate(rows):
+            step = (first // every + 1 + k) * every
+            taken = read_sample(row)
+            if step == self.state.step:
+                self._sample = (step, taken)
+                continue
+            for observer in self.observers:
+                if getattr(observer, "sampled", False) and observer.every > 0 and step % observer.every == 0:
+                    observer.record(self, step, step * self.dt, taken)
+
+    def _step(self, n_steps, h, every=0):
         """The compiled loop (`dem.engine`): ``n_steps`` steps of size ``h`` (0 steps: the forces
-        of the current state). Returns ``(status, body, steps done)``."""
+        of the current state), sampling after every step whose number is a multiple of ``every``
+        > 0. Returns ``(status, body, steps done, sampled rows)``."""
         estimate = None
         if self._engine is None:
             names = tuple(self.model.interactions)
@@ -140,21 +179,23 @@ class Simulation:
                          ", ".join(names) or "free bodies", "parallel" if self.parallel else "serial", estimate)
         started = time.perf_counter()
         histories, parameters = arguments(self.model, self.state, self.contacts)
-        status, body, done, *carried = self._engine(
-            n_steps, h, self.state.arrays(), self.bodies, self.aux, self.contacts.arrays(), self.contacts.index,
-            *histories, *parameters,
+        rows = np.empty((n_steps // every + 1 if every > 0 else 0, self._sample_width))
+        status, body, done, sampled, *carried = self._engine(
+            n_steps, h, self.state.step, every, rows, self.state.arrays(), self.bodies, self.aux,
+            self.contacts.arrays(), self.contacts.index, *histories, *parameters,
         )
         store_contacts(self.model, self.contacts, carried)
         if estimate is not None:
             record_compile_time(self.scheme, tuple(self.model.interactions), self.parallel,
                                 time.perf_counter() - started)
-        return status, body, done
+        return status, body, done, rows[:sampled]
 
     def run(self, end_step, progress=None):
         """Advance to step ``end_step``, letting observers report when due; ``progress`` is an
         optional callable ``progress(step)`` called once the start is reported and after each
         chunk. Returns False if a stop
         was requested before the end (the last chunk is then not reported), True otherwise."""
+        every = self._sampling()
         try:
             if self.state.step == 0:
                 self._report(due_only=False)
@@ -164,8 +205,9 @@ class Simulation:
                 if self._stopping():
                     return False
                 target = min([end_step, self.state.step + self.max_chunk]
-                             + [self._next_due(o) for o in self.observers])
-                self.advance(target - self.state.step)
+                             + [self._next_due(o) for o in self.observers
+                                if not (every and getattr(o, "sampled", False))])
+                self._advance(target - self.state.step, every)
                 self._report(due_only=self.state.step < end_step)
                 if progress is not None:
                     progress(self.state.step)
@@ -173,6 +215,14 @@ class Simulation:
         finally:
             for observer in self.observers:
                 observer.close(self)
+
+    def _sampling(self):
+        """The steps between the loop's samples: the greatest common divisor of the intervals of
+        the observers that read samples; 0 when there are none, when the model logs invariants or
+        when the loop cannot sample (`samples_in_loop`)."""
+        if not self.samples_in_loop or self.model.invariants:
+            return 0
+        return math.gcd(*[o.every for o in self.observers if getattr(o, "sampled", False) and o.every > 0])
 
     def _next_due(self, observer):
         every = observer.every

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .rotations import _cross, _quat_rotate, _quat_rotate_inverse
+
 #: What every kernel may read of the bodies (constant).
 BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
 #: The bodies' configuration and velocities, and the force and moment buffers.
@@ -214,3 +216,32 @@ class State:
     def arrays(self):
         return StateArrays(self.position, self.velocity, self.orientation, self.angular_velocity, self.force,
                            self.moment)
+
+
+@njit(cache=True)
+def motion(st, bodies):
+    """The bodies' kinetic energies and momenta about the origin (SPEC §4), and the fastest:
+    ``(kinetic_translational, kinetic_rotational, Px, Py, Pz, Lx, Ly, Lz, body, |v|)`` with
+    ``P = Σ m v`` and ``L = Σ x × m v + Σ R J Rᵀ Ω`` (for a body on a pivot at the origin,
+    ``v = 0`` and ``J`` is about the pivot); ``body`` is the fastest (−1 when there is none)."""
+    ke_t = ke_r = px = py = pz = lx = ly = lz = 0.0
+    fastest, top = -1, -1.0
+    for i in range(st.position.shape[0]):
+        v = st.velocity[i]
+        m = bodies.mass[i]
+        speed2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+        ke_t += 0.5 * m * speed2
+        w = _quat_rotate_inverse(st.orientation[i], st.angular_velocity[i])  # body frame ω
+        jw = (bodies.inertia[i, 0] * w[0], bodies.inertia[i, 1] * w[1], bodies.inertia[i, 2] * w[2])
+        ke_r += 0.5 * (w[0] * jw[0] + w[1] * jw[1] + w[2] * jw[2])
+        spin = _quat_rotate(st.orientation[i], jw)
+        orbital = _cross(st.position[i], v)
+        px += m * v[0]
+        py += m * v[1]
+        pz += m * v[2]
+        lx += m * orbital[0] + spin[0]
+        ly += m * orbital[1] + spin[1]
+        lz += m * orbital[2] + spin[2]
+        if speed2 > top:
+            fastest, top = i, speed2
+    return ke_t, ke_r, px, py, pz, lx, ly, lz, fastest, np.sqrt(top) if fastest >= 0 else 0.0

@@ -79,6 +79,27 @@ def test_refilled_snapshots_equal_fresh_ones(tmp_path):
             assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / f"new{k}" / name).read_bytes(), name
 
 
+def test_log_rows_sampled_in_the_loop_are_the_budget_of_the_state_at_their_step(tmp_path):
+    """A run returns to Python only at its snapshots (every 100 steps); the loop samples the rows
+    of energy.csv and walls.csv (every 10) on the way. Each row is, bit for bit, what the state at
+    its step gives when it is stepped to there from Python and asked (`Simulation.energy_budget`),
+    through the impact (first contact at t = 0.5)."""
+    out = tmp_path / "run"
+    run(SCENE, overrides=["simulation.t_end=0.8", "output.vtk_every=100"], out=out, quiet=True)
+    energy = np.genfromtxt(out / "energy.csv", delimiter=",", names=True)
+    walls = np.genfromtxt(out / "walls.csv", delimiter=",", names=True)
+    assert list(energy["step"]) == list(walls["step"]) == list(range(0, 801, 10))
+    scene, model, state, _ = prepare(SCENE)
+    sim = Simulation(model, state, "rrp2", scene.simulation["dt"])
+    for k, step in enumerate(energy["step"]):
+        sim.advance(int(step) - sim.state.step)
+        budget = sim.energy_budget()
+        assert [energy[name][k] for name in budget] == list(budget.values()), step
+        wall = state.interactions["walls"]
+        assert [walls[f"w0_{c}"][k] for c in ("x", "y", "z", "fx", "fy", "fz")] == [*wall.point[0], *wall.load[0, :3]]
+    assert walls["w0_fx"].min() < 0.0 and energy["hertz_pw"].max() > 0.0  # the impact is in the rows
+
+
 def _arrays_with(data, expected, count):
     """The arrays of ``data``, checked to hold ``expected`` (name -> components) with ``count``
     tuples each."""

@@ -46,7 +46,8 @@ the per-row helpers out of line too made that block six times slower).
 
 ``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
 interactions may share a column (``external``, ``dissipated``): the log sums them in registry
-order. An interaction with per-contact ``history`` (a width > 0) gets, after ``own``, its own
+order. It is a compiled kernel too (``@njit(cache=True)``): the loop calls it, through the
+generated ``sample`` (`dem.engine`), at every log row. An interaction with per-contact ``history`` (a width > 0) gets, after ``own``, its own
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see

@@ -1,5 +1,7 @@
 """Observers of a run: each has ``every`` (steps), ``report(sim)`` and ``close(sim)`` — the
-energy and wall logs, the VTK snapshots, checkpoints and the energy guard."""
+energy and wall logs, the VTK snapshots, checkpoints and the energy guard. The logs and the guard
+read only the state's `dem.diagnostics.Sample` (``sampled``), which the loop takes at their steps:
+they also have ``record(sim, step, time, sample)`` (`dem.simulation`)."""
 
 from .checkpoints import Checkpointer
 from .csv_log import EnergyLog, WallLog

@@ -18,9 +18,12 @@ def columns(model):
 
 class CsvLog:
     """Writes one row every ``every`` steps (and at the start and end of a run): `header` and
-    `values` say what. Rows are flushed as they are written, so the file is complete up to the
-    last row whenever the run stops. A run restarted at step ``resume_step`` keeps the rows up to
-    that step and appends after them (rows a stopped run wrote later are dropped)."""
+    `values` say what, from the state's `dem.diagnostics.Sample` (rows of earlier steps come
+    sampled in the loop: `record`). Rows are flushed as they are written, so the file is complete
+    up to the last row whenever the run stops. A run restarted at step ``resume_step`` keeps the
+    rows up to that step and appends after them (rows a stopped run wrote later are dropped)."""
+
+    sampled = True
 
     def __init__(self, path, every, resume_step=None):
         self.path = path
@@ -32,8 +35,8 @@ class CsvLog:
     def header(self, model):
         raise NotImplementedError
 
-    def values(self, sim):
-        """The row's values after ``step, t``, as text."""
+    def values(self, sim, sample):
+        """The row's values after ``step, t``, as text, from ``sample``."""
         raise NotImplementedError
 
     def _open(self, header):
@@ -47,13 +50,18 @@ class CsvLog:
         self._file.writelines(kept)
 
     def report(self, sim):
-        if self._last_step == sim.state.step:
+        self.record(sim, sim.state.step, sim.state.time, sim.sample())
+
+    def record(self, sim, step, time, sample):
+        """Write the row of step ``step`` (time ``time``), whose `dem.diagnostics.Sample` is
+        ``sample``."""
+        if self._last_step == step:
             return
         if self._file is None:
             self._open(",".join(self.header(sim.model)))
-        self._file.write(",".join([str(sim.state.step), repr(sim.state.time)] + self.values(sim)) + "\n")
+        self._file.write(",".join([str(step), repr(time)] + self.values(sim, sample)) + "\n")
         self._file.flush()
-        self._last_step = sim.state.step
+        self._last_step = step
 
     def close(self, sim):
         if self._file is not None:
@@ -67,8 +75,9 @@ class EnergyLog(CsvLog):
     def header(self, model):
         return columns(model)
 
-    def values(self, sim):
-        row = sim.energy_budget()
+    def values(self, sim, sample):
+        # (a model with invariants is sampled from Python, at the state's step: `dem.simulation`)
+        row = sample.budget
         return ([repr(row[name]) for name in COLUMNS[2:] + extra_columns()]
                 + [repr(function(sim.model, sim.state)) for function in sim.model.invariants.values()])
 
@@ -89,12 +98,12 @@ def wall_columns(model):
 class WallLog(CsvLog):
     """``walls.csv`` (`wall_columns`), for a model with walls. Stops the run (`SimulationError`)
     when a particle has touched more mesh features at once than it has contact slots for (at
-    any step before the row: ``mesh_most``)."""
+    any step before the state's: ``mesh_most``)."""
 
     def header(self, model):
         return wall_columns(model)
 
-    def values(self, sim):
+    def values(self, sim, sample):
         from ..simulation import SimulationError
 
         walls = sim.state.interactions["walls"]
@@ -105,7 +114,6 @@ class WallLog(CsvLog):
                                   f"particles (coarsen it) or the particle is crushed into it (reduce simulation.dt)")
         n_planes = len(sim.model.inputs["walls"]["planes"])
         out = []
-        for w in range(len(walls.point)):
-            values = list(walls.point[w]) + list(walls.load[w, :3]) + (list(walls.load[w, 3:6]) if w >= n_planes else [])
-            out += [repr(float(v)) for v in values]
+        for w, values in enumerate(sample.walls.tolist()):  # point, then the force and moment
+            out += [repr(v) for v in values[:6 if w < n_planes else 9]]
         return out

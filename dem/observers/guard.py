@@ -1,7 +1,5 @@
 """Observer that stops a run whose energy error grows far beyond the energy in play: a blow-up."""
 
-import numpy as np
-
 from ..interactions import energy_columns
 from ..simulation import SimulationError
 
@@ -15,7 +13,10 @@ class EnergyGuard:
     the integration error: a well-resolved run stays orders of magnitude below the default
     tolerance of 10, an unstable one (``dt`` above the critical step) passes it within a few
     oscillations. The message names the step, the fastest body and ``hint`` (the critical step
-    and the remedy). ``reference`` is ``(E(0), scale)`` from a checkpoint."""
+    and the remedy). ``reference`` is ``(E(0), scale)`` from a checkpoint. It reads only the
+    state's `dem.diagnostics.Sample` (``sampled``: the loop samples it, `dem.simulation`)."""
+
+    sampled = True
 
     def __init__(self, every, tolerance, reference=None, hint=""):
         self.every = every
@@ -24,7 +25,10 @@ class EnergyGuard:
         self.hint = hint
 
     def report(self, sim):
-        row = sim.energy_budget()
+        self.record(sim, sim.state.step, sim.state.time, sim.sample())
+
+    def record(self, sim, step, time, sample):
+        row = sample.budget
         scale = sum(abs(row[name]) for name in energy_columns())
         if self.reference is None or self.reference[1] == 0.0:
             self.reference = (row["total"] if self.reference is None else self.reference[0], scale)
@@ -33,12 +37,11 @@ class EnergyGuard:
             return
         error = abs(row["total"] - energy0) / (scale0 + abs(row["walls"]))
         if not error <= self.tolerance:
-            speed = np.linalg.norm(sim.state.velocity, axis=1)
-            body = int(np.argmax(speed))
+            body, speed = sample.fastest
             raise SimulationError(
-                f"step {sim.state.step} (t = {sim.state.time:.6g}): the energy error {error:.3g} is more than "
+                f"step {step} (t = {time:.6g}): the energy error {error:.3g} is more than "
                 f"simulation.energy_tolerance = {self.tolerance:g} times the initial energy scale: the run went "
-                f"unstable (fastest body: {body}, |v| = {speed[body]:.3g}); {self.hint or 'reduce simulation.dt'}"
+                f"unstable (fastest body: {body}, |v| = {speed:.3g}); {self.hint or 'reduce simulation.dt'}"
             )
 
     def close(self, sim):
