@@ -29,8 +29,8 @@ class EnergyGuard:
 
     def record(self, sim, step, time, sample):
         row = sample.budget
-        scale = sum(abs(row[name]) for name in energy_columns())
         if self.reference is None or self.reference[1] == 0.0:
+            scale = sum(abs(row[name]) for name in energy_columns())
             self.reference = (row["total"] if self.reference is None else self.reference[0], scale)
         energy0, scale0 = self.reference
         if self.tolerance <= 0 or scale0 == 0.0:
