@@ -9,9 +9,9 @@ loop samples the state at their steps (`dem.diagnostics.Sample`) and they ``reco
 after the chunk, in order, so that a log row costs no call from Python; they report at a chunk's
 end like the others (on the sample of that step, taken in the loop). A model with invariants
 (functions of the state, in Python) is sampled from Python, a chunk per row. Step 0 is reported
-before the first step; a restarted run reports from its next due step on. Between chunks the loop honours a
-stop request (`Simulation.request_stop`, set by the command line's signal handlers), leaving the
-state at a whole step.
+before the first step; a restarted run reports from its next due step on. Between chunks the
+loop honours a stop request (`Simulation.request_stop`, set by the command line's signal
+handlers), leaving the state at a whole step.
 """
 
 import logging
@@ -51,8 +51,9 @@ class Simulation:
 
     ``observers`` have ``every`` (steps; 0 = never except at the start and the end), ``report(sim)``
     and ``close(sim)``; those with ``sampled = True`` read only `sample` and also have
-    ``record(sim, step, time, sample)``, for a row sampled in the loop before the state's step. Kernels run on numba's threads (``numba.set_num_threads``) when there are
-    at least `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
+    ``record(sim, step, time, sample)``, for a row sampled in the loop before the state's step.
+    Kernels run on numba's threads (``numba.set_num_threads``) when there are at least
+    `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
     bit for bit, whatever the choice and the number of threads. ``restored`` is what
     `dem.checkpoint.restore` returns, to continue a run.
     """
