@@ -26,7 +26,9 @@ Walls: fixed planes (the walls interaction's state is whole on every rank, `Inte
 shared_state`). Each rank books the loads of its owned particles on them, and `walls.csv` logs
 the ranks' loads added in rank order: the same to round-off as one process, not bit for bit (one
 process adds them up in chunks of rows, across the ranks' boxes). Moving, servo and mesh walls
-stop the run with an `MPIError` (`dem.interactions.walls.localize`).
+stop the run with an `MPIError` (`dem.interactions.walls.localize`). Contact sub-stepping
+(`dem.integrators.respa`) is not distributed: the ranks step with the plain map (a warning says
+so), the same bits as one process at ``contact.substeps = 1``.
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
@@ -43,6 +45,7 @@ checkpoints are those of the serial run, and a checkpoint restarts on any number
 
 import copy
 import functools
+import logging
 import os
 
 import numpy as np
@@ -244,6 +247,10 @@ class DistributedSimulation(Simulation):
         self._mpi = MPI
         self.comm = world()
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        hertz = model.interactions.get("hertz_pp")
+        substeps = hertz.substeps if hertz is not None else 1
+        if substeps > 1:  # the sub-steps would need a halo exchange each
+            model.interactions["hertz_pp"] = hertz._replace(substeps=1)
         scheme = self._configure(model, state, integrator, dt, observers, False)
         names = tuple(model.interactions)
         for name in names:
@@ -299,6 +306,11 @@ class DistributedSimulation(Simulation):
                          bond_length, build=self.neighbors and (restored is None or restarted))
         if restored is None:
             self._forces(0.0)  # the forces of the initial configuration (no work booked)
+        if substeps > 1 and self.rank == 0:
+            logging.getLogger("dem").warning(
+                "contact.substeps = %d: contact sub-stepping does not run on several processes yet; these %d "
+                "ranks step with the plain map (compare with one process at contact.substeps = 1)",
+                substeps, self.size)
 
     # -- the rank's data -------------------------------------------------------------------------
 

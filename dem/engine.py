@@ -63,8 +63,10 @@ from .contacts import (
     _owner_offsets,
     _spread_history,
 )
+from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
+from .interactions.hertz import hertz_pp_fast
 from .neighbors import _build_kernel, _rebuild_due
 from .state import motion
 
@@ -208,9 +210,11 @@ def _forces_text(names, parallel):
     neighbors = any(i.neighbors for i in interactions)
     row_arguments = _row_arguments(interactions)
     _rows_text(w, interactions, listed=False)
+    carried = "index" + "".join(", " + h for h in histories)
     w('@njit(inline="always")')
-    w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
-    w("n = st.position.shape[0]", 1)
+    w(f"def _refresh(st, bodies, table, {carried}):")
+    w('"""Step 1: rebuild the neighbour list if it is due, carrying the histories; returns '
+      '``(index, *histories)``."""', 1)
     if neighbors:
         w.use(_rebuild_due, "_rebuild_due")
         w.use(_build_kernel, "_build_kernel")
@@ -227,6 +231,16 @@ def _forces_text(names, parallel):
             w.use(_spread_history, "_spread_history")
             w(f"hist_{name} = _spread_history(table.start, index, table.owner_start, keys_{name}, "
               f"hist_{name})", 2)
+    w(f"return ({''.join(a + ', ' for a in carried.split(', '))})".replace(", )", ",)"), 1)
+    w()
+    w()
+    w('@njit(inline="always")')
+    w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
+    w("n = st.position.shape[0]", 1)
+    if neighbors:
+        w(f"refreshed = _refresh(st, bodies, table, {carried})", 1)
+        for k, name in enumerate(carried.split(", ")):
+            w(f"{name} = refreshed[{k}]", 1)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
     _passes_text(w, interactions, parallel, lambda: _chunked(
         w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
@@ -368,12 +382,74 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
     w("sampled = 0", 1)
+    respa = _substepped(scheme, names)
+    if respa:
+        stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
+        turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
+        fast = w.use(hertz_pp_fast, "hertz_pp_fast")
+        w.use(Contacts, "Contacts")
+        w.imports["_refresh"] = f"from {forces_module} import _refresh"
+
+        bonded = [i for i in (INTERACTIONS[n] for n in names) if i.kind == BOND and i.fast is not None]
+
+        def fast_pass(indent, rows=True):
+            """The fast force ``f``: the Hertz rows set it (``rows``; else the force evaluation did),
+            the bond laws' ``fast`` kernels add theirs."""
+            if rows:
+                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, Contacts(table.start, index, "
+                         f"table.owner_start), p_hertz_pp, fast)", "0", "n", parallel, indent)
+            for i in bonded:
+                kernel = w.use(i.fast, f"{i.name}_fast")
+                w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", indent)
+                w(f"lo = p_{i.name}.color_start[color]", indent + 1)
+                w(f"hi = p_{i.name}.color_start[color + 1]", indent + 1)
+                _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)", "lo",
+                         "hi", parallel, indent + 1)
+
+        w("substeps = p_hertz_pp.substeps  # contact sub-steps (dem.integrators.respa); 1: the plain map", 1)
+        w("fraction = 1.0 / substeps", 1)
+        w("fast = o_hertz_pp.fast  # the fast force f", 1)
+        w("fresh = False  # whether fast holds f at the current configuration", 1)
+        w("due = np.zeros(n_chunks, np.bool_)", 1)
+        w("mean = np.empty((n, 3))  # the drifts' mean velocity, then what the last drift's adds to it", 1)
     w("for k in range(n_steps):", 1)
+    indent = 2
+    if respa:
+        w("substepped = False  # some contact active at the last force evaluation: sub-step this one", 2)
+        w("if substeps > 1:", 2)
+        w("for i in range(n):", 3)
+        w("if o_hertz_pp.active[i] > 0:", 4)
+        w("substepped = True", 5)
+        w("break", 5)
+        w("if substepped:", 2)
+        w("if not fresh:", 3)
+        fast_pass(4)
+        w("fresh = True", 4)
+        lo, hi = ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if parallel else ("0", "n")
+        w("for chunk in prange(n_chunks):" if parallel else "for chunk in range(1):", 3)
+        w(f"due[chunk] = {stages['open_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean, "
+          f"table.reference_position, table.skin)", 4)
+        w(f"failed[chunk] = {turn}({lo}, {hi}, h, st, bodies, aux)", 4)
+        w("for sub in range(substeps - 1):  # the last sub-step's f comes with the step's forces", 3)
+        w("if sub > 0:", 4)
+        w("for chunk in prange(n_chunks):" if parallel else "for chunk in range(1):", 5)
+        w(f"due[chunk] = {stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, mean, "
+          f"table.reference_position, table.skin, False)", 6)
+        w("if due.any():  # a body moved more than skin/2 since the list was built", 4)
+        w(f"refreshed = _refresh(st, bodies, table, {carried})", 5)
+        for k, name in enumerate(["index"] + histories):
+            w(f"{name} = refreshed[{k}]", 5)
+        fast_pass(4)
+        _chunked(w, lambda lo, hi: f"{stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, "
+                 f"mean, table.reference_position, table.skin, True)", "0", "n", parallel, 3)
+        w("else:", 2)
+        w("fresh = False", 3)
+        indent = 3
     if parallel:
-        w("for chunk in prange(n_chunks):", 2)
-        w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)", 3)
+        w("for chunk in prange(n_chunks):", indent)
+        w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)", indent + 1)
     else:
-        w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", 2)
+        w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", indent)
     w("for chunk in range(n_chunks):", 2)
     w("if failed[chunk] >= 0:", 3)
     w(f"return {FAILED}, failed[chunk], k, sampled, {carried}", 4)
@@ -381,7 +457,14 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w(f"out = _forces(h, st, bodies, table, {arguments})", 2)
     for k, name in enumerate(["index"] + histories):
         w(f"{name} = out[{k}]", 2)
-    _chunked(w, lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 2)
+    if respa:
+        w("if substepped:", 2)
+        fast_pass(3, rows=False)
+        _chunked(w, lambda lo, hi: f"{stages['close_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean)", "0", "n",
+                 parallel, 3)
+        _chunked(w, lambda lo, hi: f"{spin}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 3)
+        w("else:", 2)
+    _chunked(w, lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, indent)
     w("if every > 0 and (first_step + k + 1) % every == 0:", 2)
     w("body = first_not_finite(st)", 3)
     w("if body >= 0:", 3)
@@ -393,6 +476,13 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w(f"return {NOT_FINITE}, body, n_steps, sampled, {carried}", 2)
     w(f"return {OK}, -1, n_steps, sampled, {carried}", 1)
     return w
+
+
+def _substepped(scheme, names):
+    """Whether the loop of ``scheme`` with ``names`` sub-steps the Hertz particle–particle contacts
+    when their ``substeps`` > 1 (`dem.integrators.respa`): a scheme with the rotational stages
+    ``turn``/``spin`` (``rrp2``, ``rrp``, ``lgvi``; not ``rrp1``)."""
+    return "hertz_pp" in names and hasattr(scheme.module, "turn")
 
 
 def _module(kind, describe, writer, stamp):

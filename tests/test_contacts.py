@@ -73,15 +73,16 @@ def test_history_matches_brute_force_across_rebuilds(probe):
     reference = {}
     brute_force_step(reference, state.position, model.diameter)  # the forces of step 0 count too
     persistent = (N - 2, N - 1)
+    travelled = 0.0
     for step in range(1, 601):
         sim.advance(1)
+        travelled = max(travelled, state.position[persistent[0], 0] - 1.0)
         brute_force_step(reference, state.position, model.diameter)
         live = table(sim)
         assert live.keys() == reference.keys(), f"step {step}"
         for key, (age, total) in reference.items():
             assert live[key][0] == age and live[key][1] == pytest.approx(total, rel=1e-13), f"step {step} {key}"
     assert sim.contacts.n_builds > 50  # the list was rebuilt many times
-    travelled = state.position[persistent[0], 0] - 1.0
     assert travelled > 10 * sim.contacts.skin
     # the pressed pair never let go: its history counts every step, as if the list never rebuilt
     assert reference[persistent][0] == 601

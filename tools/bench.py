@@ -6,6 +6,7 @@ scene's whole run of steps.
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
     python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
+    python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
     mpiexec -n 2 python tools/bench.py --n 100000 --threads 1   # on 2 MPI ranks (dem.distributed)
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
@@ -48,7 +49,7 @@ BINDERS = {
 }
 
 
-def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0):
+def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0, substeps=None):
     position = fcc_block(n_target, diameter=1.0)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -57,8 +58,8 @@ def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0):
     system.add_bonds(pairs[:, 0], pairs[:, 1], **BINDERS[binder])
     del position, pairs
     wall = dict(point=(-1.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0)
-    return system.finish([wall], contact={"k_pp": 1e5, "k_pw": 1e5, "friction": friction, "rolling_friction": rolling,
-                                          "twisting_friction": rolling})
+    contact = {"k_pp": 1e5, "k_pw": 1e5, "friction": friction, "rolling_friction": rolling, "twisting_friction": rolling}
+    return system.finish([wall], contact=contact | ({} if substeps is None else {"substeps": substeps}))
 
 
 def main():
@@ -72,24 +73,28 @@ def main():
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
     parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
+    parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
+                        "or dem's default for the block; 1: the plain map)")
     parser.add_argument("--compare", action="store_true",
                         help="with --friction/--rolling: time the frictionless block in turn with it, print the ratio")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
     if args.scene:
-        scene, model, state, _ = prepare(args.scene)
+        settings = [] if args.substeps is None else [f"contact.substeps={args.substeps}"]
+        scene, model, state, _ = prepare(args.scene, settings)
         args.steps = scene.n_steps
-        warm = simulation(*prepare(args.scene)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
+        warm = simulation(*prepare(args.scene, settings)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
         warm.advance(20)  # compile (or load the cache) on a copy
         sim = simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
-        model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
+        model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0,
+                                   args.substeps)
         sim = simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
     plain = None
     if args.compare and not args.scene:
-        plain = simulation(*build_block(args.n, args.binder), "rrp2", 1e-3)
+        plain = simulation(*build_block(args.n, args.binder, substeps=args.substeps), "rrp2", 1e-3)
         plain.advance(20)
     comm = world()
     n = model.n_bodies

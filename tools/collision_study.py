@@ -105,15 +105,17 @@ CASES = {
 MARKERS = {"rrp": "o", "rrp2": "v", "rrp1": "s", "lgvi": "D"}
 
 
-def collision(case, lead, stiffening=0.0):
+def collision(case, lead, stiffening=0.0, substeps=1):
     """``(model, state)`` of ``case`` (a `Collision`) with its stiffnesses times ``1 + stiffening``,
     at the time ``lead`` before contact onset: each sphere moved back along its velocity (free
-    flight is straight)."""
+    flight is straight). ``substeps``: the contact sub-steps (``contact.substeps``; 1, the plain
+    maps of SPEC §2, unless asked)."""
     system = SystemBuilder()
     for x, v, omega in zip(case.position, case.velocity, case.angular_velocity):
         system.add_body(np.asarray(x, float) - lead * np.asarray(v, float), mass=MASS, inertia=INERTIA,
                         diameter=DIAMETER, velocity=v, angular_velocity=omega)
     contact = {key: stiffness * (1.0 + stiffening) for key, stiffness in case.contact.items()}
+    contact["substeps"] = substeps
     return system.finish(list(case.walls), contact=contact)
 
 
@@ -136,12 +138,12 @@ def _final(sim, integrator, dt):
                       s.angular_velocity[None].copy(), steps=s.step)
 
 
-def run(case, integrator, dt, t_end, lead=LEAD, stiffening=0.0, every_step=True):
+def run(case, integrator, dt, t_end, lead=LEAD, stiffening=0.0, every_step=True, substeps=1):
     """Run ``case`` with its stiffnesses times ``1 + stiffening`` from ``lead`` before onset to
-    ``t_end`` with ``integrator`` at step ``dt``. With ``every_step`` the energy is read after
+    ``t_end`` with ``integrator`` at step ``dt`` (and ``substeps`` contact sub-steps). With ``every_step`` the energy is read after
     every step from onset (at ``t ≥ LEAD``) to release, for ``max`` and the contact count (in free
     flight it is constant); otherwise only at the end (a reference)."""
-    sim = Simulation(*collision(case, lead, stiffening), integrator, dt)
+    sim = Simulation(*collision(case, lead, stiffening, substeps), integrator, dt)
     e0 = sim.energy_budget()["total"]
     n = steps_per_sample(t_end, dt)   # (ValueError unless t_end is a multiple of dt)
     largest, contact_steps, touched = 0.0, 0, False
@@ -166,7 +168,9 @@ def _parser():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
-    parser.add_argument("--integrators", nargs="+", default=["rrp2", "rrp", "rrp1", "lgvi"])
+    parser.add_argument("--integrators", nargs="+", default=["rrp2", "rrp", "rrp1", "lgvi"],
+                        help="schemes; NAME×M (e.g. rrp2×3, or rrp2x3) with M contact sub-steps (default: the "
+                        "plain maps)")
     parser.add_argument("--dt", type=float, nargs="+", default=[8e-3, 4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4],
                         help="steps, each a power-of-two fraction of the coarsest (default 8e-3 … 2.5e-4)")
     parser.add_argument("--samples", type=int, default=128,
@@ -179,6 +183,12 @@ def _parser():
                         help="the reference step is the smallest dt over this (default 16)")
     parser.add_argument("--plot", help="write a log-log figure (PNG), one panel per case")
     return parser
+
+
+def _scheme(label):
+    """``(integrator, substeps)`` of a ``--integrators`` entry: ``rrp2`` or ``rrp2×3`` (``rrp2x3``)."""
+    name, _, substeps = label.replace("x", "×").partition("×")
+    return name, int(substeps or 1)
 
 
 def _order(value):
@@ -204,11 +214,13 @@ def study(args):
         print(f"\n== {name}: reference rrp2 dt = {reference_dt:g} ({time.perf_counter() - started:.1f} s for "
               f"{len(samples)} runs), t_end = {args.t_end:g}")
         results[name] = {}
-        for integrator in args.integrators:
+        for label in args.integrators:
+            integrator, substeps = _scheme(label)
             started = time.perf_counter()
             rows = []
             for dt in dts:
-                nominal, *runs = [run(case, integrator, dt, args.t_end, *sample) for sample in samples]
+                nominal, *runs = [run(case, integrator, dt, args.t_end, *sample, substeps=substeps)
+                                  for sample in samples]
                 state_errors = [state_error_max(ref, r.final) for ref, r in zip(references[1:], runs)]
                 rows.append(dict(
                     dt=dt, contact_steps=nominal.contact_steps, one=abs(nominal.end),
@@ -217,8 +229,8 @@ def study(args):
                     **{key: np.mean([error[key] for error in state_errors]) for key in ("state", "rotation")},
                 ))
             orders = {key: [np.nan] + observed_orders(dts, [row[key] for row in rows]) for _, key in COLUMNS}
-            results[name][integrator] = rows
-            print(f"\n{name}, {integrator} ({time.perf_counter() - started:.1f} s)")
+            results[name][label] = rows
+            print(f"\n{name}, {label} ({time.perf_counter() - started:.1f} s)")
             print(f"{'dt':>9} {'contact':>7} " + " ".join(f"{title:>10} {'order':>6}" for title, _ in COLUMNS)
                   + f" {'mean dE':>10}")
             for n, row in enumerate(rows):
@@ -242,7 +254,7 @@ def plot(results, path):
     for ax, (name, by_integrator) in zip(axes.flat, results.items()):
         for n, (integrator, rows) in enumerate(by_integrator.items()):
             dt = np.array([row["dt"] for row in rows])
-            style = dict(color=f"C{n}", marker=MARKERS.get(integrator, "x"), fillstyle="none", ms=11 - 2.5 * n)
+            style = dict(color=f"C{n}", marker=MARKERS.get(integrator, "x"), fillstyle="none", ms=max(11 - 2.5 * n, 4))
             ax.loglog(dt, [row["end"] for row in rows], label=integrator, **style)
             ax.loglog(dt, [row["max"] for row in rows], ls="--", lw=0.8, **style)
         lowest = min(row["end"] for rows in by_integrator.values() for row in rows)

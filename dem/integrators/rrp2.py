@@ -7,7 +7,7 @@ form (SPEC §2). It keeps ``rrp``'s exact momentum conservation; spherical bodie
 
 from numba import njit
 
-from .stages import drift, kick, rotate_linear
+from .stages import drift, kick, kick_rotation, rotate_linear
 
 
 @njit(cache=True, _nrt=False)
@@ -25,3 +25,20 @@ def after_forces(lo, hi, h, st, bodies, aux):
     """The closing half kicks with the forces ``F⁺, τ⁺`` of the new configuration."""
     for i in range(lo, hi):
         kick(i, 0.5 * h, st, bodies)  # v⁺ = v_½ + hF⁺/2m, Ω⁺ = Ω_½ + hτ⁺/2J
+
+
+@njit(cache=True, _nrt=False)
+def turn(lo, hi, h, st, bodies, aux):
+    """The rotational stages of ``before_forces`` alone (contact sub-stepping, `dem.integrators.respa`
+    moves the centres); returns −1."""
+    for i in range(lo, hi):
+        kick_rotation(i, 0.5 * h, st, bodies)  # Ω_½ = Ω + hτ/2J
+        rotate_linear(i, h, st)  # Δα = h Ω_½, R⁺ = R(Δα) R
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def spin(lo, hi, h, st, bodies, aux):
+    """The rotational stage of ``after_forces`` alone."""
+    for i in range(lo, hi):
+        kick_rotation(i, 0.5 * h, st, bodies)  # Ω⁺ = Ω_½ + hτ⁺/2J

@@ -55,18 +55,24 @@ KEYS = {
 
 
 @njit(inline="always")
+def _separation(b, position, p):
+    """``(i, j, dx, dy, dz, r)`` of bond ``b``: its ends and ``d = x_i − x_j``, ``r = |d|``."""
+    i = p.i[b]
+    j = p.j[b]
+    dx = position[i, 0] - position[j, 0]
+    dy = position[i, 1] - position[j, 1]
+    dz = position[i, 2] - position[j, 2]
+    return i, j, dx, dy, dz, np.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit(inline="always")
 def bond_ends(b, position, orientation, p):
     """What every bond law measures of bond ``b`` (``p.i``, ``p.j``, ``p.rest_dir_i``,
     ``p.rest_dir_j``, ``p.rest_relative``): ``(i, j, d, r, a_i, a_j, q, sign, |q_v|, scale)`` with
     ``d = x_i − x_j``, ``r = |d|``, ``a_i = R_i R_i0ᵀ n0``, ``a_j = R_j R_j0ᵀ n0``, ``q`` the
     quaternion of the relative rotation ``R_j R_j0ᵀ R_i0 R_iᵀ`` and ``θ = scale · q_v`` its
     rotation vector (``|θ| ≤ π``; ``sign`` that of ``q_0``)."""
-    i = p.i[b]
-    j = p.j[b]
-    dx = position[i, 0] - position[j, 0]
-    dy = position[i, 1] - position[j, 1]
-    dz = position[i, 2] - position[j, 2]
-    r = np.sqrt(dx * dx + dy * dy + dz * dz)
+    i, j, dx, dy, dz, r = _separation(b, position, p)
     q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
     q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
     a_i = _unit_quat_rotate(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
@@ -166,6 +172,30 @@ def binder_forces(lo, hi, h, st, bodies, p, own):
         moment[j, 0] += tj0
         moment[j, 1] += tj1
         moment[j, 2] += tj2
+
+
+@njit(cache=True, _nrt=False)
+def binder_axial_fast(lo, hi, st, bodies, p, own, fast):
+    """Add the axial force ``F_i = −K_a (r/r0 − 1)/r0 n = −F_j`` of the intact bonds ``lo ≤ b < hi``
+    (one colour) into ``fast``: the binder's part of the fast force of contact sub-stepping
+    (`dem.integrators.respa`; a central force of the centres alone). None with breakage: a bond
+    that breaks at the step's force evaluation must leave the slow force ``F − f`` whole, so
+    its axial force stays on the step."""
+    if p.breakable:
+        return
+    position, broken, k_axial, rest_length = st.position, own.broken, p.k_axial, p.rest_length
+    for b in range(lo, hi):
+        if broken[b] != INTACT:
+            continue
+        i, j, dx, dy, dz, r = _separation(b, position, p)
+        r0 = rest_length[b]
+        f = k_axial[b] * (r0 - r) / (r0 * r0 * r)  # −K_a (r/r0 − 1)/r0 per unit length of d
+        fast[i, 0] += f * dx
+        fast[i, 1] += f * dy
+        fast[i, 2] += f * dz
+        fast[j, 0] -= f * dx
+        fast[j, 1] -= f * dy
+        fast[j, 2] -= f * dz
 
 
 @njit(inline="always")
@@ -283,7 +313,7 @@ def extra_columns(model, p):
 
 BINDER = Interaction(
     name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
-    keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy,
+    keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy, fast=binder_axial_fast,
     critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="seed001",
     localize=functools.partial(localize_bonds, per_bond=("k_axial", "k_shear", "k_bending", "rest_length", "rest_dir_i",
                                                         "rest_dir_j", "rest_relative")),

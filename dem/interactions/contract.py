@@ -71,6 +71,12 @@ CHUNK``, which only that chunk's rows write). It acts only where the ``walls`` i
 (a model with walls). The walls' state is an argument of its own rather than part of ``st``:
 every array of ``st`` costs every kernel that takes it, so ``st`` stays the bodies'.
 
+Contact sub-stepping (`dem.integrators.respa`): a `BOND` interaction may name a ``fast`` kernel,
+``fast(lo, hi, st, bodies, params, own, fast)``, that adds into ``fast`` (n, 3) the part of its
+forces on the bonds ``lo ≤ b < hi`` (one colour) that is stiff, central and a function of the
+centres alone (the binder's axial force); the loop moves the centres under it, with the Hertz
+particle–particle forces, in sub-steps, and keeps the rest of ``forces`` on the step.
+
 Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
 after the scheme has moved the bodies and before the forces of the new configuration (state that
 is a prescribed function of time, such as moving walls; not run by a force evaluation outside a
@@ -134,6 +140,7 @@ class Interaction:
     shared_state: tuple = ()
     summed_state: tuple = ()
     bond_law: str = None
+    fast: object = None
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
