@@ -567,9 +567,9 @@ def loop_source(scheme, names, parallel):
 
 
 #: seconds per interaction of a stepping loop's first compile when none was timed on this machine
-#: yet (2-core machine, cold numba cache: the torus impact's four, serial, in 34 s with the kernels
-#: every loop shares)
-TYPICAL_SECONDS_PER_INTERACTION = {False: 8.0, True: 20.0}
+#: yet (2-core machine, cold numba cache: the torus impact's four, serial, with contact sub-stepping
+#: in 37 s, 40 s for the whole first run, with the kernels every loop shares)
+TYPICAL_SECONDS_PER_INTERACTION = {False: 9.0, True: 20.0}
 COMPILE_TIMES = "compile_times.json"
 
 
