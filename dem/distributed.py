@@ -26,16 +26,18 @@ Walls: fixed planes (the walls interaction's state is whole on every rank, `Inte
 shared_state`). Each rank books the loads of its owned particles on them, and `walls.csv` logs
 the ranks' loads added in rank order: the same to round-off as one process, not bit for bit (one
 process adds them up in chunks of rows, across the ranks' boxes). Moving, servo and mesh walls
-stop the run with an `MPIError` (`dem.interactions.walls.localize`). Contact sub-stepping
-(`dem.integrators.respa`) is not distributed: the ranks step with the plain map (a warning says
-so), the same bits as one process at ``contact.substeps = 1``.
+stop the run with an `MPIError` (`dem.interactions.walls.localize`).
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
 of the ghosts: 13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
 with their state and contact histories, the new ghosts and the new list, then the forces and
 ``after_forces`` of the owned bodies. The communication runs between compiled calls (no MPI in
-the compiled loop), one step at a time.
+the compiled loop), one step at a time. A step with contact sub-steps (`dem.integrators.respa`;
+whether some rank has an active contact is one more allreduce per step) runs the sub-stepped
+stages of the generated module instead of ``before_forces``/``after_forces``, with a halo
+exchange and a rebuild check after each drift but the last, before the fast force is evaluated:
+the same bits as one process.
 
 Outputs: observers run on rank 0 on `DistributedSimulation.snapshot`, the state gathered in
 global-id order into a one-process `dem.simulation.Simulation` (its contact table rebuilt at the
@@ -45,14 +47,13 @@ checkpoints are those of the serial run, and a checkpoint restarts on any number
 
 import copy
 import functools
-import logging
 import os
 
 import numpy as np
 from numba import njit
 
 from .contacts import ContactTable, _owner_offsets, _restore_history, _save_history
-from .engine import FAILED, NOT_FINITE, OK, distributed_module
+from .engine import FAILED, NOT_FINITE, OK, _substepped, distributed_module
 from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
@@ -247,10 +248,6 @@ class DistributedSimulation(Simulation):
         self._mpi = MPI
         self.comm = world()
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        hertz = model.interactions.get("hertz_pp")
-        substeps = hertz.substeps if hertz is not None else 1
-        if substeps > 1:  # the sub-steps would need a halo exchange each
-            model.interactions["hertz_pp"] = hertz._replace(substeps=1)
         scheme = self._configure(model, state, integrator, dt, observers, False)
         names = tuple(model.interactions)
         for name in names:
@@ -262,6 +259,8 @@ class DistributedSimulation(Simulation):
         self.neighbors = any(INTERACTIONS[n].neighbors for n in names)
         self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
         self.kernels = distributed_module(scheme, names)
+        #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
+        self.substeps = model.interactions["hertz_pp"].substeps if _substepped(scheme, names) else 1
         self._first_calls = set()
         #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
         self.migrated = self.rebalanced = 0
@@ -306,11 +305,6 @@ class DistributedSimulation(Simulation):
                          bond_length, build=self.neighbors and (restored is None or restarted))
         if restored is None:
             self._forces(0.0)  # the forces of the initial configuration (no work booked)
-        if substeps > 1 and self.rank == 0:
-            logging.getLogger("dem").warning(
-                "contact.substeps = %d: contact sub-stepping does not run on several processes yet; these %d "
-                "ranks step with the plain map (compare with one process at contact.substeps = 1)",
-                substeps, self.size)
 
     # -- the rank's data -------------------------------------------------------------------------
 
@@ -496,13 +490,24 @@ class DistributedSimulation(Simulation):
         ())`` with ``body`` a global id (no rows: `samples_in_loop`)."""
         MPI = self._mpi
         flags = np.empty(2, np.int64)
+        fraction = 1.0 / self.substeps
+        fresh = False  # whether the fast force is that of the current configuration
         for k in range(n_steps):
-            st, part = self.state, self.part
-            failed = self._in_turn("before", lambda: self.kernels.before(part.owned, h, self._arguments[0],
-                                                                           self.bodies, self.aux))
+            substepped = self.substeps > 1 and self._active()
+            if substepped:
+                if not fresh:
+                    self._fast(h, True)
+                failed = self._sub_steps(h, fraction)
+                fresh = True
+            else:
+                fresh = False
+                failed = self._in_turn("before", lambda: self.kernels.before(self.part.owned, h, self._arguments[0],
+                                                                               self.bodies, self.aux))
+                failed = self.part.bodies[failed] if failed >= 0 else NOBODY
+            st = self.state
             moved = self.neighbors and (self._builds == 0 or _needs_rebuild(
                 st.position, self.bodies.diameter, self.model.skin, self.contacts.reference_position))
-            flags[0] = part.bodies[failed] if failed >= 0 else NOBODY
+            flags[0] = failed
             flags[1] = 0 if moved else 1
             request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
             self._exchange()  # (while the flags travel)
@@ -513,13 +518,55 @@ class DistributedSimulation(Simulation):
                 self._redistribute()
             self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
             self._forces(h)
-            self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
-                                                              self.aux))
+            if substepped:
+                self._fast(h, False)
+                self._in_turn("close", lambda: self.kernels.close_stage(h, *self._arguments, self.aux, fraction))
+            else:
+                self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
+                                                                  self.aux))
         body = first_not_finite(self._arguments[0])
         body = self.comm.allreduce(int(self.part.bodies[body]) if body >= 0 else NOBODY, op=MPI.MIN)
         if body != NOBODY:
             return NOT_FINITE, body, n_steps, ()
         return OK, -1, n_steps, ()
+
+    # -- contact sub-stepping (dem.integrators.respa) ---------------------------------------------
+
+    def _active(self):
+        """Whether some rank's owned body has an active contact at the last force evaluation."""
+        active = self.state.interactions["hertz_pp"].active[self.part.owned]
+        return bool(self.comm.allreduce(int((active > 0).any()), op=self._mpi.MAX))
+
+    def _fast(self, h, rows):
+        self._in_turn("fast", lambda: self.kernels.fast_forces(h, *self._arguments, rows))
+
+    def _sub_steps(self, h, fraction):
+        """The sub-steps of one step up to its last drift, as the serial loop (`dem.engine`): the
+        ghosts' positions exchanged after each drift and the list rebuilt when due, before the
+        fast force is evaluated. Returns the global id of the first owned body whose rotation
+        failed, or `NOBODY`."""
+        MPI = self._mpi
+        failed = self._in_turn("open", lambda: self.kernels.open_stage(
+            h, *self._arguments, self.aux, fraction, self.contacts.reference_position, self.model.skin))
+        failed = self.part.bodies[failed] if failed >= 0 else NOBODY
+        moved = np.empty(1, np.int64)
+        for sub in range(self.substeps - 1):
+            if sub > 0:
+                self._drift(h, fraction, False)
+            moved[0] = self.neighbors and _needs_rebuild(self.state.position, self.bodies.diameter, self.model.skin,
+                                                         self.contacts.reference_position)
+            request = self.comm.Iallreduce(MPI.IN_PLACE, moved, op=MPI.MAX)
+            self._exchange()  # (while the flag travels)
+            request.Wait()
+            if moved[0]:
+                self._redistribute()
+            self._fast(h, True)
+        self._drift(h, fraction, True)
+        return failed
+
+    def _drift(self, h, fraction, last):
+        self._in_turn("drift", lambda: self.kernels.drift_stage(
+            h, *self._arguments, fraction, self.contacts.reference_position, self.model.skin, last))
 
     def _redistribute(self):
         """A rebuild: bring the bonds' state up to date on every rank, rebalance the boxes if

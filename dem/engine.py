@@ -314,7 +314,70 @@ def _distributed_text(scheme, names):
             w("return -1", 1)
         w()
         w()
+    if _substepped(scheme, names):
+        _distributed_substeps_text(w, scheme, names, signature)
     return w
+
+
+def _fast_bonds(names):
+    """The bond laws among ``names`` with a ``fast`` kernel (contact sub-stepping)."""
+    return [i for i in (INTERACTIONS[n] for n in names) if i.kind == BOND and i.fast is not None]
+
+
+def _distributed_substeps_text(w, scheme, names, signature):
+    """An MPI rank's stages of contact sub-stepping (`dem.integrators.respa`), over its owned
+    bodies, with the same arguments as ``forces`` and then the stage's own: ``fast_forces(...,
+    rows)`` (the fast force ``f`` of the owned bodies: the Hertz rows' when ``rows``, else the
+    force evaluation set it; the bond laws' ``fast`` kernels add theirs; the ghosts' rows zeroed),
+    ``open_stage(..., aux, fraction, reference, skin)`` (the opening kicks, first drift and
+    rotations; the first owned body whose rotation fails, or −1), ``drift_stage(..., fraction,
+    reference, skin, last)`` and ``close_stage(..., aux, fraction)``. `dem.distributed` runs them
+    with a halo exchange after each drift."""
+    stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
+    turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
+    fast = w.use(hertz_pp_fast, "hertz_pp_fast")
+    w("@njit(cache=True)")
+    w(f"def fast_forces({signature}, rows):")
+    w("f = o_hertz_pp.fast", 1)
+    w("if rows:", 1)
+    w("for k in range(owned.shape[0]):", 2)
+    w(f"{fast}(owned[k], owned[k] + 1, st, bodies, contacts, p_hertz_pp, f)", 3)
+    w("for k in range(ghosts.shape[0]):", 1)
+    w("for c in range(3):", 2)
+    w("f[ghosts[k], c] = 0.0", 3)
+    for i in _fast_bonds(names):
+        kernel = w.use(i.fast, f"{i.name}_fast")
+        w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
+        w(f"{kernel}(p_{i.name}.color_start[color], p_{i.name}.color_start[color + 1], st, bodies, p_{i.name}, "
+          f"o_{i.name}, f)", 2)
+    w()
+    w()
+    w("@njit(cache=True)")
+    w(f"def open_stage({signature}, aux, fraction, reference, skin):")
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"{stages['open_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_hertz_pp.fast, o_hertz_pp.mean, "
+      f"reference, skin)", 2)
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"if {turn}(owned[k], owned[k] + 1, h, st, bodies, aux) >= 0:", 2)
+    w("return owned[k]", 3)
+    w("return -1", 1)
+    w()
+    w()
+    w("@njit(cache=True)")
+    w(f"def drift_stage({signature}, fraction, reference, skin, last):")
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"{stages['kick_drift']}(owned[k], owned[k] + 1, h * fraction, fraction, st, bodies, o_hertz_pp.fast, "
+      f"o_hertz_pp.mean, reference, skin, last)", 2)
+    w()
+    w()
+    w("@njit(cache=True)")
+    w(f"def close_stage({signature}, aux, fraction):")
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"{stages['close_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_hertz_pp.fast, o_hertz_pp.mean)", 2)
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"{spin}(owned[k], owned[k] + 1, h, st, bodies, aux)", 2)
+    w()
+    w()
 
 
 #: values of `dem.state.motion` after the kinetic energies (in a sample row, after the energy
@@ -390,7 +453,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         w.use(Contacts, "Contacts")
         w.imports["_refresh"] = f"from {forces_module} import _refresh"
 
-        bonded = [i for i in (INTERACTIONS[n] for n in names) if i.kind == BOND and i.fast is not None]
+        bonded = _fast_bonds(names)
 
         def fast_pass(indent, rows=True):
             """The fast force ``f``: the Hertz rows set it (``rows``; else the force evaluation did),
@@ -411,7 +474,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         w("fast = o_hertz_pp.fast  # the fast force f", 1)
         w("fresh = False  # whether fast holds f at the current configuration", 1)
         w("due = np.zeros(n_chunks, np.bool_)", 1)
-        w("mean = np.empty((n, 3))  # the drifts' mean velocity, then what the last drift's adds to it", 1)
+        w("mean = o_hertz_pp.mean  # the drifts' mean velocity, then what the last drift's adds to it", 1)
     w("for k in range(n_steps):", 1)
     indent = 2
     if respa:

@@ -32,10 +32,8 @@ except ImportError:
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra (mpi4py, mpiexec): pip install '.[mpi]'")
 
 TORUS = str(ROOT / "scenes/torus_impact.toml")
-#: contact sub-stepping does not run distributed: the one-process runs use the plain map too
-PLAIN = "contact.substeps=1"
-TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20", PLAIN]
-GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7", PLAIN,
+TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20"]
+GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7",
                     "breakage.tension=0.005", "breakage.shear=0.01", "damping.local=0.1"]
 #: the granule with Coulomb friction, rolling and twisting resistance (pair and wall histories)
 ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_friction=0.1",
@@ -43,7 +41,7 @@ ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_fr
 #: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
 LOADS = ("interaction.walls.load", "interaction.walls.partial")
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
-TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250", PLAIN]
+TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
 
 
 def serial(scene, settings, out, restart=None, probe=True):

@@ -36,8 +36,9 @@ HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal meshes su
 #: ``dissipated (n,)``: the damping work booked to each particle so far; `hertz_pp` only: ``active
 #: (n,)``, how many of the particle's contacts are active at the last force evaluation
 #: (`ACTIVE_OVERLAP`), and ``fast (n, 3)``, the fast force of contact sub-stepping
-#: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force).
-HertzState = namedtuple("HertzState", "dissipated active fast")
+#: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force), and ``mean (n,
+#: 3)``, its scratch (the drifts' mean velocity).
+HertzState = namedtuple("HertzState", "dissipated active fast mean")
 #: A contact is *active* (the next step sub-steps the contacts, `dem.integrators.respa`) when its
 #: overlap δ, now or as its approach speed would carry it over two steps, exceeds this: pairs that
 #: touch only by round-off (a block of spheres at rest spacing in flight) do not count.
@@ -56,7 +57,7 @@ KEYS_PP = {"contact": {
                     "move in steps of dt/M under them; every other force, the damping and every rotation stay on "
                     "the step); cuts the energy error where contacts open and close all the time (the torus "
                     "impact's by about 13 at M = 3, 40 at M = 4; cost 1.5x, 1.65x); 1: the plain map of SPEC §2 "
-                    "(rrp1 and MPI runs always)", "", at_least(1)),
+                    "(rrp1 always)", "", at_least(1)),
 }}
 KEYS_PW = {"contact": {
     "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
@@ -311,7 +312,8 @@ def _setup(stiffness_key, needs_walls):
 
 
 def initial_state(model, params):
-    return HertzState(np.zeros(model.n_bodies), np.zeros(model.n_bodies, np.int64), np.zeros((model.n_bodies, 3)))
+    n = model.n_bodies
+    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)))
 
 
 def contact_critical_step(model, state, stiffness, reach_factor, scale):
