@@ -213,7 +213,8 @@ def _forces_text(names, parallel):
     carried = "index" + "".join(", " + h for h in histories)
     w('@njit(inline="always")')
     w(f"def _refresh(st, bodies, table, {carried}):")
-    w('"""Step 1: rebuild the neighbour list if it is due, carrying the histories; returns '
+    w('"""Rebuild the neighbour list if it is due, carrying the histories (before the forces, and between '
+      'contact sub-steps); returns '
       '``(index, *histories)``."""', 1)
     if neighbors:
         w.use(_rebuild_due, "_rebuild_due")

@@ -14,10 +14,9 @@ e^{hL_slow/2}``: symplectic, second order, time-reversible, and each sub-step is
 step of central pair forces, so linear and angular momentum stay exact to round-off. A Hertz
 contact that lasts a few steps is resolved by ``M`` times as many sub-steps, which shrinks the
 energy error that each onset and release leaves, as ``(h/M)²`` (docs/guide.md, contact
-sub-stepping). Adjacent
-fast half kicks are merged (``v ← v + (h/M) f/m`` between sub-steps) and the first and last are
-merged into the slow half kicks, so a step costs ``M`` evaluations of ``f`` and ``M`` passes of
-drift over the bodies beyond the plain map.
+sub-stepping). Adjacent fast half kicks are merged (``v ← v + (h/M) f/m`` between sub-steps) and
+the first and last are merged into the slow half kicks, so a step costs ``M`` evaluations of
+``f`` and ``M`` passes of drift over the bodies beyond the plain map.
 
 The damping of the contacts (``restitution < 1``) and every other force stay on the step and book
 their work as in the plain map. They are evaluated with the velocities set to their mean over the

@@ -255,9 +255,10 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
     sub-stepped, how many of them are active (``own.active``, `dem.integrators.respa`)."""
     row = _pair_row(i, st, bodies, contacts, p, p.damping, 2.0 * h if p.substeps > 1 else 0.0)
     own.active[i] = row[5]
-    own.fast[i, 0] = row[6]  # as hertz_pp_fast: the last sub-step's f comes from here
-    own.fast[i, 1] = row[7]
-    own.fast[i, 2] = row[8]
+    if p.substeps > 1:  # as hertz_pp_fast: the last sub-step's f comes from here (the plain map reads none)
+        own.fast[i, 0] = row[6]
+        own.fast[i, 1] = row[7]
+        own.fast[i, 2] = row[8]
     return _booked(i, h, own, row)
 
 
