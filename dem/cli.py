@@ -132,7 +132,10 @@ def main(argv=None):
     level = logging.WARNING if getattr(args, "quiet", False) else (
         logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
     level = level if primary else logging.ERROR
-    logging.basicConfig(level=level, format="dem: %(message)s", stream=sys.stderr, force=True)
+    # dem's own messages at that level; other libraries' only from warnings up (matplotlib's
+    # "generated new fontManager" on a fresh machine is not the user's business)
+    logging.basicConfig(level=max(level, logging.WARNING), format="dem: %(message)s", stream=sys.stderr, force=True)
+    logging.getLogger("dem").setLevel(level)
     started = time.perf_counter()
     try:
         if args.command == "plot":
