@@ -491,16 +491,14 @@ class DistributedSimulation(Simulation):
         MPI = self._mpi
         flags = np.empty(2, np.int64)
         fraction = 1.0 / self.substeps
-        fresh = False  # whether the fast force is that of the current configuration
+        fresh = False  # whether the fast force is that of the current configuration (`forces` leaves it)
         for k in range(n_steps):
             substepped = self.substeps > 1 and self._active()
             if substepped:
                 if not fresh:
-                    self._fast(h, True)
+                    self._fast(h)
                 failed = self._sub_steps(h, fraction)
-                fresh = True
             else:
-                fresh = False
                 failed = self._in_turn("before", lambda: self.kernels.before(self.part.owned, h, self._arguments[0],
                                                                                self.bodies, self.aux))
                 failed = self.part.bodies[failed] if failed >= 0 else NOBODY
@@ -518,8 +516,8 @@ class DistributedSimulation(Simulation):
                 self._redistribute()
             self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
             self._forces(h)
+            fresh = self.substeps > 1
             if substepped:
-                self._fast(h, False)
                 self._in_turn("close", lambda: self.kernels.close_stage(h, *self._arguments, self.aux, fraction))
             else:
                 self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
@@ -537,8 +535,8 @@ class DistributedSimulation(Simulation):
         active = self.state.interactions["hertz_pp"].active[self.part.owned]
         return bool(self.comm.allreduce(int((active > 0).any()), op=self._mpi.MAX))
 
-    def _fast(self, h, rows):
-        self._in_turn("fast", lambda: self.kernels.fast_forces(h, *self._arguments, rows))
+    def _fast(self, h):
+        self._in_turn("fast", lambda: self.kernels.fast_forces(h, *self._arguments))
 
     def _sub_steps(self, h, fraction):
         """The sub-steps of one step up to its last drift, as the serial loop (`dem.engine`): the
@@ -560,7 +558,7 @@ class DistributedSimulation(Simulation):
             request.Wait()
             if moved[0]:
                 self._redistribute()
-            self._fast(h, True)
+            self._fast(h)
         self._drift(h, fraction, True)
         return failed
 

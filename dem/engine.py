@@ -129,6 +129,18 @@ def _chunked(w, call, lo, hi, parallel, indent):
         w(call(lo, hi), indent)
 
 
+def _bond_pass(w, name, call, parallel, indent):
+    """``call(lo, hi)`` over the bonds of law ``name``: colour by colour (a colour's bonds share no
+    body), each in chunks under prange; serially in one call, which takes them in the same order."""
+    if not parallel:
+        w(call("0", f"p_{name}.color_start[-1]"), indent)
+        return
+    w(f"for color in range(p_{name}.color_start.shape[0] - 1):", indent)
+    w(f"lo = p_{name}.color_start[color]", indent + 1)
+    w(f"hi = p_{name}.color_start[color + 1]", indent + 1)
+    _chunked(w, call, "lo", "hi", parallel, indent + 1)
+
+
 def _fused(interactions):
     """The ``update`` kernels without history: they touch only their rows (and their chunk's
     sums), so they run at the top of the row pass."""
@@ -180,23 +192,48 @@ def _rows_text(w, interactions, listed):
     w()
 
 
-def _passes_text(w, interactions, parallel, rows_pass):
+def _fast_text(w, interactions, distributed):
+    """``fast`` (after the rows): the array into which the bond laws with a ``fast`` kernel add
+    their fast force in their ``forces`` kernel, the Hertz rows' (`dem.interactions.hertz.
+    hertz_pp_forces`) when the next step is sub-stepped (some contact active; on an MPI rank
+    whenever the contacts are sub-stepped: the ranks decide together), else no rows (they add
+    none)."""
+    if "hertz_pp" not in (i.name for i in interactions):
+        w("fast = st.force[:0]  # no contact sub-stepping", 1)
+        return
+    if distributed:
+        w("fast = o_hertz_pp.fast if p_hertz_pp.substeps > 1 else st.force[:0]  # the fast force f", 1)
+        w("if fast.shape[0] > 0:  # the bond laws add their fast force on the ghosts too", 1)
+        w("for k in range(ghosts.shape[0]):", 2)
+        w("for c in range(3):", 3)
+        w("fast[ghosts[k], c] = 0.0", 4)
+        return
+    w("fast = st.force[:0]  # the fast force f, for the next step if it is sub-stepped", 1)
+    w("if p_hertz_pp.substeps > 1:", 1)
+    w("for i in range(n):", 2)
+    w("if o_hertz_pp.active[i] > 0:", 3)
+    w("fast = o_hertz_pp.fast", 4)
+    w("break", 4)
+
+
+def _passes_text(w, interactions, parallel, rows_pass, distributed=False):
     """Steps 2–5 of the force evaluation: the history updates over all rows, ``rows_pass`` (lines
-    that run ``_rows``), the bond kernels colour by colour, the global kernels."""
+    that run ``_rows``), the bond kernels colour by colour (those with a ``fast`` kernel also add
+    their fast force into ``fast``, `_fast_text`), the global kernels."""
     for i in interactions:
         if i.history:
             update = w.use(i.update, f"{i.name}_update")
             _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
                      f"hist_{i.name})", "0", "n", parallel, 1)
     rows_pass()
+    if any(i.kind == BOND and i.fast is not None for i in interactions):
+        _fast_text(w, interactions, distributed)
     for i in interactions:
         if i.kind == BOND:
             kernel = w.use(i.forces, f"{i.name}_forces")
-            w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
-            w(f"lo = p_{i.name}.color_start[color]", 2)
-            w(f"hi = p_{i.name}.color_start[color + 1]", 2)
-            _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name})", "lo", "hi",
-                     parallel, 2)
+            fast = ", fast" if i.fast is not None else ""
+            _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name}{fast})",
+                       parallel, 1)
     for i in interactions:
         if i.kind == GLOBAL:
             kernel = w.use(i.forces, f"{i.name}_forces")
@@ -297,7 +334,7 @@ def _distributed_text(scheme, names):
         w("st.force[ghosts[k], c] = 0.0", 3)
         w("st.moment[ghosts[k], c] = 0.0", 3)
 
-    _passes_text(w, interactions, False, rows_pass)
+    _passes_text(w, interactions, False, rows_pass, distributed=True)
     w()
     w()
     for stage, scheme_function, failure in (("before", scheme.module.before_forces, True),
@@ -327,9 +364,9 @@ def _fast_bonds(names):
 
 def _distributed_substeps_text(w, scheme, names, signature):
     """An MPI rank's stages of contact sub-stepping (`dem.integrators.respa`), over its owned
-    bodies, with the same arguments as ``forces`` and then the stage's own: ``fast_forces(...,
-    rows)`` (the fast force ``f`` of the owned bodies: the Hertz rows' when ``rows``, else the
-    force evaluation set it; the bond laws' ``fast`` kernels add theirs; the ghosts' rows zeroed),
+    bodies, with the same arguments as ``forces`` and then the stage's own: ``fast_forces(...)``
+    (the fast force ``f`` of the owned bodies between sub-steps: the Hertz rows' and the bond
+    laws' ``fast`` kernels'; the ghosts' rows zeroed; ``forces`` leaves it as well),
     ``open_stage(..., aux, fraction, reference, skin)`` (the opening kicks, first drift and
     rotations; the first owned body whose rotation fails, or −1), ``drift_stage(..., fraction,
     reference, skin, last)`` and ``close_stage(..., aux, fraction)``. `dem.distributed` runs them
@@ -338,19 +375,16 @@ def _distributed_substeps_text(w, scheme, names, signature):
     turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
     fast = w.use(hertz_pp_fast, "hertz_pp_fast")
     w("@njit(cache=True)")
-    w(f"def fast_forces({signature}, rows):")
+    w(f"def fast_forces({signature}):")
     w("f = o_hertz_pp.fast", 1)
-    w("if rows:", 1)
-    w("for k in range(owned.shape[0]):", 2)
-    w(f"{fast}(owned[k], owned[k] + 1, st, bodies, contacts, p_hertz_pp, f)", 3)
+    w("for k in range(owned.shape[0]):", 1)
+    w(f"{fast}(owned[k], owned[k] + 1, st, bodies, contacts, p_hertz_pp, f)", 2)
     w("for k in range(ghosts.shape[0]):", 1)
     w("for c in range(3):", 2)
     w("f[ghosts[k], c] = 0.0", 3)
     for i in _fast_bonds(names):
         kernel = w.use(i.fast, f"{i.name}_fast")
-        w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", 1)
-        w(f"{kernel}(p_{i.name}.color_start[color], p_{i.name}.color_start[color + 1], st, bodies, p_{i.name}, "
-          f"o_{i.name}, f)", 2)
+        _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, f)", False, 1)
     w()
     w()
     w("@njit(cache=True)")
@@ -456,24 +490,19 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
 
         bonded = _fast_bonds(names)
 
-        def fast_pass(indent, rows=True):
-            """The fast force ``f``: the Hertz rows set it (``rows``; else the force evaluation did),
-            the bond laws' ``fast`` kernels add theirs."""
-            if rows:
-                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, Contacts(table.start, index, "
-                         f"table.owner_start), p_hertz_pp, fast)", "0", "n", parallel, indent)
+        def fast_pass(indent):
+            """The fast force ``f`` between sub-steps: the Hertz rows set it, the bond laws' ``fast``
+            kernels add theirs (the force evaluation leaves it too: `_fast_text`)."""
+            _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, Contacts(table.start, index, "
+                     f"table.owner_start), p_hertz_pp, fast)", "0", "n", parallel, indent)
             for i in bonded:
                 kernel = w.use(i.fast, f"{i.name}_fast")
-                w(f"for color in range(p_{i.name}.color_start.shape[0] - 1):", indent)
-                w(f"lo = p_{i.name}.color_start[color]", indent + 1)
-                w(f"hi = p_{i.name}.color_start[color + 1]", indent + 1)
-                _chunked(w, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)", "lo",
-                         "hi", parallel, indent + 1)
+                _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)",
+                           parallel, indent)
 
         w("substeps = p_hertz_pp.substeps  # contact sub-steps (dem.integrators.respa); 1: the plain map", 1)
         w("fraction = 1.0 / substeps", 1)
         w("fast = o_hertz_pp.fast  # the fast force f", 1)
-        w("fresh = False  # whether fast holds f at the current configuration", 1)
         w("due = np.zeros(n_chunks, np.bool_)", 1)
         w("mean = o_hertz_pp.mean  # the drifts' mean velocity, then what the last drift's adds to it", 1)
     w("for k in range(n_steps):", 1)
@@ -486,9 +515,8 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         w("substepped = True", 5)
         w("break", 5)
         w("if substepped:", 2)
-        w("if not fresh:", 3)
+        w("if k == 0:  # later, the force evaluation left f (_fast_text)", 3)
         fast_pass(4)
-        w("fresh = True", 4)
         lo, hi = ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if parallel else ("0", "n")
         w("for chunk in prange(n_chunks):" if parallel else "for chunk in range(1):", 3)
         w(f"due[chunk] = {stages['open_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean, "
@@ -507,7 +535,6 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         _chunked(w, lambda lo, hi: f"{stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, "
                  f"mean, table.reference_position, table.skin, True)", "0", "n", parallel, 3)
         w("else:", 2)
-        w("fresh = False", 3)
         indent = 3
     if parallel:
         w("for chunk in prange(n_chunks):", indent)
@@ -523,7 +550,6 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         w(f"{name} = out[{k}]", 2)
     if respa:
         w("if substepped:", 2)
-        fast_pass(3, rows=False)
         _chunked(w, lambda lo, hi: f"{stages['close_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean)", "0", "n",
                  parallel, 3)
         _chunked(w, lambda lo, hi: f"{spin}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 3)

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from dem import Simulation
+from dem.contacts import Contacts
 from dem.diagnostics import energy_budget
+from dem.engine import arguments
+from dem.interactions.binder import binder_axial_fast
+from dem.interactions.hertz import hertz_pp_fast
 from dem.runner import prepare
 
 SCENE = "scenes/torus_impact.toml"
@@ -33,7 +37,7 @@ def energy_error(substeps, steps):
 
 def test_sub_steps_take_out_the_creep_of_the_torus_and_keep_its_momenta():
     """To t = 60 (the impact, then the ring vibrating; 2026-11-24, read every 10 steps: 3 sub-steps
-    5.9e-4, plain 4.4e-3; to t = 500, 1.7e-3 and 2.17e-2, docs/guide.md)."""
+    5.9e-4, plain 4.4e-3; to t = 500, 8.0e-4 and 2.17e-2 on 2026-11-26, docs/guide.md)."""
     plain, _ = energy_error(1, 60_000)
     error, sim = energy_error(3, 60_000)
     assert error < 7e-4 and plain > 4 * error
@@ -56,6 +60,28 @@ def test_momenta_to_round_off_in_a_vibrating_free_ring():
     scale = np.abs(state.velocity).sum() * model.mass.max() * (1.0 + np.abs(state.position).max())
     for key in ("Px", "Py", "Pz", "Lx", "Ly", "Lz"):
         assert abs(after[key] - before[key]) < 1e-14 * scale, key
+
+
+def test_the_force_evaluation_leaves_the_fast_force_bit_for_bit():
+    """After a step's force evaluation with active contacts, ``fast`` holds what the sub-steps'
+    kernels compute for that configuration, the binder's axial force included (its force kernel
+    adds it: the step needs no pass of its own for it), to the last bit."""
+    model, state = torus(3)
+    sim = Simulation(model, state, "rrp2", 1e-3)
+    sim.advance(1500)
+    assert (state.interactions["hertz_pp"].active > 0).any()
+    _, parameters = arguments(model, state, sim.contacts)
+    p = dict(zip(model.interactions, zip(parameters[::2], parameters[1::2])))
+    st, table = state.arrays(), sim.contacts
+    expected = np.zeros((model.n_bodies, 3))
+    hertz_pp_fast(0, model.n_bodies, st, sim.bodies, Contacts(table.start, table.index, table.owner_start),
+                  p["hertz_pp"][0], expected)
+    contacts_only = expected.copy()
+    binder, own = p["binder"]
+    binder_axial_fast(0, binder.color_start[-1], st, sim.bodies, binder, own, expected)
+    left = state.interactions["hertz_pp"].fast
+    assert np.array_equal(left, expected)
+    assert np.abs(left - contacts_only).max() > 1e-3 * np.abs(left).max()  # the binder's part is there
 
 
 def test_a_ring_in_rigid_flight_steps_with_the_plain_map():

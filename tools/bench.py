@@ -7,6 +7,7 @@ scene's whole run of steps.
     python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
+    python tools/bench.py --scene scenes/torus_impact.toml --substeps 4 --compare --repeat 5   # against the plain map
     mpiexec -n 2 python tools/bench.py --n 100000 --threads 1   # on 2 MPI ranks (dem.distributed)
 
 Builds an FCC block of about N unit-diameter spheres, bonded to all touching neighbours (12 per
@@ -21,7 +22,8 @@ particle (whole process, and the growth from building the block onwards; under M
 rank's) and, as its last line, ``particle-steps/s: X``. ``--compare`` also builds the frictionless
 block and times the two in turn, repeat by repeat (on a shared machine the load changes from
 minute to minute, not from one run to the next), and prints the ratio of their best times (its
-peak memory is that of both blocks).
+peak memory is that of both blocks). With ``--scene`` each repeat runs the scene from its start
+again, and ``--compare`` times it in turn with the plain map (``contact.substeps = 1``).
 """
 
 import argparse
@@ -76,30 +78,39 @@ def main():
     parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
                         "or dem's default for the block; 1: the plain map)")
     parser.add_argument("--compare", action="store_true",
-                        help="with --friction/--rolling: time the frictionless block in turn with it, print the ratio")
+                        help="with --friction/--rolling: time the frictionless block in turn with it; with --scene: "
+                        "the plain map (contact.substeps = 1); print the ratio")
     args = parser.parse_args()
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
     if args.scene:
-        settings = [] if args.substeps is None else [f"contact.substeps={args.substeps}"]
-        scene, model, state, _ = prepare(args.scene, settings)
+        def scene_run(substeps):
+            """A fresh simulation of the scene (compiled, or its cache loaded, on a copy first)."""
+            settings = [] if substeps is None else [f"contact.substeps={substeps}"]
+            scene, model, state, _ = prepare(args.scene, settings)
+            integrator, dt = scene.simulation["integrator"], scene.simulation["dt"]
+            simulation(*prepare(args.scene, settings)[1:3], integrator, dt).advance(20)
+            return scene, model, simulation(model, state, integrator, dt)
+
+        scene, model, sim = scene_run(args.substeps)
         args.steps = scene.n_steps
-        warm = simulation(*prepare(args.scene, settings)[1:3], scene.simulation["integrator"], scene.simulation["dt"])
-        warm.advance(20)  # compile (or load the cache) on a copy
-        sim = simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"])
     else:
         model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0,
                                    args.substeps)
         sim = simulation(model, state, "rrp2", 1e-3)
         sim.advance(20)  # compile (or load the cache) and warm up
     plain = None
-    if args.compare and not args.scene:
-        plain = simulation(*build_block(args.n, args.binder, substeps=args.substeps), "rrp2", 1e-3)
-        plain.advance(20)
     comm = world()
     n = model.n_bodies
     times, plain_times = [], []
-    for _ in range(1 if args.scene else max(1, args.repeat)):
+    for repeat in range(max(1, args.repeat)):
+        if args.scene and repeat > 0:
+            sim = scene_run(args.substeps)[2]
+        if args.compare and args.scene:
+            plain = scene_run(1)[2]
+        elif args.compare and plain is None:
+            plain = simulation(*build_block(args.n, args.binder, substeps=args.substeps), "rrp2", 1e-3)
+            plain.advance(20)
         if comm is not None:
             comm.Barrier()
         if plain is not None:
@@ -134,7 +145,8 @@ def main():
         print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
     if plain is not None:
-        print(f"frictionless, timed in turn: {min(plain_times):.3f} s (best of {len(plain_times)}); "
+        print(f"{'plain map' if args.scene else 'frictionless'}, timed in turn: {min(plain_times):.3f} s "
+              f"(best of {len(plain_times)}); "
               f"{', '.join(model.interactions)} cost {seconds / min(plain_times):.3f} × as much per particle-step")
     print(f"particle-steps/s: {n * args.steps / seconds:.4g}")
 

@@ -66,6 +66,22 @@ def _separation(b, position, p):
 
 
 @njit(inline="always")
+def _axial(k_axial, inverse_r0, strain, n):
+    """The axial force ``F_i = −K_a (r/r0 − 1)/r0 n`` (the same bits in `binder_forces` and
+    `binder_axial_fast`)."""
+    f_axial = -k_axial * strain * inverse_r0
+    return f_axial * n[0], f_axial * n[1], f_axial * n[2]
+
+
+@njit(inline="always")
+def _add_fast(fast, i, j, f):
+    """``fast[i] += f``, ``fast[j] −= f``."""
+    for c in range(3):
+        fast[i, c] += f[c]
+        fast[j, c] -= f[c]
+
+
+@njit(inline="always")
 def bond_ends(b, position, orientation, p):
     """What every bond law measures of bond ``b`` (``p.i``, ``p.j``, ``p.rest_dir_i``,
     ``p.rest_dir_j``, ``p.rest_relative``): ``(i, j, d, r, a_i, a_j, q, sign, |q_v|, scale)`` with
@@ -119,21 +135,24 @@ def _break_code(strain, shear, angle, limits):
 def _bond_force(k_axial, k_shear, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j):
     """``F_i = −F_j`` of a bond of stiffnesses ``k_axial``, ``k_shear`` (measures of `_deformation`)."""
     nx, ny, nz = n
-    f_axial = -k_axial * strain * inverse_r0
+    ax, ay, az = _axial(k_axial, inverse_r0, strain, n)
     s_i = 1.0 - c_i
     s_j = 1.0 - c_j
     k_r = k_shear * inverse_r
-    return (f_axial * nx + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx)),
-            f_axial * ny + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny)),
-            f_axial * nz + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz)))
+    return (ax + k_r * (c_i * (a_i[0] - s_i * nx) + c_j * (a_j[0] - s_j * nx)),
+            ay + k_r * (c_i * (a_i[1] - s_i * ny) + c_j * (a_j[1] - s_j * ny)),
+            az + k_r * (c_i * (a_i[2] - s_i * nz) + c_j * (a_j[2] - s_j * nz)))
 
 
 @njit(cache=True, _nrt=False)
-def binder_forces(lo, hi, h, st, bodies, p, own):
+def binder_forces(lo, hi, h, st, bodies, p, own, fast):
     """Add the loads of the intact bonds ``lo ≤ b < hi`` (one colour); break those past the
-    limits, booking their energy and half-step work (see the module's docstring)."""
+    limits, booking their energy and half-step work (see the module's docstring). With contact
+    sub-stepping (``fast`` has rows, no breakage) also add their axial force into ``fast``, as
+    `binder_axial_fast` does."""
     position, orientation, force, moment = st.position, st.orientation, st.force, st.moment
     broken, k_axial, k_shear, k_bending = own.broken, p.k_axial, p.k_shear, p.k_bending
+    substepped = fast.shape[0] > 0 and not p.breakable
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
@@ -166,6 +185,8 @@ def binder_forces(lo, hi, h, st, bodies, p, own):
         force[j, 0] -= f0
         force[j, 1] -= f1
         force[j, 2] -= f2
+        if substepped:
+            _add_fast(fast, i, j, _axial(k_axial[b], inverse_r0, strain, n))
         moment[i, 0] += ti0
         moment[i, 1] += ti1
         moment[i, 2] += ti2
@@ -188,14 +209,10 @@ def binder_axial_fast(lo, hi, st, bodies, p, own, fast):
         if broken[b] != INTACT:
             continue
         i, j, dx, dy, dz, r = _separation(b, position, p)
-        r0 = rest_length[b]
-        f = k_axial[b] * (r0 - r) / (r0 * r0 * r)  # −K_a (r/r0 − 1)/r0 per unit length of d
-        fast[i, 0] += f * dx
-        fast[i, 1] += f * dy
-        fast[i, 2] += f * dz
-        fast[j, 0] -= f * dx
-        fast[j, 1] -= f * dy
-        fast[j, 2] -= f * dz
+        inverse_r = 1.0 / r
+        inverse_r0 = 1.0 / rest_length[b]
+        _add_fast(fast, i, j, _axial(k_axial[b], inverse_r0, r * inverse_r0 - 1.0,
+                                     (dx * inverse_r, dy * inverse_r, dz * inverse_r)))
 
 
 @njit(inline="always")

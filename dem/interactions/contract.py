@@ -38,7 +38,8 @@ a mesh contact's bookkeeping are plain ``@njit(cache=True)`` functions, compiled
 (measured: the frictional sphere-on-a-floor loop compiled in 97 s instead of 156 s, its energy
 kernels in 23 s instead of 71 s, with the N = 10⁵ frictional block's stepping unchanged; making
 the per-row helpers out of line too made that block six times slower).
-* `BOND` — over the bonds of one colour at a time (bonds of a colour share no body):
+* `BOND` — over the bonds of one colour at a time (bonds of a colour share no body; a serial
+  build passes all of them in one call, which takes them in the same order):
   ``forces(lo, hi, h, st, bodies, params, own)`` adds into ``st.force``/``st.moment`` for the
   bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.
 * `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms), after
@@ -75,7 +76,10 @@ Contact sub-stepping (`dem.integrators.respa`): a `BOND` interaction may name a 
 ``fast(lo, hi, st, bodies, params, own, fast)``, that adds into ``fast`` (n, 3) the part of its
 forces on the bonds ``lo ≤ b < hi`` (one colour) that is stiff, central and a function of the
 centres alone (the binder's axial force); the loop moves the centres under it, with the Hertz
-particle–particle forces, in sub-steps, and keeps the rest of ``forces`` on the step.
+particle–particle forces, in sub-steps, and keeps the rest of ``forces`` on the step. Its
+``forces`` kernel then takes ``fast`` after ``own`` and adds the same part, the same bits, into it
+when it has rows (none: sub-stepping off), so that the step's force evaluation leaves the fast
+force of the new configuration without a pass of its own.
 
 Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
 after the scheme has moved the bodies and before the forces of the new configuration (state that
