@@ -491,11 +491,10 @@ class DistributedSimulation(Simulation):
         MPI = self._mpi
         flags = np.empty(2, np.int64)
         fraction = 1.0 / self.substeps
-        fresh = False  # whether the fast force is that of the current configuration (`forces` leaves it)
         for k in range(n_steps):
             substepped = self.substeps > 1 and self._active()
             if substepped:
-                if not fresh:
+                if k == 0:  # later, `forces` left the fast force of the current configuration
                     self._fast(h)
                 failed = self._sub_steps(h, fraction)
             else:
@@ -516,7 +515,6 @@ class DistributedSimulation(Simulation):
                 self._redistribute()
             self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
             self._forces(h)
-            fresh = self.substeps > 1
             if substepped:
                 self._in_turn("close", lambda: self.kernels.close_stage(h, *self._arguments, self.aux, fraction))
             else:

@@ -208,12 +208,10 @@ def _fast_text(w, interactions, distributed):
         w("for c in range(3):", 3)
         w("fast[ghosts[k], c] = 0.0", 4)
         return
+    substepped = w.use(respa_stages.substepped, "substepped_next")
     w("fast = st.force[:0]  # the fast force f, for the next step if it is sub-stepped", 1)
-    w("if p_hertz_pp.substeps > 1:", 1)
-    w("for i in range(n):", 2)
-    w("if o_hertz_pp.active[i] > 0:", 3)
-    w("fast = o_hertz_pp.fast", 4)
-    w("break", 4)
+    w(f"if {substepped}(p_hertz_pp, o_hertz_pp):", 1)
+    w("fast = o_hertz_pp.fast", 2)
 
 
 def _passes_text(w, interactions, parallel, rows_pass, distributed=False):
@@ -508,12 +506,9 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w("for k in range(n_steps):", 1)
     indent = 2
     if respa:
-        w("substepped = False  # some contact active at the last force evaluation: sub-step this one", 2)
-        w("if substeps > 1:", 2)
-        w("for i in range(n):", 3)
-        w("if o_hertz_pp.active[i] > 0:", 4)
-        w("substepped = True", 5)
-        w("break", 5)
+        substepped = w.use(respa_stages.substepped, "substepped_next")
+        w(f"substepped = {substepped}(p_hertz_pp, o_hertz_pp)  # some contact active at the last force evaluation",
+          2)
         w("if substepped:", 2)
         w("if k == 0:  # later, the force evaluation left f (_fast_text)", 3)
         fast_pass(4)

@@ -15,8 +15,9 @@ step of central pair forces, so linear and angular momentum stay exact to round-
 contact that lasts a few steps is resolved by ``M`` times as many sub-steps, which shrinks the
 energy error that each onset and release leaves, as ``(h/M)²`` (docs/guide.md, contact
 sub-stepping). Adjacent fast half kicks are merged (``v ← v + (h/M) f/m`` between sub-steps) and
-the first and last are merged into the slow half kicks, so a step costs ``M`` evaluations of
-``f`` and ``M`` passes of drift over the bodies beyond the plain map.
+the first and last are merged into the slow half kicks, so a step costs ``M − 1`` evaluations
+of ``f`` (the last is the step's own force evaluation's) and ``M`` passes of drift over the
+bodies beyond the plain map.
 
 The damping of the contacts (``restitution < 1``) and every other force stay on the step and book
 their work as in the plain map. They are evaluated with the velocities set to their mean over the
@@ -26,6 +27,17 @@ displacement, and their booked work the work they did.
 """
 
 from numba import njit
+
+
+@njit(inline="always")
+def substepped(p, own):
+    """Whether the next step is sub-stepped: ``p.substeps > 1`` and some Hertz contact was active
+    at the last force evaluation (``own.active``, `dem.interactions.hertz.hertz_pp_forces`)."""
+    if p.substeps > 1:
+        for i in range(own.active.shape[0]):
+            if own.active[i] > 0:
+                return True
+    return False
 
 
 @njit(inline="always")
