@@ -3,6 +3,7 @@ sphere rests in, prescribed and servo motion, the work of moving walls in the en
 walls.csv, the VTK drawing of moving walls and meshes, and bad input."""
 
 import csv
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -380,6 +381,27 @@ def test_the_rotating_drum_example_validates():
     root = Path(__file__).resolve().parents[1]
     text = "\n".join(describe(root / "scenes/rotating_drum.toml"))
     assert "mesh of 3300 triangles from meshes/drum.stl, moving" in text
+
+
+def test_the_column_collapse_tube_is_the_documented_open_tube(tmp_path):
+    """``scenes/meshes/tube.stl`` is what the command in docs/guide.md writes, byte for byte: an
+    open tube (no caps: two triangles per quadrilateral of the shell, every vertex at radius 8.2,
+    y from −5 to 5), which the column collapse stands on the floor and lifts."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "tube.stl"
+    command = "--radius 8.2 --length 10 --n-along 10 --lifters 0 --open"
+    assert f"make_drum_mesh.py scenes/meshes/tube.stl {command}" in (root / "docs/guide.md").read_text().replace("\n", " ")
+    spec = importlib.util.spec_from_file_location("make_drum_mesh", root / "tools/make_drum_mesh.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    tool.main([str(out), *command.split()])
+    assert out.read_bytes() == (root / "scenes/meshes/tube.stl").read_bytes()
+    points, triangles = tool.drum(8.2, 10.0, 96, 10, lifters=0, caps=False)
+    assert len(triangles) == 2 * 96 * 10
+    assert np.allclose(np.hypot(points[:, 0], points[:, 2]), 8.2)
+    assert points[:, 1].min() == -5.0 and points[:, 1].max() == 5.0
+    text = "\n".join(describe(root / "scenes/column_collapse.toml"))
+    assert "mesh of 1920 triangles from meshes/tube.stl, moving" in text
 
 
 def test_a_particle_touching_too_many_features_stops_the_run(tmp_path, capsys):

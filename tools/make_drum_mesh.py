@@ -1,14 +1,17 @@
 """Write the triangle mesh of a closed rotating drum with lifters (an STL, through meshio), the
-mesh wall of ``scenes/rotating_drum.toml``.
+mesh wall of ``scenes/rotating_drum.toml``, or (``--open --lifters 0``) of an open tube, the
+lifted cylinder of ``scenes/column_collapse.toml``.
 
 The drum's axis is y, through the origin: a cylindrical shell of radius ``R`` and length ``L``
 (``n_around`` × ``n_along`` quadrilaterals, each split in two), two end caps (fans of
-``n_around`` triangles round a centre vertex, sharing the shell's rim vertices) and ``lifters``
-radial fins along the shell (two sides and a top, open at the ends, reaching from radius
-``R − lifter_height`` to just outside the shell, evenly spaced round the axis).
+``n_around`` triangles round a centre vertex, sharing the shell's rim vertices; none with
+``--open``) and ``lifters`` radial fins along the shell (two sides and a top, open at the ends,
+reaching from radius ``R − lifter_height`` to just outside the shell, evenly spaced round the
+axis).
 
     python tools/make_drum_mesh.py                       # scenes/meshes/drum.stl (the scene's)
     python tools/make_drum_mesh.py out.stl --radius 10 --lifters 4
+    python tools/make_drum_mesh.py scenes/meshes/tube.stl --radius 8.2 --length 10 --n-along 10 --lifters 0 --open
 """
 
 import argparse
@@ -21,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenes" / "meshes" / "drum.stl"
 
 
-def drum(radius=12.0, length=8.0, n_around=96, n_along=16, lifters=6, lifter_height=1.5, lifter_width=0.5):
-    """``(points (n, 3), triangles (m, 3))`` of the drum described in the module's docstring."""
+def drum(radius=12.0, length=8.0, n_around=96, n_along=16, lifters=6, lifter_height=1.5, lifter_width=0.5, caps=True):
+    """``(points (n, 3), triangles (m, 3))`` of the drum described in the module's docstring
+    (``caps`` False: an open tube, no end caps)."""
     angle = 2.0 * np.pi * np.arange(n_around) / n_around
     ys = np.linspace(-0.5 * length, 0.5 * length, n_along + 1)
     ring = np.column_stack((radius * np.cos(angle), np.zeros(n_around), radius * np.sin(angle)))
@@ -33,7 +37,7 @@ def drum(radius=12.0, length=8.0, n_around=96, n_along=16, lifters=6, lifter_hei
             a, b = j * n_around + k, j * n_around + (k + 1) % n_around
             c, d = a + n_around, b + n_around
             triangles += [(a, b, d), (a, d, c)]
-    for end, rim in ((-0.5 * length, 0), (0.5 * length, n_along * n_around)):
+    for end, rim in ((-0.5 * length, 0), (0.5 * length, n_along * n_around)) if caps else ():
         centre = len(np.concatenate(points))
         points.append(np.array([[0.0, end, 0.0]]))
         triangles += [(centre, rim + k, rim + (k + 1) % n_around) for k in range(n_around)]
@@ -62,8 +66,10 @@ def main(argv=None):
     parser.add_argument("--n-along", type=int, default=16)
     parser.add_argument("--lifters", type=int, default=6)
     parser.add_argument("--lifter-height", type=float, default=1.5)
+    parser.add_argument("--open", action="store_true", help="no end caps: an open tube")
     args = parser.parse_args(argv)
-    points, triangles = drum(args.radius, args.length, args.n_around, args.n_along, args.lifters, args.lifter_height)
+    points, triangles = drum(args.radius, args.length, args.n_around, args.n_along, args.lifters, args.lifter_height,
+                             caps=not args.open)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meshio.write_points_cells(args.out, points, [("triangle", triangles)], file_format="stl", binary=True)
     print(f"{args.out}: {len(triangles)} triangles, {len(points)} points")
