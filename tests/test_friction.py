@@ -9,7 +9,7 @@ from surfaces import floor_mesh
 
 from dem import Simulation, SystemBuilder
 from dem.checkpoint import load_checkpoint, restore, save_checkpoint
-from dem.packing import make_shape, random_packing
+from dem.packing import bond_pairs, fcc_block, make_shape, random_packing
 
 RADIUS, MASS, GRAVITY = 0.5, 1.0, 1.0
 INERTIA = 0.4 * MASS * RADIUS ** 2
@@ -385,3 +385,33 @@ def test_springs_are_independent_of_the_thread_count(mesh):
                 assert np.array_equal(a, b)
     # the springs of the floor's contacts took part (the mesh's keys are 1 and up): 65 and 61 at the end
     assert (runs[0][0].interactions["friction_pw"].wall_key >= (1 if mesh else 0)).sum() > 40
+
+
+def test_spheres_touching_by_round_off_carry_no_friction():
+    """A bonded FCC block of touching spheres in rigid flight (a fifth of its neighbour pairs
+    overlap by round-off, δ ~ 1e-16) steps to the same bits with friction, rolling and twisting
+    resistance as without: such pairs carry none (`friction.in_contact`, δ > 1e-9). A pair sliding
+    past each other carries friction at δ = 1e-8, none at δ = 1e-10."""
+    position = fcc_block(200, diameter=1.0)
+    pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
+    d = position[pairs[:, 0]] - position[pairs[:, 1]]
+    assert np.count_nonzero(np.einsum("ij,ij->i", d, d) < 1.0) > len(pairs) // 10  # round-off overlaps
+    runs = []
+    for contact in ({"k_pp": 1e5}, {"k_pp": 1e5, "friction": 0.5, "rolling_friction": 0.1, "twisting_friction": 0.1}):
+        system = SystemBuilder()
+        system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0, velocity=(-1.0, 0.3, 0.0))
+        system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+        model, state = system.finish([], contact=contact)
+        Simulation(model, state, "rrp2", 1e-3).advance(300)
+        runs.append(state)
+    assert {"friction_pp", "rolling_pp"} <= set(runs[1].interactions)
+    for name in ("position", "velocity", "orientation", "angular_velocity"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+    for overlap, carries in ((1e-8, True), (1e-10, False)):
+        system = SystemBuilder()
+        system.add_bodies([[0.0, 0.0, 0.0], [1.0 - overlap, 0.0, 0.0]], mass=1.0, inertia=0.1, diameter=1.0,
+                          velocity=[[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        model, state = system.finish([], contact={"k_pp": 1e5, "friction": 0.5})
+        sim = Simulation(model, state, "rrp2", 1e-4)
+        sim.advance(1)
+        assert (sim.energy_budget()["friction"] > 0.0) == carries, overlap

@@ -5,6 +5,7 @@ scene's whole run of steps.
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
     python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
+    python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --start 700  # after the impact
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 4 --compare --repeat 5   # against the plain map
@@ -16,7 +17,9 @@ parallel bonds of radius 0.5, E = 255, G = 100: K_n = 200, K_s = 79, K_b = 12.5,
 Hertz contact K = 1e5 between spheres and with a wall at distance 0.5 in front of the block,
 initial velocity (−1, 0, 0), dt = 1e-3, rrp2 (``--friction``: Coulomb friction μ = 0.5 between the
 spheres and with the wall; ``--rolling``: also rolling and twisting resistance μ_r = μ_t = 0.1).
-Compiles and warms up (20 steps), then times S steps (R times with --repeat R: the best counts).
+Compiles and warms up (20 steps; ``--start K``: K more, untimed: the block hits the wall at step
+500, so ``--start 700`` times it pressed against the wall, its contacts overlapping), then times S
+steps (R times with --repeat R: the best counts).
 Prints N, bonds, ranks, threads, the interactions, seconds, time per bond-step, peak memory per
 particle (whole process, and the growth from building the block onwards; under MPI the largest
 rank's) and, as its last line, ``particle-steps/s: X``. ``--compare`` also builds the frictionless
@@ -77,6 +80,8 @@ def main():
     parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
     parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
                         "or dem's default for the block; 1: the plain map)")
+    parser.add_argument("--start", type=int, default=0,
+                        help="block: advance this many steps more before timing (700: after its impact on the wall)")
     parser.add_argument("--compare", action="store_true",
                         help="with --friction/--rolling: time the frictionless block in turn with it; with --scene: "
                         "the plain map (contact.substeps = 1); print the ratio")
@@ -98,7 +103,7 @@ def main():
         model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0,
                                    args.substeps)
         sim = simulation(model, state, "rrp2", 1e-3)
-        sim.advance(20)  # compile (or load the cache) and warm up
+        sim.advance(20 + args.start)  # compile (or load the cache) and warm up
     plain = None
     comm = world()
     n = model.n_bodies
@@ -110,7 +115,7 @@ def main():
             plain = scene_run(1)[2]
         elif args.compare and plain is None:
             plain = simulation(*build_block(args.n, args.binder, substeps=args.substeps), "rrp2", 1e-3)
-            plain.advance(20)
+            plain.advance(20 + args.start)
         if comm is not None:
             comm.Barrier()
         if plain is not None:

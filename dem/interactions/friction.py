@@ -1,7 +1,12 @@
 """Tangential (Coulomb) friction of Hertz contacts (SPEC §3b): particle–particle (`FRICTION_PP`,
 per-contact history in the contact table) and particle–wall (`FRICTION_PW`, history in keyed
 wall slots of its own state). Acts only where the Hertz contact acts (``k_pp``/``k_pw`` > 0) and
-a friction coefficient is non-zero, so scenes without friction run exactly as before.
+a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
+particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
+its overlap δ exceeds `ACTIVE_OVERLAP` (1e-9, where contact sub-stepping counts a contact active;
+`touching_pair`): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
+or in rigid flight, carry none and cost only that test (their Coulomb limit would be below
+``μ K 10⁻¹³·⁵/L``).
 
 Contact frame (pair ``i``, ``j``; the owner ``i < j`` of the pair's history): ``n = (x_i − x_j)/r``
 from ``j`` to ``i``, overlap ``ξ_n = R_i + R_j − r``, the contact point on the line of centres at
@@ -71,7 +76,7 @@ from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
-    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
+    ACTIVE_OVERLAP, RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
     inverse_masses,
 )
 from .walls import add_wall_load, wall_velocity_at
@@ -197,9 +202,17 @@ def pair_now_and_before(i, j, h, position, velocity):
 
 @njit(inline="always")
 def touching_pair(i, j, position, diameter):
-    """``(touching, reach)`` of the spheres ``i`` and ``j``."""
+    """``(touching, reach)`` of the spheres ``i`` and ``j``: touching for friction, overlapping by
+    more than `ACTIVE_OVERLAP` (`in_contact`)."""
     r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)[3:]
-    return r2 < reach * reach, reach
+    return in_contact(r2, reach), reach
+
+
+@njit(inline="always")
+def in_contact(r2, reach):
+    """Whether two spheres at squared distance ``r2`` whose radii add up to ``reach`` carry
+    friction: ``δ = 1 − r/reach > ACTIVE_OVERLAP`` (to 10⁻¹⁸)."""
+    return r2 < reach * reach * (1.0 - 2.0 * ACTIVE_OVERLAP)
 
 
 @njit(inline="always")
@@ -361,14 +374,14 @@ def damped(spring, c, v, limit):
 def owned_contact(i, k, owner, position, diameter, contacts):
     """Row ``i``'s ``k``-th neighbour seen from the pair's owner ``a < b``:
     ``(owner, slot, a, b, r, n, reach)``, ``n`` the unit vector from ``b`` to ``a``, ``slot`` the
-    pair's history slot, or -1 where the spheres do not touch; ``owner`` is ``i``'s next own slot
-    (pass ``owner_start[i]`` with the row's first neighbour)."""
+    pair's history slot, or -1 where the spheres do not touch (`in_contact`); ``owner`` is ``i``'s
+    next own slot (pass ``owner_start[i]`` with the row's first neighbour)."""
     j = contacts.index[k]
     slot = owner
     if j > i:
         owner += 1
     dx, dy, dz, r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
-    if r2 >= reach * reach:
+    if not in_contact(r2, reach):
         return owner, -1, i, j, 0.0, (0.0, 0.0, 0.0), reach
     a, b = i, j
     if j < i:
