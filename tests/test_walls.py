@@ -390,7 +390,8 @@ def test_the_column_collapse_tube_is_the_documented_open_tube(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "tube.stl"
     command = "--radius 8.2 --length 10 --n-along 10 --lifters 0 --open"
-    assert f"make_drum_mesh.py scenes/meshes/tube.stl {command}" in (root / "docs/guide.md").read_text().replace("\n", " ")
+    guide = (root / "docs/guide.md").read_text().replace("\n", " ")
+    assert f"make_drum_mesh.py scenes/meshes/tube.stl {command}" in guide
     spec = importlib.util.spec_from_file_location("make_drum_mesh", root / "tools/make_drum_mesh.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
