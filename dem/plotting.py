@@ -4,8 +4,9 @@
 
 (a) the energy budget as seed 001 Fig. 4: the non-negative components (translational and
     rotational kinetic, bending, shear, axial, particle–particle and particle–wall strain energy,
-    ``broken`` and ``dissipated``) stacked, the signed ones (``gravity``, ``lj``, ``external``) as
-    lines, and the ``total``;
+    ``broken`` and ``dissipated``, and the other interactions' columns that never go negative:
+    friction's, rolling's, …) stacked, the signed ones (``gravity``, ``lj``, ``external``, a
+    moving wall's ``walls`` work) as lines, and the ``total`` (`components`);
 (b) the same components one by one on a logarithmic scale (signed ones by magnitude), so that
     those a thousand times smaller than the largest are as readable as it; the scale stops
     `LOG_RANGE` below the largest energy, and round-off below that is left out;
@@ -91,6 +92,24 @@ def read_log(path):
     return {name: table[:, k] for k, name in enumerate(header)}
 
 
+def components(log):
+    """``(stacked, signed, zero)`` of a log (`read_log`): the (column, label) pairs of panel (a)'s
+    stack and lines, and the energy columns that are zero throughout. Beyond `STACKED` and
+    `SIGNED`, every other energy column of ``total`` (`dem.interactions.energy_columns`: friction's
+    ``tangential`` and ``friction``, the moving walls' ``walls``, …) is stacked when it is never
+    negative and drawn as a line otherwise, so that the stack and lines add up to ``total``."""
+    from .interactions import energy_columns
+
+    known = dict(STACKED + SIGNED)
+    extra = [name for name in energy_columns() if name not in known and name in log]
+    zero = [name for name in [*known, *extra] if name in log and not np.any(log[name] != 0.0)]
+    stacked = [(name, label) for name, label in STACKED if name in log and name not in zero]
+    stacked += [(name, name) for name in extra if name not in zero and np.all(log[name] >= 0.0)]
+    signed = [(name, label) for name, label in SIGNED if name in log and name not in zero]
+    signed += [(name, name) for name in extra if name not in zero and np.any(log[name] < 0.0)]
+    return stacked, signed, zero
+
+
 def plot_energy(run_dir, out=None, units=None):
     """Plot ``run_dir/energy.csv`` into ``out`` (default ``run_dir/energy.png``); returns its path.
     ``units``: see `units_of` (default: every axis in "scene units").
@@ -113,10 +132,8 @@ def plot_energy(run_dir, out=None, units=None):
     t = log["t"]
     total = log["total"]
 
-    present = [name for name, _ in STACKED + SIGNED if name in log]
-    zero = [name for name in present if not np.any(log[name] != 0.0)]
-    stacked = [(name, label) for name, label in STACKED if name in present and name not in zero]
-    signed = [(name, label) for name, label in SIGNED if name in present and name not in zero]
+    stacked, signed, zero = components(log)
+    present = [name for name, _ in stacked + signed] + zero
     palette = plt.get_cmap("tab10").colors
     color = {name: palette[k % len(palette)] for k, (name, _) in enumerate(stacked + signed)}
 

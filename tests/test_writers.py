@@ -12,6 +12,7 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 from dem.builders.tetra_chain import TETRAHEDRON
 from dem.observers.vtk import VTKWriter
 from dem.plotting import SCENE_UNITS, plot_energy, units_of
+from dem.plotting import components as budget_components
 from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
 from dem.runner import prepare, run
 from dem.simulation import Simulation
@@ -284,6 +285,21 @@ def test_plot_energy_writes_a_png(torus_run, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     other = plot_energy(torus_run, tmp_path / "sub" / "budget.png")
     assert other.is_file() and other.stat().st_size > 10_000
+
+
+def test_the_plotted_budget_holds_every_energy_column_of_the_total():
+    """Friction's booked work and springs and a moving wall's work are part of ``total``: the
+    budget panel stacks the non-negative ones and draws the signed ones, so that what it shows
+    adds up to ``total`` (a frictional heap's largest booked term is ``friction``)."""
+    t = np.linspace(0.0, 1.0, 5)
+    log = {"t": t, "kinetic_translational": 2.0 - 0.4 * t, "gravity": -t, "friction": t, "tangential": 0.5 * t,
+           "walls": -0.1 * t, "twisting": 0.0 * t, "dissipated": 0.0 * t, "total": 2.0 + 0.0 * t}
+    stacked, signed, zero = budget_components(log)
+    assert [name for name, _ in stacked] == ["kinetic_translational", "tangential", "friction"]
+    assert [name for name, _ in signed] == ["gravity", "walls"]
+    assert set(zero) == {"dissipated", "twisting"}
+    shown = sum(log[name] for name, _ in stacked + signed)
+    assert np.allclose(shown, log["total"])
 
 
 def test_plot_energy_units(torus_run, tmp_path):
