@@ -66,7 +66,7 @@ from .contacts import (
 from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
-from .interactions.hertz import hertz_pp_fast
+from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
 from .neighbors import _build_kernel, _rebuild_due
 from .state import motion
 
@@ -195,9 +195,11 @@ def _rows_text(w, interactions, listed):
 def _fast_text(w, interactions, distributed):
     """``fast`` (after the rows): the array into which the bond laws with a ``fast`` kernel add
     their fast force in their ``forces`` kernel, the Hertz rows' (`dem.interactions.hertz.
-    hertz_pp_forces`) when the next step is sub-stepped (some contact active; on an MPI rank
-    whenever the contacts are sub-stepped: the ranks decide together), else no rows (they add
-    none)."""
+    hertz_pp_forces`) when the step that ends here (``substepping``) or the next one is
+    sub-stepped (the next: some contact active; on an MPI rank whenever the contacts are
+    sub-stepped: the ranks decide together), else no rows (they add none). The closing kick of a
+    sub-stepped step needs the whole fast force of the new configuration even when the next step
+    runs the plain map."""
     if "hertz_pp" not in (i.name for i in interactions):
         w("fast = st.force[:0]  # no contact sub-stepping", 1)
         return
@@ -209,8 +211,8 @@ def _fast_text(w, interactions, distributed):
         w("fast[ghosts[k], c] = 0.0", 4)
         return
     substepped = w.use(respa_stages.substepped, "substepped_next")
-    w("fast = st.force[:0]  # the fast force f, for the next step if it is sub-stepped", 1)
-    w(f"if {substepped}(p_hertz_pp, o_hertz_pp):", 1)
+    w("fast = st.force[:0]  # the fast force f, for this step's closing kick or the next step", 1)
+    w(f"if substepping or {substepped}(p_hertz_pp, o_hertz_pp):", 1)
     w("fast = o_hertz_pp.fast", 2)
 
 
@@ -271,7 +273,9 @@ def _forces_text(names, parallel):
     w()
     w()
     w('@njit(inline="always")')
-    w(f"def _forces(h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
+    w(f"def _forces(substepping, h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
+    w('"""The force evaluation; ``substepping``: whether the step that ends with it is sub-stepped (its '
+      'closing kick reads the fast force, `_fast_text`)."""', 1)
     w("n = st.position.shape[0]", 1)
     if neighbors:
         w(f"refreshed = _refresh(st, bodies, table, {carried})", 1)
@@ -287,7 +291,7 @@ def _forces_text(names, parallel):
     w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
     signature = f"h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}"
     w(f"def forces({signature}):")
-    w(f"return _forces({signature})", 1)
+    w(f"return _forces(False, {signature})", 1)
     w.use(Contacts, "Contacts")
     return w
 
@@ -473,7 +477,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w(f"def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):")
     w("n = st.position.shape[0]", 1)
     w("if n_steps == 0:  # the forces of the current configuration, as at the start of a run", 1)
-    w(f"out = _forces(h, st, bodies, table, {arguments})", 2)
+    w(f"out = _forces(False, h, st, bodies, table, {arguments})", 2)
     w(f"return {OK}, -1, 0, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
@@ -482,17 +486,22 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     if respa:
         stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
         turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
-        fast = w.use(hertz_pp_fast, "hertz_pp_fast")
+        fast = w.use(hertz_pp_fast, "hertz_pp_fast") if parallel else w.use(hertz_pp_fast_pairs, "hertz_pp_fast_pairs")
         w.use(Contacts, "Contacts")
         w.imports["_refresh"] = f"from {forces_module} import _refresh"
 
         bonded = _fast_bonds(names)
 
         def fast_pass(indent):
-            """The fast force ``f`` between sub-steps: the Hertz rows set it, the bond laws' ``fast``
-            kernels add theirs (the force evaluation leaves it too: `_fast_text`)."""
-            _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, Contacts(table.start, index, "
-                     f"table.owner_start), p_hertz_pp, fast)", "0", "n", parallel, indent)
+            """The fast force ``f`` between sub-steps: the Hertz rows set it (serially each pair once,
+            the same bits), the bond laws' ``fast`` kernels add theirs (the force evaluation leaves it
+            too: `_fast_text`)."""
+            contacts = "Contacts(table.start, index, table.owner_start)"
+            if parallel:
+                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, {contacts}, p_hertz_pp, fast)", "0", "n",
+                         parallel, indent)
+            else:
+                w(f"{fast}(st, bodies, {contacts}, p_hertz_pp, fast)", indent)
             for i in bonded:
                 kernel = w.use(i.fast, f"{i.name}_fast")
                 _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)",
@@ -540,7 +549,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w("if failed[chunk] >= 0:", 3)
     w(f"return {FAILED}, failed[chunk], k, sampled, {carried}", 4)
     _hooks_text(w, names, 2)
-    w(f"out = _forces(h, st, bodies, table, {arguments})", 2)
+    w(f"out = _forces({'substepped' if respa else 'False'}, h, st, bodies, table, {arguments})", 2)
     for k, name in enumerate(["index"] + histories):
         w(f"{name} = out[{k}]", 2)
     if respa:

@@ -390,7 +390,7 @@ def test_springs_are_independent_of_the_thread_count(mesh):
 def test_spheres_touching_by_round_off_carry_no_friction():
     """A bonded FCC block of touching spheres in rigid flight (a fifth of its neighbour pairs
     overlap by round-off, δ ~ 1e-16) steps to the same bits with friction, rolling and twisting
-    resistance as without: such pairs carry none (`friction.in_contact`, δ > 1e-9). A pair sliding
+    resistance as without: such pairs carry none (`hertz.in_contact`, δ > 1e-9). A pair sliding
     past each other carries friction at δ = 1e-8, none at δ = 1e-10."""
     position = fcc_block(200, diameter=1.0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)

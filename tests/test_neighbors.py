@@ -31,9 +31,10 @@ def test_build_equals_brute_force(seed):
     neighbors.update(position, diameter, skin)
     assert listed(neighbors) == brute_force_pairs(position, diameter, skin)
     assert neighbors.n_builds == 1 and neighbors.index.shape[0] >= neighbors.start[-1]
-    # rows are full: j in row i exactly when i in row j
-    rows = [set(neighbors.index[neighbors.start[i]:neighbors.start[i + 1]].tolist()) for i in range(n)]
+    # rows are full: j in row i exactly when i in row j; and in ascending order
+    rows = [neighbors.index[neighbors.start[i]:neighbors.start[i + 1]] for i in range(n)]
     assert all(i in rows[j] for i in range(n) for j in rows[i])
+    assert all((np.diff(row) > 0).all() for row in rows)
 
 
 def test_parallel_build_equals_serial_build():

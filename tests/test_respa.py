@@ -6,12 +6,13 @@ import numba
 import numpy as np
 import pytest
 
-from dem import Simulation
+from dem import Simulation, SystemBuilder
 from dem.contacts import Contacts
 from dem.diagnostics import energy_budget
 from dem.engine import arguments
 from dem.interactions.binder import binder_axial_fast
-from dem.interactions.hertz import hertz_pp_fast
+from dem.interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
+from dem.neighbors import NeighborList
 from dem.runner import prepare
 
 SCENE = "scenes/torus_impact.toml"
@@ -36,8 +37,9 @@ def energy_error(substeps, steps):
 
 
 def test_sub_steps_take_out_the_creep_of_the_torus_and_keep_its_momenta():
-    """To t = 60 (the impact, then the ring vibrating; 2026-11-24, read every 10 steps: 3 sub-steps
-    5.9e-4, plain 4.4e-3; to t = 500, 8.0e-4 and 2.17e-2 on 2026-11-26, docs/guide.md)."""
+    """To t = 60 (the impact, then the ring vibrating; read every 10 steps, 2026-11-26 evening: 3
+    sub-steps 5.9e-4, plain 2.7e-3 (4.4e-3 on 2026-11-24, before the neighbour rows were sorted);
+    to t = 500, 6.3e-4 and 1.7e-2, docs/guide.md)."""
     plain, _ = energy_error(1, 60_000)
     error, sim = energy_error(3, 60_000)
     assert error < 7e-4 and plain > 4 * error
@@ -124,3 +126,79 @@ def test_every_scheme_with_rotation_stages_sub_steps(integrator):
         runs.append(state)
     assert (runs[0].interactions["hertz_pp"].active > 0).any()
     assert np.allclose(runs[0].position, runs[1].position, rtol=0, atol=1e-12)
+
+
+def test_each_pair_once_gives_the_rows_sums_bit_for_bit():
+    """The serial fast pass visits each pair once (`hertz_pp_fast_pairs`); with the rows in
+    ascending order every particle receives its pairs' forces in its row's order: the sums of the
+    rows (the parallel and MPI passes), to the last bit, in a dense polydisperse packing where
+    particles have up to a dozen overlapping neighbours."""
+    rng = np.random.default_rng(3)
+    n = 600
+    diameter = rng.uniform(0.6, 1.4, n)
+    position = rng.uniform(0.0, 7.0, size=(n, 3))
+    neighbors = NeighborList(n)
+    neighbors.update(position, diameter, 0.1)
+    system = SystemBuilder()
+    system.add_bodies(position, mass=1.0, inertia=0.1, diameter=diameter)
+    model, state = system.finish([], contact={"k_pp": 1e4})
+    contacts = Contacts(neighbors.start, neighbors.index, np.zeros(n + 1, np.int64))
+    p = model.interactions["hertz_pp"]
+    rows, pairs = np.zeros((n, 3)), np.full((n, 3), np.nan)
+    hertz_pp_fast(0, n, state.arrays(), model.body_arrays(), contacts, p, rows)
+    hertz_pp_fast_pairs(state.arrays(), model.body_arrays(), contacts, p, pairs)
+    assert np.array_equal(rows, pairs)
+    overlapping = [np.sum(np.linalg.norm(position[neighbors.index[neighbors.start[i]:neighbors.start[i + 1]]]
+                                        - position[i], axis=1) < 0.5 * (diameter[i] + diameter[
+                                            neighbors.index[neighbors.start[i]:neighbors.start[i + 1]]]))
+                   for i in range(n)]
+    assert max(overlapping) >= 8
+
+
+def trio(far_pair, substeps=4):
+    """Spheres 0 and 1 bonded, the bond stretching; sphere 2 leaving its contact with 0 (active for
+    two steps, then not); with ``far_pair`` two more spheres far away, pressed together (active
+    throughout)."""
+    position = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (-0.9993, 0.0, 0.0)]
+    velocity = [(0.0, 0.0, 0.0), (0.3, 0.0, 0.0), (-0.5, 0.0, 0.0)]
+    if far_pair:
+        position += [(20.0, 0.0, 0.0), (20.99, 0.0, 0.0)]
+        velocity += [(0.0, 0.0, 0.0), (0.0, 0.0, 0.0)]
+    system = SystemBuilder()
+    system.add_bodies(np.array(position), mass=1.0, inertia=0.1, diameter=1.0, velocity=np.array(velocity))
+    system.add_bonds([0], [1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
+    return system.finish([], contact={"k_pp": 1e4, "substeps": substeps})
+
+
+def test_a_distant_contact_does_not_change_the_motion():
+    """The trio's second step is sub-stepped and the third is not (its contact has ended); with a
+    distant pair in contact the third is sub-stepped too. The closing kick of the second step uses
+    the whole fast force of the new configuration, the binder's axial force included, either way:
+    the trio moves to the same bits. (Before 2026-11-26 a step followed by a plain one closed with
+    the Hertz part alone, and the distant pair changed the trio's velocities by 4.5e-5.)"""
+    runs = []
+    for far in (False, True):
+        model, state = trio(far)
+        sim = Simulation(model, state, "rrp2", 1e-3)
+        active = []
+        for _ in range(2):
+            sim.advance(1)
+            active.append(state.interactions["hertz_pp"].active[:3].copy())
+        runs.append((state, active))
+    (alone, active), (beside, _) = runs
+    assert active[0].any() and not active[1].any()  # sub-stepped, then the plain map next
+    for name in ARRAYS:
+        assert np.array_equal(getattr(alone, name)[:3], getattr(beside, name)[:3]), name
+
+
+def test_a_run_that_starts_in_contact_sub_steps_its_first_step():
+    """The force evaluation at a run's start counts the contacts active (overlapping now: it has no
+    step to look ahead over), so the first step is sub-stepped like the others, not the plain map."""
+    states = []
+    for substeps in (1, 4):
+        model, state = trio(False, substeps)
+        sim = Simulation(model, state, "rrp2", 1e-3)
+        assert (state.interactions["hertz_pp"].active > 0).sum() == (2 if substeps > 1 else 0)
+        sim.advance(1)
+        states.append(state)
+    assert not np.array_equal(states[0].velocity, states[1].velocity)

@@ -17,7 +17,10 @@ energy error that each onset and release leaves, as ``(h/M)²`` (docs/guide.md, 
 sub-stepping). Adjacent fast half kicks are merged (``v ← v + (h/M) f/m`` between sub-steps) and
 the first and last are merged into the slow half kicks, so a step costs ``M − 1`` evaluations
 of ``f`` (the last is the step's own force evaluation's) and ``M`` passes of drift over the
-bodies beyond the plain map.
+bodies beyond the plain map. The closing kick needs the whole ``f`` of the new configuration
+even when the next step runs the plain map (the force evaluation leaves it then too,
+`dem.engine._fast_text`), and a run's first step is sub-stepped when a contact overlaps at the
+start.
 
 The damping of the contacts (``restitution < 1``) and every other force stay on the step and book
 their work as in the plain map. They are evaluated with the velocities set to their mean over the

@@ -3,7 +3,7 @@ per-contact history in the contact table) and particle–wall (`FRICTION_PW`, hi
 wall slots of its own state). Acts only where the Hertz contact acts (``k_pp``/``k_pw`` > 0) and
 a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
 particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
-its overlap δ exceeds `ACTIVE_OVERLAP` (1e-9, where contact sub-stepping counts a contact active;
+its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping counts a contact active;
 `touching_pair`): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
 or in rigid flight, carry none and cost only that test (their Coulomb limit would be below
 ``μ K 10⁻¹³·⁵/L``).
@@ -76,7 +76,7 @@ from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
-    ACTIVE_OVERLAP, RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness,
+    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness, in_contact,
     inverse_masses,
 )
 from .walls import add_wall_load, wall_velocity_at
@@ -203,16 +203,9 @@ def pair_now_and_before(i, j, h, position, velocity):
 @njit(inline="always")
 def touching_pair(i, j, position, diameter):
     """``(touching, reach)`` of the spheres ``i`` and ``j``: touching for friction, overlapping by
-    more than `ACTIVE_OVERLAP` (`in_contact`)."""
+    more than round-off (`dem.interactions.hertz.in_contact`)."""
     r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)[3:]
     return in_contact(r2, reach), reach
-
-
-@njit(inline="always")
-def in_contact(r2, reach):
-    """Whether two spheres at squared distance ``r2`` whose radii add up to ``reach`` carry
-    friction: ``δ = 1 − r/reach > ACTIVE_OVERLAP`` (to 10⁻¹⁸)."""
-    return r2 < reach * reach * (1.0 - 2.0 * ACTIVE_OVERLAP)
 
 
 @njit(inline="always")

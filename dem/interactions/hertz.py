@@ -56,8 +56,8 @@ KEYS_PP = {"contact": {
                     "the binder's axial force) in every step in which a contact is active (r-RESPA: the centres "
                     "move in steps of dt/M under them; every other force, the damping and every rotation stay on "
                     "the step); cuts the energy error where contacts open and close all the time (the torus "
-                    "impact's by about 13 at M = 3, 40 at M = 4; cost 1.5x, 1.65x); 1: the plain map of SPEC §2 "
-                    "(rrp1 always)", "", at_least(1)),
+                    "impact's to t = 500 from 1.7e-2 to 6e-4-1.2e-3 at M = 3, 4e-4-8e-4 at M = 4; cost 1.35x, "
+                    "1.5x); 1: the plain map of SPEC §2 (rrp1 always)", "", at_least(1)),
 }}
 KEYS_PW = {"contact": {
     "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
@@ -101,6 +101,14 @@ def _damped(force, power, share, delta, stiffness, length, inverse_mass, approac
 
 
 @njit(inline="always")
+def in_contact(r2, reach):
+    """Whether two spheres at squared distance ``r2`` whose radii add up to ``reach`` overlap by
+    more than round-off: ``δ = 1 − r/reach > ACTIVE_OVERLAP`` (to 10⁻¹⁸). Such a contact is
+    *active* (contact sub-stepping) and carries friction (`dem.interactions.friction`)."""
+    return r2 < reach * reach * (1.0 - 2.0 * ACTIVE_OVERLAP)
+
+
+@njit(inline="always")
 def _pair_overlap(i, j, radius, position, diameter):
     """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``; they touch
     when ``r² < reach²``."""
@@ -119,12 +127,13 @@ def _wall_gap(i, w, position, wall_point, wall_normal):
 
 
 @njit(inline="always")
-def _pair_row(i, st, bodies, contacts, p, damping, horizon=0.0):
+def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     """Particle ``i``'s contacts with other particles: ``(fx, fy, fz, power, energy, active, ex,
     ey, ez)``, the Hertz (and damping) force on ``i``, half the damping power and elastic energy of
-    its contacts (the other halves belong to the partners), with a ``horizon`` > 0 (two steps) how
-    many of its pairs are active (overlap ``δ + horizon · (approach speed)/R_s`` above
-    `ACTIVE_OVERLAP`; 0 without a horizon), and the elastic Hertz force alone."""
+    its contacts (the other halves belong to the partners), with a ``horizon`` ≥ 0 (two steps;
+    0 at a run's start) how many of its pairs are active (`in_contact` now, or as the approach
+    speed would carry them over the horizon; 0 without a horizon), and the elastic Hertz force
+    alone."""
     position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
     start, index, stiffness = contacts.start, contacts.index, p.stiffness
     fx = fy = fz = power = energy = ex = ey = ez = 0.0
@@ -133,11 +142,14 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=0.0):
     for k in range(start[i], start[i + 1]):
         j = index[k]
         dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-        if horizon > 0.0:  # δ ≈ (R_s² − r²)/2R_s², and r² falls by 2 (r × approach speed) per unit time
-            approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                         + (velocity[i, 2] - velocity[j, 2]) * dz)
-            if reach * reach - r2 + 2.0 * horizon * max(approach, 0.0) > 2.0 * ACTIVE_OVERLAP * reach * reach:
+        if horizon >= 0.0:  # δ ≈ (R_s² − r²)/2R_s², and r² falls by 2 (r × approach speed) per unit time
+            if in_contact(r2, reach):
                 active += 1
+            else:
+                approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                             + (velocity[i, 2] - velocity[j, 2]) * dz)
+                if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
+                    active += 1
         if r2 >= reach * reach:
             continue
         r = np.sqrt(r2)
@@ -214,6 +226,14 @@ def _wall_row(i, st, bodies, p, walls, damping):
     return fx, fy, fz, power, energy
 
 
+@njit(inline="always")
+def _elastic_over_r(r2, reach, stiffness):
+    """``|F|/r`` of the elastic Hertz force of two spheres overlapping at squared distance ``r2``
+    (the same bits as `_pair_row`'s elastic force)."""
+    r = np.sqrt(r2)
+    return hertz(1.0 - r / reach, stiffness, reach)[1] / r
+
+
 @njit(cache=True, _nrt=False)
 def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
     """``fast[i]``: the elastic Hertz force of particle ``i``'s contacts on it, ``lo ≤ i < hi``
@@ -229,12 +249,43 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
             dx, dy, dz, r2, reach = _pair_overlap(i, index[k], radius, position, diameter)
             if r2 >= reach * reach:
                 continue
-            r = np.sqrt(r2)
-            delta = 1.0 - r / reach
-            force = hertz(delta, stiffness, reach)[1] / r  # as _pair_row
+            force = _elastic_over_r(r2, reach, stiffness)
             fx += force * dx
             fy += force * dy
             fz += force * dz
+        fast[i, 0] = fx
+        fast[i, 1] = fy
+        fast[i, 2] = fz
+
+
+@njit(cache=True, _nrt=False)
+def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
+    """`hertz_pp_fast` of every particle, serially, visiting each pair once: the pair ``i < j``
+    adds its force to ``fast[i]`` and takes it from ``fast[j]``. Rows are in ascending order
+    (`dem.neighbors`), so each particle receives its pairs' forces in its row's order, and the
+    sums are those of `hertz_pp_fast`, bit for bit, at half the pair evaluations."""
+    position, diameter, start, index, stiffness = st.position, bodies.diameter, contacts.start, contacts.index, \
+        p.stiffness
+    for i in range(position.shape[0]):
+        for c in range(3):
+            fast[i, c] = 0.0
+    for i in range(position.shape[0]):
+        radius = 0.5 * diameter[i]
+        fx, fy, fz = fast[i, 0], fast[i, 1], fast[i, 2]  # the pairs j < i's, added in row order
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j < i:
+                continue
+            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+            if r2 >= reach * reach:
+                continue
+            force = _elastic_over_r(r2, reach, stiffness)
+            fx += force * dx
+            fy += force * dy
+            fz += force * dz
+            fast[j, 0] -= force * dx
+            fast[j, 1] -= force * dy
+            fast[j, 2] -= force * dz
         fast[i, 0] = fx
         fast[i, 1] = fy
         fast[i, 2] = fz
@@ -253,7 +304,7 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
     """Hertz forces of particle ``i``'s contacts on it; books half the damping work of each
     (a particle without contact has an empty neighbour row) and, when the contacts are
     sub-stepped, how many of them are active (``own.active``, `dem.integrators.respa`)."""
-    row = _pair_row(i, st, bodies, contacts, p, p.damping, 2.0 * h if p.substeps > 1 else 0.0)
+    row = _pair_row(i, st, bodies, contacts, p, p.damping, 2.0 * h if p.substeps > 1 else -1.0)
     own.active[i] = row[5]
     if p.substeps > 1:  # as hertz_pp_fast: the last sub-step's f comes from here (the plain map reads none)
         own.fast[i, 0] = row[6]
