@@ -6,8 +6,9 @@ whose centre is closer than ``(D_i + D_j)/2 + skin``. A kernel looping over a pa
 writes only that particle's force, so rows can be processed in parallel with no atomics and the
 same result for any number of threads; a serial kernel may visit each pair once instead (``i <
 j``, adding to both), and with ascending rows each particle then receives its pairs' terms in
-its row's order, the same sums to the last bit (`dem.interactions.hertz.hertz_pp_fast_pairs`). The list stays valid while no particle has moved more than ``skin/2`` since the
-last build. Bodies with zero diameter take no part.
+its row's order, the same sums to the last bit (`dem.interactions.hertz.hertz_pp_fast_pairs`).
+The list stays valid while no particle has moved more than ``skin/2`` since the last build.
+Bodies with zero diameter take no part.
 
 Cell arrays are allocated once (at most ``2N + 8`` cells); the row storage has a capacity and a
 build that needs more grows it (rarely, inside compiled code), so callers take the arrays back
@@ -118,21 +119,9 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
             continue
         count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill)
         if fill:
-            _sort_row(index, start[i], start[i] + count)
+            index[start[i]:start[i] + count].sort()  # ascending rows (in place)
         else:
             start[i + 1] = count
-
-
-@njit(inline="always")
-def _sort_row(index, lo, hi):
-    """Sort ``index[lo:hi]`` in ascending order (insertion sort: rows are short)."""
-    for k in range(lo + 1, hi):
-        j = index[k]
-        m = k - 1
-        while m >= lo and index[m] > j:
-            index[m + 1] = index[m]
-            m -= 1
-        index[m + 1] = j
 
 
 @njit(inline="always")

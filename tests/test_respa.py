@@ -148,10 +148,9 @@ def test_each_pair_once_gives_the_rows_sums_bit_for_bit():
     hertz_pp_fast(0, n, state.arrays(), model.body_arrays(), contacts, p, rows)
     hertz_pp_fast_pairs(state.arrays(), model.body_arrays(), contacts, p, pairs)
     assert np.array_equal(rows, pairs)
-    overlapping = [np.sum(np.linalg.norm(position[neighbors.index[neighbors.start[i]:neighbors.start[i + 1]]]
-                                        - position[i], axis=1) < 0.5 * (diameter[i] + diameter[
-                                            neighbors.index[neighbors.start[i]:neighbors.start[i + 1]]]))
-                   for i in range(n)]
+    neighbour_rows = [neighbors.index[neighbors.start[i]:neighbors.start[i + 1]] for i in range(n)]
+    overlapping = [np.sum(np.linalg.norm(position[row] - position[i], axis=1) < 0.5 * (diameter[i] + diameter[row]))
+                   for i, row in enumerate(neighbour_rows)]
     assert max(overlapping) >= 8
 
 
