@@ -6,7 +6,7 @@ fitted to ``(E(t) − E0)/E0`` (the secular trend, per 500 time units), for each
     python tools/contact_substeps.py --substeps 1 2 3 4 --t-end 500 --plot docs/contact_substeps.png
 
 ``--extra LABEL=energy.csv`` (split at the last ``=``) adds the curve of another run's log to the figure (and the table),
-e.g. a probe with a modified contact law. Runs go to ``--out`` (one folder per ``M``, the scene's
+e.g. a probe with a modified contact law; ``--log`` plots ``|E − E0|/E0`` on a logarithmic axis. Runs go to ``--out`` (one folder per ``M``, the scene's
 outputs but no VTK, the energy logged every ``--log-every`` steps).
 """
 
@@ -47,6 +47,7 @@ def main(argv=None):
     parser.add_argument("--out", default="output/contact_substeps")
     parser.add_argument("--extra", nargs="*", default=[], metavar="LABEL=CSV")
     parser.add_argument("--plot", help="write the figure (PNG)")
+    parser.add_argument("--log", action="store_true", help="plot |E − E0|/E0 on a logarithmic axis (curves of very different size)")
     args = parser.parse_args(argv)
     curves = {}
     print(f"{'run':>24} {'max|dE|/E0':>11} {'trend/500':>10} {'seconds':>8}")
@@ -71,12 +72,18 @@ def main(argv=None):
 
         fig, ax = plt.subplots(figsize=(8, 4.5))
         for n, (label, (t, error)) in enumerate(curves.items()):
-            ax.plot(t, error, lw=0.7, color=f"C{n}", label=f"{label}: max {summary(t, error)[0]:.1e}")
+            ax.plot(t, np.abs(error) if args.log else error, lw=0.7, color=f"C{n}",
+                    label=f"{label}: max {summary(t, error)[0]:.1e}")
         ax.axhline(1e-3, color="k", ls=":", lw=0.8)
-        ax.axhline(-1e-3, color="k", ls=":", lw=0.8)
+        if args.log:
+            ax.set_yscale("log")
+            ax.set_ylim(1e-6, None)
+        else:
+            ax.axhline(-1e-3, color="k", ls=":", lw=0.8)
         ax.set_xlabel("t")
-        ax.set_ylabel("(E − E0) / E0")
-        ax.set_title("Torus impact, dt = 1e-3: energy error with M contact sub-steps (dotted: ±1e-3)", fontsize=9)
+        ax.set_ylabel("|E − E0| / E0" if args.log else "(E − E0) / E0")
+        ax.set_title("Torus impact, dt = 1e-3: energy error with M contact sub-steps "
+                     f"(dotted: {'' if args.log else '±'}1e-3)", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, lw=0.3)
         fig.tight_layout()
