@@ -70,7 +70,7 @@ def main(argv=None):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig, ax = plt.subplots(figsize=(8, 4.5 + 0.2 * ((len(curves) + 1) // 2)))
         for n, (label, (t, error)) in enumerate(curves.items()):
             ax.plot(t, np.abs(error) if args.log else error, lw=0.7, color=f"C{n}",
                     label=f"{label}: max {summary(t, error)[0]:.1e}")
@@ -84,7 +84,7 @@ def main(argv=None):
         ax.set_ylabel("|E − E0| / E0" if args.log else "(E − E0) / E0")
         ax.set_title("Torus impact, dt = 1e-3: energy error with M contact sub-steps "
                      f"(dotted: {'' if args.log else '±'}1e-3)", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13))  # below: hides no curve
         ax.grid(True, lw=0.3)
         fig.tight_layout()
         fig.savefig(args.plot, dpi=130)
