@@ -5,9 +5,10 @@ fitted to ``(E(t) − E0)/E0`` (the secular trend, per 500 time units), for each
 
     python tools/contact_substeps.py --substeps 1 2 3 4 --t-end 500 --plot docs/contact_substeps.png
 
-``--extra LABEL=energy.csv`` (split at the last ``=``) adds the curve of another run's log to the figure (and the table),
-e.g. a probe with a modified contact law; ``--log`` plots ``|E − E0|/E0`` on a logarithmic axis. Runs go to ``--out`` (one folder per ``M``, the scene's
-outputs but no VTK, the energy logged every ``--log-every`` steps).
+``--extra LABEL=energy.csv`` (split at the last ``=``) adds the curve of another run's log to the
+figure (and the table), e.g. a probe with a modified contact law; ``--log`` plots ``|E − E0|/E0``
+on a logarithmic axis. Runs go to ``--out`` (one folder per ``M``, the scene's outputs but no VTK,
+the energy logged every ``--log-every`` steps).
 """
 
 import argparse
@@ -47,7 +48,8 @@ def main(argv=None):
     parser.add_argument("--out", default="output/contact_substeps")
     parser.add_argument("--extra", nargs="*", default=[], metavar="LABEL=CSV")
     parser.add_argument("--plot", help="write the figure (PNG)")
-    parser.add_argument("--log", action="store_true", help="plot |E − E0|/E0 on a logarithmic axis (curves of very different size)")
+    parser.add_argument("--log", action="store_true",
+                        help="plot |E − E0|/E0 on a logarithmic axis (curves of very different size)")
     args = parser.parse_args(argv)
     curves = {}
     print(f"{'run':>24} {'max|dE|/E0':>11} {'trend/500':>10} {'seconds':>8}")
