@@ -57,7 +57,9 @@ KEYS_PP = {"contact": {
                     "move in steps of dt/M under them; every other force, the damping and every rotation stay on "
                     "the step); cuts the energy error where contacts open and close all the time (the torus "
                     "impact's to t = 500 from 1.7e-2 to 6e-4-1.2e-3 at M = 3, 4e-4-8e-4 at M = 4; cost 1.35x, "
-                    "1.5x); 1: the plain map of SPEC §2 (rrp1 always)", "", at_least(1)),
+                    "1.5x there, 1.6-1.8x at M = 3 in a dense packing whose every sphere is in contact); 1: the "
+                    "plain map of SPEC §2 (rrp1 always; the choice for a large dense packing whose contacts are well "
+                    "resolved, docs/guide.md)", "", at_least(1)),
 }}
 KEYS_PW = {"contact": {
     "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
