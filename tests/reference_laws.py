@@ -108,10 +108,21 @@ def parallel_bond(model, state):
     return energy, force, moment
 
 
+def normal_law(model, key, delta, length):
+    """``(U, |F|, dF/dξ)`` of the scene's normal law at the dimensionless overlap ``δ ≥ 0`` (arrays)
+    of length scale ``L``, with the stiffness ``contact[key]``: Hertz ``(2/5) K δ^{5/2}``,
+    ``(K/L) δ^{3/2}``, ``1.5 K/L² √δ``; Hooke ``½ k ξ²``, ``k ξ``, ``k`` of ``ξ = L δ``."""
+    contact = model.sections["contact"]
+    k = contact[key]
+    if contact["normal"] == "hooke":
+        overlap = length * delta
+        return 0.5 * k * overlap ** 2, k * overlap, np.where(delta > 0, k, 0.0)
+    return 0.4 * k * delta ** 2.5, k / length * delta ** 1.5, 1.5 * k / length ** 2 * np.sqrt(delta)
+
+
 def hertz_pp(model, state):
-    """``(2/5) K δ^{5/2}`` and ``(K/R_s) δ^{3/2} n`` over every touching pair (all pairs)."""
+    """The normal law (`normal_law`) along ``n`` over every touching pair (all pairs)."""
     force, moment = _zeros(state)
-    k = model.sections["contact"]["k_pp"]
     x = state.position
     d = x[:, None, :] - x[None, :, :]
     r = np.linalg.norm(d, axis=2)
@@ -119,8 +130,9 @@ def hertz_pp(model, state):
     np.fill_diagonal(r, np.inf)
     touching = (model.diameter[:, None] > 0) & (model.diameter[None, :] > 0)
     delta = np.where(touching, np.clip(1 - r / reach, 0, None), 0.0)
-    force += np.sum((k / reach * delta ** 1.5 / r)[:, :, None] * d, axis=1)
-    return 0.5 * np.sum(0.4 * k * delta ** 2.5), force, moment
+    energy, magnitude, _ = normal_law(model, "k_pp", delta, reach)
+    force += np.sum((magnitude / r)[:, :, None] * d, axis=1)
+    return 0.5 * np.sum(energy), force, moment
 
 
 def closest_on_mesh(x, vertices, faces):
@@ -144,25 +156,25 @@ def closest_on_mesh(x, vertices, faces):
 
 
 def hertz_pw(model, state):
-    """``(2/5) K δ^{5/2}`` and ``(K/(D/2)) δ^{3/2} n_w`` with ``δ = 1 − (x − p)·n_w/(D/2)``; a
-    mesh (convex, the particles outside: one contact each) at the closest point of its surface,
+    """The normal law (`normal_law`) with ``δ = 1 − (x − p)·n_w/(D/2)`` along ``n_w``; a mesh
+    (convex, the particles outside: one contact each) at the closest point of its surface,
     ``δ = 1 − distance/(D/2)``, along the direction from that point to the centre."""
     force, moment = _zeros(state)
-    k = model.sections["contact"]["k_pw"]
     energy = 0.0
     radius = 0.5 * model.diameter
+    length = np.where(radius > 0, radius, 1)
     for p, n in zip(model.wall_point, model.wall_normal):
-        delta = np.where(radius > 0, np.clip(1 - (state.position - p) @ n / np.where(radius > 0, radius, 1), 0, None),
-                         0.0)
-        energy += np.sum(0.4 * k * delta ** 2.5)
-        force += (k / np.where(radius > 0, radius, 1) * delta ** 1.5)[:, None] * n
+        delta = np.where(radius > 0, np.clip(1 - (state.position - p) @ n / length, 0, None), 0.0)
+        u, magnitude, _ = normal_law(model, "k_pw", delta, length)
+        energy += np.sum(u)
+        force += magnitude[:, None] * n
     for mesh in model.inputs["walls"]["meshes"]:
         for i, x in enumerate(state.position):
             distance, point = closest_on_mesh(x, mesh["vertices"] + mesh["center"], mesh["faces"])
             if radius[i] > 0 and distance < radius[i]:
-                delta = 1 - distance / radius[i]
-                energy += 0.4 * k * delta ** 2.5
-                force[i] += k / radius[i] * delta ** 1.5 * (x - point) / distance
+                u, magnitude, _ = normal_law(model, "k_pw", 1 - distance / radius[i], radius[i])
+                energy += u
+                force[i] += magnitude * (x - point) / distance
     return energy, force, moment
 
 
@@ -286,9 +298,7 @@ def spring_laws(model, name, n, overlap, length, delta, reduced, w=None):
     """``(stiffnesses, limits)`` of the springs of interaction ``name`` at one contact: ``((k_t,),
     (μ F_n,))`` for friction, ``((k_r, k_tw), (μ_r R* F_n, μ_t R* F_n))`` for rolling."""
     contact, ratio = _contact_constants(model)
-    k = contact["k_pw" if w is not None else "k_pp"]
-    normal_stiffness = 1.5 * k / length ** 2 * np.sqrt(delta)
-    normal_force = k / length * delta ** 1.5
+    _, normal_force, normal_stiffness = normal_law(model, "k_pw" if w is not None else "k_pp", delta, length)
     if name.startswith("friction"):
         mu = contact["friction"] if w is None else _wall_value(model, w, 0, contact["friction"])
         return (ratio * normal_stiffness,), (mu * normal_force,)
@@ -346,8 +356,11 @@ def _damped(spring, dashpot, limit):
 def _friction(model, state, springs, name):
     force, moment = _zeros(state)
     energy = 0.0
-    e = model.sections["contact"]["restitution"]
-    gamma = -2 * np.sqrt(5 / 6) * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
+    contact = model.sections["contact"]
+    e = contact["restitution"]
+    # the damping ratio that gives the normal law's oscillator the restitution e (a linear one: exactly)
+    factor = 1.0 if contact["normal"] == "hooke" else np.sqrt(5 / 6)
+    gamma = -2 * factor * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
     v, w = state.velocity, state.angular_velocity
     for key, a, b, n, lever_a, lever_b, ((k_t,), (limit,)) in _contacts(model, state, name):
         f = -k_t * springs[key]
@@ -369,7 +382,8 @@ def _friction(model, state, springs, name):
 
 def friction_pp(model, state, springs):
     """``F_a = −k_t ξ − γ √(m* k_t) v_t`` at the contact point (``−F_a`` on ``b``),
-    ``k_t = 2(1−ν)/(2−ν) · 1.5 K/L² √δ``, ``U = ½ k_t |ξ|²``, ``γ`` the Hertz–Tsuji damping."""
+    ``k_t = 2(1−ν)/(2−ν) k_n`` (Hertz: ``k_n = 1.5 K/L² √δ``), ``U = ½ k_t |ξ|²``, ``γ`` the normal
+    law's damping for the restitution."""
     return _friction(model, state, springs, "friction_pp")
 
 

@@ -18,6 +18,7 @@ spring energy plus the work the interaction books changes by minus the work of i
 moment (the statement the energy budget rests on)."""
 
 import copy
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +175,9 @@ def bodies_with_applied_forces(rng):
     return system.finish()
 
 
+#: the contact springs' cases on each normal law (``[contact] normal``; Hooke's ``k_n`` the size of
+#: the Hertz ``K``, at the same overlaps)
+NORMAL_VARIANTS = {"hertz": {}, "hooke": {"normal": "hooke"}}
 #: interaction name -> {variant: configuration(rng) -> (model, state)}; each configuration
 #: activates that interaction alone
 CASES = {
@@ -187,20 +191,23 @@ CASES = {
                                tensile_strength=0.0, shear_strength=0.0),
         "E = 2G": bonded_chain(law="parallel_bond", modulus=500.0, shear_modulus=250.0, radius=0.5,
                                tensile_strength=0.0, shear_strength=0.0)},
-    "hertz_pp": {"cloud": overlapping_cloud},
-    "hertz_pw": {"walls": spheres_near_walls, "mesh": spheres_around_a_mesh},
+    "hertz_pp": {"cloud": overlapping_cloud, "hooke": functools.partial(overlapping_cloud, normal="hooke")},
+    "hertz_pw": {"walls": spheres_near_walls, "mesh": spheres_around_a_mesh,
+                 "hooke": functools.partial(spheres_near_walls, normal="hooke", restitution=0.6)},
     "gravity": {"pinned and free": pendulum_in_gravity},
     "lennard_jones": {"tetrahedra": tetrahedra_close_together},
     "ortolan_saccon": {"two bodies": bodies_in_stress_potential},
     "applied_force": {"three bodies": bodies_with_applied_forces},
-    "friction_pp": {"cloud": with_springs("friction_pp", overlapping_cloud, friction=0.4, poisson_ratio=0.3,
-                                          restitution=0.5)},
-    "friction_pw": {"walls": with_springs("friction_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
-                                          restitution=0.7, wall_friction={"friction": 0.25})},
-    "rolling_pp": {"cloud": with_springs("rolling_pp", overlapping_cloud, rolling_friction=0.1, twisting_friction=0.05,
-                                         poisson_ratio=0.2)},
-    "rolling_pw": {"walls": with_springs("rolling_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
-                                         twisting_friction=0.08, wall_friction={"rolling_friction": 0.2})},
+    "friction_pp": {normal: with_springs("friction_pp", overlapping_cloud, friction=0.4, poisson_ratio=0.3,
+                                         restitution=0.5, **law) for normal, law in NORMAL_VARIANTS.items()},
+    "friction_pw": {normal: with_springs("friction_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
+                                         restitution=0.7, wall_friction={"friction": 0.25}, **law)
+                    for normal, law in NORMAL_VARIANTS.items()},
+    "rolling_pp": {normal: with_springs("rolling_pp", overlapping_cloud, rolling_friction=0.1, twisting_friction=0.05,
+                                        poisson_ratio=0.2, **law) for normal, law in NORMAL_VARIANTS.items()},
+    "rolling_pw": {normal: with_springs("rolling_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
+                                        twisting_friction=0.08, wall_friction={"rolling_friction": 0.2}, **law)
+                   for normal, law in NORMAL_VARIANTS.items()},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 

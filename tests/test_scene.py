@@ -45,6 +45,7 @@ BAD = [
     ("negative dt", "dt = 0.01", "dt = -1e-3", "simulation.dt", "positive"),
     ("dt >= t_end", "dt = 0.01", "dt = 2.0", "simulation.dt", "smaller than simulation.t_end"),
     ("unknown integrator", '"rrp2"', '"verlet"', "simulation.integrator", "must be one of"),
+    ("unknown normal law", "[fields]", '[contact]\nnormal = "jkrr"\n\n[fields]', "contact.normal", "hertz, hooke"),
     ("non-positive mass", "mass = 1.0", "mass = -1.0", "pendulum.0.mass", "positive"),
     ("missing required key", "inertia = 1.0\n", "", "pendulum.0.inertia", "required"),
     ("table instead of array", "[[pendulum]]", "[pendulum]", "pendulum", "array of tables"),

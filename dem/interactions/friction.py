@@ -76,17 +76,17 @@ from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
-    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, hertz, hertz_stiffness, in_contact,
-    inverse_masses,
+    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, in_contact, inverse_masses,
+    normal_code, normal_law, normal_stiffness,
 )
 from .walls import add_wall_load, wall_velocity_at
 
-FrictionParams = namedtuple("FrictionParams", "stiffness ratio friction damping")
+FrictionParams = namedtuple("FrictionParams", "law stiffness ratio friction damping")
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
 #: array: each array a row kernel takes out of a named tuple costs reference counts,
 #: `dem.interactions.contract`); ``planes`` the number of plane walls (rows ``0 … planes − 1``,
 #: then the meshes), ``meshes`` whether a mesh has friction
-FrictionWallParams = namedtuple("FrictionWallParams", "stiffness ratio damping walls planes meshes")
+FrictionWallParams = namedtuple("FrictionWallParams", "law stiffness ratio damping walls planes meshes")
 #: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle.
 FrictionState = namedtuple("FrictionState", "friction dissipated")
 #: ... and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
@@ -292,12 +292,12 @@ def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history
         return 0.0
     n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    k_old = p.ratio * hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach)
+    k_old = p.ratio * normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach)
     if not touching:  # the contact opened: its elastic energy leaves with it
         _store(history, slot, (0.0, 0.0, 0.0))
         return 0.5 * k_old * _squared(xi)
     delta = 1.0 - r / reach
-    k_new = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
+    k_new = p.ratio * normal_stiffness(p.law, delta, p.stiffness, reach)
     omega_i = (omega[i, 0], omega[i, 1], omega[i, 2])
     omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
     if stored:
@@ -308,7 +308,8 @@ def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history
     arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
     v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
     v_t = _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n)
-    xi, booked = _step_spring(xi, k_old, k_new, v_t, h, p.friction * hertz(delta, p.stiffness, reach)[1])
+    limit = p.friction * normal_law(p.law, delta, p.stiffness, reach)[1]
+    xi, booked = _step_spring(xi, k_old, k_new, v_t, h, limit)
     _store(history, slot, xi)
     return booked
 
@@ -399,7 +400,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         if slot < 0:
             continue
         delta = 1.0 - r / reach
-        k_t = p.ratio * hertz_stiffness(delta, p.stiffness, reach)
+        k_t = p.ratio * normal_stiffness(p.law, delta, p.stiffness, reach)
         xi = _row3(history, slot)
         squared = _squared(xi)
         energy += 0.25 * k_t * squared
@@ -407,7 +408,7 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         arm_a = _lever(0.5 * diameter[a], n, reach - r)
         arm_b = _lever(0.5 * diameter[b], n, reach - r)
         arm_b = (-arm_b[0], -arm_b[1], -arm_b[2])
-        limit = p.friction * hertz(delta, p.stiffness, reach)[1]
+        limit = p.friction * normal_law(p.law, delta, p.stiffness, reach)[1]
         c = dashpot(k_t, squared, limit, p.damping, inverse_mass[a] + inverse_mass[b])
         if c != 0.0:
             v_t = _tangential_velocity((velocity[a, 0] - velocity[b, 0], velocity[a, 1] - velocity[b, 1],
@@ -575,8 +576,8 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
     frame when ``turn``: by the smallest rotation from ``old`` to ``n`` and the wall's spin
     about ``n``) and the force's reaction is booked on the wall."""
     delta = 1.0 - gap / radius
-    k_t = p.ratio * hertz_stiffness(delta, p.stiffness, radius)
-    limit = mu * hertz(delta, p.stiffness, radius)[1]
+    k_t = p.ratio * normal_stiffness(p.law, delta, p.stiffness, radius)
+    limit = mu * normal_law(p.law, delta, p.stiffness, radius)[1]
     arm, r, u = wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_spin)
     relative = (v[0] - u[0], v[1] - u[1], v[2] - u[2])
     xi = _wall3(springs, i, slot)
@@ -584,7 +585,7 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
     if advance:
         if turn:
             xi = turned(xi, old, n, h * (wall_spin[w, 0] * n[0] + wall_spin[w, 1] * n[1] + wall_spin[w, 2] * n[2]))
-        k_old = p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
+        k_old = p.ratio * normal_stiffness(p.law, 1.0 - gap_old / radius, p.stiffness, radius)
         mean = _mean(arm, _lever(radius, old, radius - gap_old))
         xi, booked = _step_spring(xi, k_old, k_t, _tangential_velocity(relative, omega, mean, (0.0, 0.0, 0.0), mean, n),
                                   h, limit)
@@ -627,7 +628,8 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
                 if squared != 0.0:
-                    booked += 0.5 * squared * p.ratio * hertz_stiffness(1.0 - gap_old / radius, p.stiffness, radius)
+                    booked += 0.5 * squared * p.ratio * normal_stiffness(p.law, 1.0 - gap_old / radius, p.stiffness,
+                                                                         radius)
             continue
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
@@ -640,8 +642,8 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
         ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
         for s in range(keys.shape[1]):
             if (ended >> s) & 1:
-                booked += 0.5 * release_slot(i, s, keys, springs)[0] * p.ratio * hertz_stiffness(
-                    1.0 - previous[i, s, 3] / radius, p.stiffness, radius)
+                booked += 0.5 * release_slot(i, s, keys, springs)[0] * p.ratio * normal_stiffness(
+                    p.law, 1.0 - previous[i, s, 3] / radius, p.stiffness, radius)
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal,
@@ -710,8 +712,9 @@ def _setup_pp(model):
     contact = model.sections["contact"]
     if contact["k_pp"] <= 0.0 or contact["friction"] <= 0.0 or not (model.diameter > 0).any():
         return None
-    return FrictionParams(float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]), float(contact["friction"]),
-                          damping_from_restitution(contact["restitution"]))
+    law = normal_code(contact)
+    return FrictionParams(law, float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
+                          float(contact["friction"]), damping_from_restitution(contact["restitution"], law))
 
 
 def _setup_pw(model):
@@ -719,9 +722,9 @@ def _setup_pw(model):
     walls = wall_table(model, [(0, contact["friction"])])
     if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any():
         return None
-    planes = len(model.wall_normal)
-    return FrictionWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                              damping_from_restitution(contact["restitution"]), walls, planes,
+    planes, law = len(model.wall_normal), normal_code(contact)
+    return FrictionWallParams(law, float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                              damping_from_restitution(contact["restitution"], law), walls, planes,
                               bool((walls[planes:, 3] > 0).any()))
 
 
@@ -740,7 +743,7 @@ def _critical_step(what, reach_factor, pair_factor):
     def critical_step(model, state, p):
         inverse_mass, inverse_inertia = inverse_masses(model)
         scale = p.ratio * (inverse_mass + (0.5 * model.diameter) ** 2 * inverse_inertia) * pair_factor
-        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, lambda overlap: scale)
+        dt, k = contact_critical_step(model, state, p, reach_factor, lambda overlap: scale)
         return [(dt, what, k)]
 
     return critical_step

@@ -1,5 +1,10 @@
-"""Hertzian contact (SPEC §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
-particle–wall (`HERTZ_PW`), with optional viscous normal damping.
+"""Normal contact (SPEC §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
+particle–wall (`HERTZ_PW`), with optional viscous normal damping. The normal law is a sub-model
+chosen by ``[contact] normal`` (`normal_law`): Hertz (the default, below) or Hooke, a linear
+spring ``F = k_n ξ_n``, ``U = ½ k_n ξ_n²`` of the overlap ``ξ_n = L δ`` (``k_pp``, ``k_pw`` are then
+``k_n``, a force per length). Friction and rolling resistance (`dem.interactions.friction`,
+`dem.interactions.rolling`) read the same law's force and tangent stiffness, so they act on
+either.
 
 Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (the paper's 5/2
 prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
@@ -16,7 +21,9 @@ Damping (off when ``restitution = 1``): a normal force ``−γ √(m* k_n) v_n``
 stiffness ``k_n = dF/dr``, the effective mass ``m*`` and the normal approach speed ``v_n``
 (against a wall, relative to the wall's material at the contact point),
 where ``γ = −2 √(5/6) ln e / √(ln² e + π²)`` for a coefficient of restitution ``e``
-(`damping_from_restitution`, the usual Hertz–Tsuji form). Its work is booked as ``dissipated``.
+(`damping_from_restitution`, the usual Hertz–Tsuji form); for Hooke ``γ = −2 ln e / √(ln² e + π²)``,
+which makes a head-on collision of a linear spring–dashpot rebound at exactly ``e`` after the
+contact time ``π/√(k_n/m* − (c/2m*)²)``, ``c = γ √(m* k_n)``. Its work is booked as ``dissipated``.
 """
 
 import math
@@ -32,7 +39,7 @@ from .walls import add_wall_load, wall_velocity_at
 
 #: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then);
 #: ``substeps``: the contact sub-steps per step of `hertz_pp` (`dem.integrators.respa`; 1 for `hertz_pw`).
-HertzParams = namedtuple("HertzParams", "stiffness damping wall_normal meshes substeps")
+HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshes substeps")
 #: ``dissipated (n,)``: the damping work booked to each particle so far; `hertz_pp` only: ``active
 #: (n,)``, how many of the particle's contacts are active at the last force evaluation
 #: (`ACTIVE_OVERLAP`), and ``fast (n, 3)``, the fast force of contact sub-stepping
@@ -44,13 +51,23 @@ HertzState = namedtuple("HertzState", "dissipated active fast mean")
 #: touch only by round-off (a block of spheres at rest spacing in flight) do not count.
 ACTIVE_OVERLAP = 1e-9
 
-RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of Hertz contacts (1: no damping; the damping "
-                  "work is logged as 'dissipated'); with friction its damping ratio also damps the tangential "
-                  "spring while it sticks", "", restitution)
+#: the normal laws of ``[contact] normal``, by their codes in the kernels' parameters (``law``)
+NORMAL_LAWS = ("hertz", "hooke")
+HERTZ, HOOKE = 0, 1
+NORMAL = Key("str", "hertz", "normal contact law (sub-model) of every particle–particle and particle–wall contact: "
+             "'hertz', F = (K/L) δ^{3/2} of the dimensionless overlap δ = ξ_n/L; 'hooke', a linear spring F = k_n ξ_n "
+             "(k_pp and k_pw are then k_n, a force per length); friction, rolling resistance and the damping act on "
+             "either", "", choices=NORMAL_LAWS)
+RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of the contacts, which sets the damping ratio of "
+                  "the normal law's dashpot (Hooke: exactly e in a head-on collision; 1: no damping; the damping "
+                  "work is logged as 'dissipated'); with friction that ratio also damps the tangential spring "
+                  "while it sticks", "", restitution)
 #: contact sub-steps per step by default (`dem.integrators.respa`; docs/guide.md's contact sub-stepping)
 SUBSTEPS = 3
 KEYS_PP = {"contact": {
-    "k_pp": Key("float", 0.0, "Hertz particle–particle stiffness K_pp (0: off)", "energy", non_negative),
+    "normal": NORMAL,
+    "k_pp": Key("float", 0.0, "particle–particle stiffness: Hertz K_pp (an energy), or with normal = 'hooke' the "
+                "spring constant k_n (a force per length) (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
     "substeps": Key("int", SUBSTEPS, "velocity-Verlet sub-steps M of the fast forces (elastic Hertz particle–particle, "
                     "the binder's axial force) in every step in which a contact is active (r-RESPA: the centres "
@@ -62,17 +79,26 @@ KEYS_PP = {"contact": {
                     "resolved, docs/guide.md)", "", at_least(1)),
 }}
 KEYS_PW = {"contact": {
-    "k_pw": Key("float", 0.0, "Hertz particle–wall stiffness K_pw (0: off)", "energy", non_negative),
+    "normal": NORMAL,
+    "k_pw": Key("float", 0.0, "particle–wall stiffness: Hertz K_pw (an energy), or with normal = 'hooke' the spring "
+                "constant k_n (a force per length) (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
 }}
 
 
-def damping_from_restitution(restitution):
-    """``γ`` for a coefficient of restitution ``0 < e ≤ 1`` (``e = 1``: no damping)."""
+def damping_from_restitution(restitution, law=HERTZ):
+    """``γ`` of the normal ``law`` for a coefficient of restitution ``0 < e ≤ 1`` (``e = 1``: no
+    damping)."""
     if restitution >= 1.0:
         return 0.0
     log_e = math.log(restitution)
-    return -2.0 * math.sqrt(5.0 / 6.0) * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
+    factor = 1.0 if law == HOOKE else math.sqrt(5.0 / 6.0)
+    return -2.0 * factor * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
+
+
+def normal_code(contact):
+    """The code (`HERTZ`, `HOOKE`) of the normal law a ``[contact]`` table chooses."""
+    return NORMAL_LAWS.index(contact["normal"])
 
 
 @njit(inline="always")
@@ -93,12 +119,30 @@ def hertz_stiffness(delta, stiffness, length):
 
 
 @njit(inline="always")
-def _damped(force, power, share, delta, stiffness, length, inverse_mass, approach_speed, damping):
-    """``(force, power)`` with the normal damping force ``f_d`` of the Hertz law above added to
+def normal_law(law, delta, stiffness, length):
+    """``(U, |F|)`` of the normal ``law`` (`HERTZ`: `hertz`; `HOOKE`: ``½ k ξ²``, ``k ξ`` of the
+    overlap ``ξ = L δ``) at the dimensionless overlap ``δ ≥ 0`` and length scale ``L``."""
+    if law == HOOKE:
+        overlap = length * delta
+        return 0.5 * stiffness * overlap * overlap, stiffness * overlap
+    return hertz(delta, stiffness, length)
+
+
+@njit(inline="always")
+def normal_stiffness(law, delta, stiffness, length):
+    """Tangent stiffness ``dF/dξ_n`` of the normal ``law`` (0 for ``δ ≤ 0``)."""
+    if law == HOOKE:
+        return stiffness if delta > 0.0 else 0.0
+    return hertz_stiffness(delta, stiffness, length)
+
+
+@njit(inline="always")
+def _damped(force, power, share, law, delta, stiffness, length, inverse_mass, approach_speed, damping):
+    """``(force, power)`` with the normal damping force ``f_d`` of the normal ``law`` added to
     the force and ``share · f_d · v_n`` taken from the power (a pair's row books half)."""
     if damping == 0.0 or inverse_mass == 0.0:
         return force, power
-    f_d = -damping * np.sqrt(hertz_stiffness(delta, stiffness, length) / inverse_mass) * approach_speed
+    f_d = -damping * np.sqrt(normal_stiffness(law, delta, stiffness, length) / inverse_mass) * approach_speed
     return force + f_d, power - share * f_d * approach_speed
 
 
@@ -137,7 +181,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     speed would carry them over the horizon; 0 without a horizon), and the elastic Hertz force
     alone."""
     position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
-    start, index, stiffness = contacts.start, contacts.index, p.stiffness
+    start, index, stiffness, law = contacts.start, contacts.index, p.stiffness, p.law
     fx = fy = fz = power = energy = ex = ey = ez = 0.0
     active = 0
     radius = 0.5 * diameter[i]
@@ -156,7 +200,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
             continue
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
-        u, force = hertz(delta, stiffness, reach)
+        u, force = normal_law(law, delta, stiffness, reach)
         energy += 0.5 * u
         elastic = force / r
         ex += elastic * dx
@@ -165,7 +209,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-            force, power = _damped(force, power, 0.5, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j],
+            force, power = _damped(force, power, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j],
                                    speed, damping)
         force /= r
         fx += force * dx
@@ -175,19 +219,20 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
 
 
 @njit(inline="always")
-def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, stiffness, damping, walls):
-    """Wall ``w``'s Hertz contact with particle ``i`` (centre at ``gap < radius`` from the wall
+def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, law, stiffness, damping,
+                  walls):
+    """Wall ``w``'s normal contact with particle ``i`` (centre at ``gap < radius`` from the wall
     along the unit normal ``n``): ``(|F|, power, energy, p, k)`` with the damping power added to
     ``power``, ``p`` the contact point on the wall and ``k = dF/dgap``. (It takes the walls'
     velocities out of ``walls`` itself, for touching particles only.)"""
     delta = 1.0 - gap / radius
-    u, force = hertz(delta, stiffness, radius)
+    u, force = normal_law(law, delta, stiffness, radius)
     px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz  # on the wall
     if damping != 0.0:
         wx, wy, wz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
         speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
-        force, power = _damped(force, power, 1.0, delta, stiffness, radius, inverse_mass, speed, damping)
-    return force, power, u, px, py, pz, 1.5 * stiffness / (radius * radius) * np.sqrt(delta)
+        force, power = _damped(force, power, 1.0, law, delta, stiffness, radius, inverse_mass, speed, damping)
+    return force, power, u, px, py, pz, normal_stiffness(law, delta, stiffness, radius)
 
 
 @njit(inline="always")
@@ -208,7 +253,7 @@ def _wall_row(i, st, bodies, p, walls, damping):
         force = u = px = py = pz = k = 0.0
         if gap < radius and radius > 0.0:
             force, power, u, px, py, pz, k = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
-                                                           inverse_mass, stiffness, damping, walls)
+                                                           inverse_mass, p.law, stiffness, damping, walls)
             px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
         add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
         energy += u
@@ -220,7 +265,7 @@ def _wall_row(i, st, bodies, p, walls, damping):
             w = mesh_wall[i, c]
             nx, ny, nz = mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2]
             force, power, u, px, py, pz, k = _wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
-                                                           velocity, inverse_mass, stiffness, damping, walls)
+                                                           velocity, inverse_mass, p.law, stiffness, damping, walls)
             add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
             energy += u
@@ -229,11 +274,11 @@ def _wall_row(i, st, bodies, p, walls, damping):
 
 
 @njit(inline="always")
-def _elastic_over_r(r2, reach, stiffness):
-    """``|F|/r`` of the elastic Hertz force of two spheres overlapping at squared distance ``r2``
+def _elastic_over_r(r2, reach, law, stiffness):
+    """``|F|/r`` of the elastic normal force of two spheres overlapping at squared distance ``r2``
     (the same bits as `_pair_row`'s elastic force)."""
     r = np.sqrt(r2)
-    return hertz(1.0 - r / reach, stiffness, reach)[1] / r
+    return normal_law(law, 1.0 - r / reach, stiffness, reach)[1] / r
 
 
 @njit(cache=True, _nrt=False)
@@ -251,7 +296,7 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
             dx, dy, dz, r2, reach = _pair_overlap(i, index[k], radius, position, diameter)
             if r2 >= reach * reach:
                 continue
-            force = _elastic_over_r(r2, reach, stiffness)
+            force = _elastic_over_r(r2, reach, p.law, stiffness)
             fx += force * dx
             fy += force * dy
             fz += force * dz
@@ -281,7 +326,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
             dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
             if r2 >= reach * reach:
                 continue
-            force = _elastic_over_r(r2, reach, stiffness)
+            force = _elastic_over_r(r2, reach, p.law, stiffness)
             fx += force * dx
             fy += force * dy
             fz += force * dz
@@ -324,7 +369,8 @@ def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
 
 @njit(cache=True)
 def hertz_pp_energy(st, bodies, contacts, p, own):
-    """``(hertz_pp, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over touching pairs, half from each row."""
+    """``(hertz_pp, dissipated)``: the normal law's energy (Hertz ``(2/5) K δ^{5/2}``) over
+    touching pairs, half from each row."""
     energy = 0.0
     for i in range(st.position.shape[0]):
         energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
@@ -333,7 +379,7 @@ def hertz_pp_energy(st, bodies, contacts, p, own):
 
 @njit(cache=True)
 def hertz_pw_energy(st, bodies, contacts, p, own, walls):
-    """``(hertz_pw, dissipated)``: ``Σ (2/5) K δ^{5/2}`` over particle–wall contacts, plane by
+    """``(hertz_pw, dissipated)``: the normal law's energy over particle–wall contacts, plane by
     plane, then the mesh contacts particle by particle."""
     energy = 0.0
     position, diameter, wall_point, wall_normal = st.position, bodies.diameter, walls.point, p.wall_normal
@@ -343,11 +389,11 @@ def hertz_pw_energy(st, bodies, contacts, p, own, walls):
             radius = 0.5 * diameter[i]
             gap = _wall_gap(i, w, position, wall_point, wall_normal)
             if radius > 0.0 and gap < radius:
-                energy += hertz(1.0 - gap / radius, p.stiffness, radius)[0]
+                energy += normal_law(p.law, 1.0 - gap / radius, p.stiffness, radius)[0]
     for i in range(mesh_count.shape[0]):
         radius = 0.5 * diameter[i]
         for k in range(min(mesh_count[i], MAX_CONTACTS)):
-            energy += hertz(1.0 - mesh_gap[i, k] / radius, p.stiffness, radius)[0]
+            energy += normal_law(p.law, 1.0 - mesh_gap[i, k] / radius, p.stiffness, radius)[0]
     return energy, np.sum(own.dissipated)
 
 
@@ -359,8 +405,9 @@ def _setup(stiffness_key, needs_walls):
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs):
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
-        return HertzParams(float(stiffness), damping_from_restitution(contact["restitution"]), model.wall_normal, meshes,
-                           substeps)
+        law = normal_code(contact)
+        return HertzParams(law, float(stiffness), damping_from_restitution(contact["restitution"], law),
+                           model.wall_normal, meshes, substeps)
 
     return setup
 
@@ -370,15 +417,22 @@ def initial_state(model, params):
     return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)))
 
 
-def contact_critical_step(model, state, stiffness, reach_factor, scale):
-    """``(dt, body)``: ``2/ω`` of the stiffest contact oscillator. Each particle's contact is taken
-    at the overlap its kinetic energy would reach, ``(2/5) K δ*^{5/2} = ½ m v²`` (at least 1 %),
-    with the Hertz stiffness ``1.5 K/L² √δ*`` (``L = reach_factor · D``); ``scale(δ*)`` turns it
-    into ``ω²`` per particle (inverse masses, the pair factor, a stiffness ratio, …)."""
+def contact_critical_step(model, state, p, reach_factor, scale):
+    """``(dt, body)``: ``2/ω`` of the stiffest contact oscillator of the normal law ``p.law`` (of
+    stiffness ``p.stiffness``). Each particle's contact is taken at the overlap its kinetic energy
+    would reach, ``U(δ*) = ½ m v²`` (at least 1 %), with the law's tangent stiffness there (Hertz
+    ``1.5 K/L² √δ*``, Hooke ``k_n``; ``L = reach_factor · D``); ``scale(δ*)`` turns it into ``ω²``
+    per particle (inverse masses, the pair factor, a stiffness ratio, …)."""
+    stiffness = p.stiffness
     energy = 0.5 * model.mass * np.sum(state.velocity ** 2, axis=1) + 1e-300
-    overlap = np.maximum((energy / (0.4 * stiffness)) ** 0.4, 0.01)
+    length = reach_factor * model.diameter
     with np.errstate(divide="ignore", invalid="ignore"):
-        contact = 1.5 * stiffness / (reach_factor * model.diameter) ** 2 * np.sqrt(overlap)
+        if p.law == HOOKE:
+            overlap = np.maximum(np.sqrt(2.0 * energy / stiffness) / length, 0.01)
+            contact = np.full_like(overlap, stiffness)
+        else:
+            overlap = np.maximum((energy / (0.4 * stiffness)) ** 0.4, 0.01)
+            contact = 1.5 * stiffness / length ** 2 * np.sqrt(overlap)
         omega2 = np.where(model.diameter > 0, contact * scale(overlap), 0.0)
     k = int(np.argmax(omega2))
     return 2.0 / np.sqrt(omega2[k]), k
@@ -391,24 +445,25 @@ def inverse_masses(model):
 
 
 def _critical_step(what, reach_factor, pair_factor):
-    """The normal contact oscillator (`contact_critical_step`): ``ω² = 1.5 K/L² √δ* · pair/m``."""
+    """The normal contact oscillator (`contact_critical_step`): ``ω² = k_n(δ*) · pair/m``."""
     def critical_step(model, state, p):
         inverse_mass = inverse_masses(model)[0]
-        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, lambda overlap: inverse_mass * pair_factor)
+        dt, k = contact_critical_step(model, state, p, reach_factor, lambda overlap: inverse_mass * pair_factor)
         return [(dt, what, k)]
 
     return critical_step
 
 
 HERTZ_PP = Interaction(
-    name="hertz_pp", doc="Hertz contact between every pair of touching particles (bonded or not).", kind=ROW,
+    name="hertz_pp", kind=ROW,
+    doc="Normal contact (Hertz or Hooke) between every pair of touching particles (bonded or not).",
     columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False),
     state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True,
-    critical_step=_critical_step("Hertz particle–particle", 1.0, 2.0),
+    critical_step=_critical_step("normal contact particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
-    name="hertz_pw", doc="Hertz contact between particles and the walls (planes and meshes).", kind=ROW,
+    name="hertz_pw", kind=ROW, doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
-    critical_step=_critical_step("Hertz particle–wall", 0.5, 1.0),
+    critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),
 )

@@ -40,14 +40,14 @@ from .friction import (
     mesh_spring, owned_contact, owned_pairs_update, pair_now_and_before, release_slot, release_wall, restiffen, slip,
     stiffness_ratio, touching_pair, turned, wall_now_and_before, wall_slots, wall_table,
 )
-from .hertz import _pair_overlap, contact_critical_step, hertz, hertz_stiffness, inverse_masses
+from .hertz import _pair_overlap, contact_critical_step, inverse_masses, normal_code, normal_law, normal_stiffness
 from .walls import add_wall_couple
 
 #: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
-RollingParams = namedtuple("RollingParams", "stiffness ratio rolling twisting damping contact_inertia")
+RollingParams = namedtuple("RollingParams", "law stiffness ratio rolling twisting damping contact_inertia")
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
 #: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting
-RollingWallParams = namedtuple("RollingWallParams", "stiffness ratio damping walls contact_inertia planes meshes")
+RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio damping walls contact_inertia planes meshes")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -173,22 +173,23 @@ def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
     n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     reduced = radius_i * radius_j / (radius_i + radius_j)
-    k_old = _stiffnesses(hertz_stiffness(1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old, p.rolling,
-                         p.ratio)
+    k_old = _stiffnesses(normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old,
+                         p.rolling, p.ratio)
     if not touching:  # the contact opened: its elastic energy leaves with it
         theta = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]
         released = 0.5 * k_old[0] * theta + 0.5 * k_old[1] * spring[3] * spring[3]
         _store(history, slot, (0.0, 0.0, 0.0), 0.0)
         return released
     delta = 1.0 - r / reach
-    k_new = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
+    k_new = _stiffnesses(normal_stiffness(p.law, delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
     omega = _relative_spin(w, i, j)
     theta = (spring[0], spring[1], spring[2])
     if stored:
         spin = (w[i, 0] + w[j, 0]) * n[0] + (w[i, 1] + w[j, 1]) * n[1] + (w[i, 2] + w[j, 2]) * n[2]
         theta = carry(theta, old, n, 0.5 * h * spin)
+    limit = reduced * normal_law(p.law, delta, p.stiffness, reach)[1]
     theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]), k_old, k_new, omega, n, h,
-                                            reduced * hertz(delta, p.stiffness, reach)[1], (p.rolling, p.twisting))
+                                            limit, (p.rolling, p.twisting))
     _store(history, slot, theta, twist)
     return booked
 
@@ -215,10 +216,11 @@ def _pair_rows(i, st, bodies, contacts, p, history):
         radius_a, radius_b = 0.5 * diameter[a], 0.5 * diameter[b]
         reduced = radius_a * radius_b / (radius_a + radius_b)
         delta = 1.0 - r / reach
-        k = _stiffnesses(hertz_stiffness(delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
+        k = _stiffnesses(normal_stiffness(p.law, delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
         moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping,
                                          (inertia[a, 0] + inertia[b, 0], inertia[a, 1] + inertia[b, 1]),
-                                         _relative_spin(omega, a, b), reduced * hertz(delta, p.stiffness, reach)[1],
+                                         _relative_spin(omega, a, b),
+                                         reduced * normal_law(p.law, delta, p.stiffness, reach)[1],
                                          (p.rolling, p.twisting))
         energy += 0.5 * u
         power += 0.5 * dissipation
@@ -256,8 +258,8 @@ def rolling_pp_energy(st, bodies, contacts, p, own, history):
             if r2 < reach * reach:
                 r = np.sqrt(r2)
                 reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
-                k_r, k_tw = _stiffnesses(hertz_stiffness(1.0 - r / reach, p.stiffness, reach), reduced, reach - r,
-                                         p.rolling, p.ratio)
+                k_n = normal_stiffness(p.law, 1.0 - r / reach, p.stiffness, reach)
+                k_r, k_tw = _stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
                 s = _row4(history, slot)
                 rolling += 0.5 * k_r * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
                 twisting += 0.5 * k_tw * s[3] * s[3]
@@ -272,7 +274,8 @@ def rolling_pp_energy(st, bodies, contacts, p, own, history):
 @njit(inline="always")
 def _wall_stiffnesses(gap, radius, mu, p):
     """``(k_r, k_tw)`` of a wall contact at ``gap`` (``R* = R``)."""
-    return _stiffnesses(hertz_stiffness(1.0 - gap / radius, p.stiffness, radius), radius, radius - gap, mu[0], p.ratio)
+    return _stiffnesses(normal_stiffness(p.law, 1.0 - gap / radius, p.stiffness, radius), radius, radius - gap, mu[0],
+                        p.ratio)
 
 
 @njit(inline="always")
@@ -290,7 +293,7 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inver
     ``advance`` the springs first take the step (turned with the frame when ``turn``, as
     `dem.interactions.friction`) and the couple's reaction is booked on the wall."""
     k = _wall_stiffnesses(gap, radius, mu, p)
-    limit = radius * hertz(1.0 - gap / radius, p.stiffness, radius)[1]
+    limit = radius * normal_law(p.law, 1.0 - gap / radius, p.stiffness, radius)[1]
     spring = _wall4(springs, i, slot)
     booked = 0.0
     if advance:
@@ -395,7 +398,7 @@ def _setup_pp(model):
     if contact["k_pp"] <= 0.0 or not (contact["rolling_friction"] > 0.0 or contact["twisting_friction"] > 0.0) \
             or not (model.diameter > 0).any():
         return None
-    return RollingParams(float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
+    return RollingParams(normal_code(contact), float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
                          float(contact["rolling_friction"]), float(contact["twisting_friction"]),
                          float(contact["rolling_damping"]), contact_inertia(model))
 
@@ -406,7 +409,7 @@ def _setup_pw(model):
     if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any():
         return None
     planes = len(model.wall_normal)
-    return RollingWallParams(float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+    return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
                              float(contact["rolling_damping"]), walls, contact_inertia(model), planes,
                              bool((walls[planes:, 3:] > 0).any()))
 
@@ -432,7 +435,7 @@ def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients
             return (2.25 * rolling ** 2 * reduced ** 2 + 0.5 * p.ratio * reduced * overlap * reach_factor
                     * model.diameter * (twisting > 0)) * inverse_inertia * pair_factor
 
-        dt, k = contact_critical_step(model, state, p.stiffness, reach_factor, scale)
+        dt, k = contact_critical_step(model, state, p, reach_factor, scale)
         return [(dt, what, k)]
 
     return critical_step
