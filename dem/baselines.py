@@ -2,7 +2,7 @@
 
 The body turns about a fixed point with body-frame principal inertia ``J = diag(J1, J2, J3)``
 in a potential ``U(Q)``. State: the attitude ``Q`` (body → inertial) and the **body** angular
-velocity ``ω`` (seed 000 calls it ``Ω``; here, as in SPEC, ``ω`` is body and ``Ω = Q ω``
+velocity ``ω`` (seed 000 calls it ``Ω``; here, as in docs/theory.md, ``ω`` is body and ``Ω = Q ω``
 spatial). ``M(Q)`` is the body-frame moment of the potential (seed 000's ``τ``), defined by
 ``M·y = −DU(Q)·Q ŷ``; the spatial moment is ``τ = Q M``. Equations of motion (seed 000 eq. 1)::
 
@@ -23,10 +23,10 @@ name           map                                             implicit stage (3
 ``MCG``        modified Crouch–Grossman splitting, eq. (10)    ``ω_{k+½}`` in (10a)
 ``NEW3``       Koziara–Bićanić, eq. (11)                       ``ω_{k+1}`` in (11b)
 ``VLV``        variational Lie–Verlet (Cayley), eq. (12)       ``ω_{k+½}`` in (12a)
-``LGVI``       `dem`'s ``lgvi``, SPEC §2                        ``β`` (body increment)
+``LGVI``       `dem`'s ``lgvi``, docs/theory.md §2                        ``β`` (body increment)
 =============  ==============================================  ====================================
 
-``cay(x) = I + 4/(4+|x|²) (x̂ + x̂²/2)`` is the Cayley map (SPEC §1's ``R(x)``; seed 000's eq. 5
+``cay(x) = I + 4/(4+|x|²) (x̂ + x̂²/2)`` is the Cayley map (docs/theory.md §1's ``R(x)``; seed 000's eq. 5
 misprints ``|x|²`` as ``|x|``); ``exp(x)`` the exponential (Rodrigues). Attitudes are stored as
 unit quaternions (``Q cay(x)`` is ``q ⊗ (1, x/2)``, normalised), so ``QᵀQ = I`` to round-off;
 the public functions take and return 3×3 matrices.
@@ -215,7 +215,7 @@ def _residual(stage, x, J, h, c, at_k):
         return _exp_apply(0.5 * h * x, Jx) - c
     if stage == _VLV_STAGE:      # (12a)  J ω − (h/2)[J ω × ω − (h/2)(ωᵀJω) ω] = J ω_k + (h/2) M(Q_k)
         return Jx - 0.5 * h * (_cross(Jx, x) - 0.5 * h * (x @ Jx) * x) - c
-    # _LGVI_STAGE, SPEC §2:  4/(4+|β|²) (J β + β × J β / 2) = h Π
+    # _LGVI_STAGE, docs/theory.md §2:  4/(4+|β|²) (J β + β × J β / 2) = h Π
     return 4.0 / (4.0 + x @ x) * (Jx + 0.5 * _cross(x, Jx)) - h * c
 
 
@@ -340,7 +340,7 @@ def _vlv_step(q, w, J, h, kind, parameters):
 
 @njit(cache=True, inline='always')
 def _lgvi_step(q, w, J, h, kind, parameters):
-    """`dem`'s ``lgvi`` (SPEC §2) for one body; body increment ``QᵀQ⁺ = cay(β)``."""
+    """`dem`'s ``lgvi`` (docs/theory.md §2) for one body; body increment ``QᵀQ⁺ = cay(β)``."""
     at_k = (q, w, kind, parameters)
     momentum = J * w + 0.5 * h * _moment(kind, q, parameters)                             # Π = Jω + (h/2) M
     beta, ok = _newton(_LGVI_STAGE, h * momentum / J, J, h, momentum, at_k)               # 4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ

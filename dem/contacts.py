@@ -1,6 +1,8 @@
 """Per-contact state: the particle neighbour list (`dem.neighbors`) and, for every interaction
 that keeps one (``Interaction.history > 0``), a fixed-width history vector per particle pair
-that survives neighbour rebuilds.
+that survives neighbour rebuilds, followed by the interaction's scratch columns
+(``Interaction.loads``: what its ``update`` leaves for the force rows, written anew at every
+force evaluation, neither saved nor carried across a rebuild).
 
 Storage, O(N): the list is full (each pair appears in both rows, so force rows stay
 independent), but a pair ``(a, b)`` with ``a < b`` is *owned* by row ``a`` and its history is
@@ -106,11 +108,12 @@ def free_wall_slot(keys, values, i, w):
 
 
 @njit(inline="always")
-def _live_slots(owner_start, history):
-    """The number of owner slots of ``history`` that are not all zero."""
+def _live_slots(owner_start, history, width):
+    """The number of owner slots whose history (the first ``width`` columns of ``history``) is
+    not all zero."""
     live = 0
     for slot in range(owner_start[-1]):
-        for c in range(history.shape[1]):
+        for c in range(width):
             if history[slot, c] != 0.0:
                 live += 1
                 break
@@ -118,11 +121,11 @@ def _live_slots(owner_start, history):
 
 
 @njit(inline="always")
-def _gather_history(start, index, owner_start, history, keys, values):
-    """Fill ``keys (m, 2)`` with the pairs of the owner slots of ``history`` that are not all
-    zero and ``values[:m]`` with their values, in slot order (``values`` may be ``history``
-    itself: ``m`` never passes the slot it copies from, so the slots before it are done)."""
-    width = history.shape[1]
+def _gather_history(start, index, owner_start, history, width, keys, values):
+    """Fill ``keys (m, 2)`` with the pairs of the owner slots whose history (the first ``width``
+    columns of ``history``) is not all zero and ``values[:m]`` with their values (as many columns
+    as ``values`` has), in slot order (``values`` may be ``history`` itself: ``m`` never passes
+    the slot it copies from, so the slots before it are done)."""
     m = 0
     for i in range(start.shape[0] - 1):
         slot = owner_start[i]
@@ -134,7 +137,7 @@ def _gather_history(start, index, owner_start, history, keys, values):
                 if history[slot, c] != 0.0:
                     keys[m, 0] = i
                     keys[m, 1] = j
-                    for d in range(width):
+                    for d in range(values.shape[1]):
                         values[m, d] = history[slot, d]
                     m += 1
                     break
@@ -142,19 +145,20 @@ def _gather_history(start, index, owner_start, history, keys, values):
 
 
 @njit(cache=True)
-def _save_history(start, index, owner_start, history):
-    """``(keys (m, 2), values (m, w))`` of the owner slots that are not all zero (a copy: the
-    history is left as it is)."""
-    live = _live_slots(owner_start, history)
-    keys, values = np.empty((live, 2), np.int32), np.empty((live, history.shape[1]))
-    _gather_history(start, index, owner_start, history, keys, values)
+def _save_history(start, index, owner_start, history, width):
+    """``(keys (m, 2), values (m, width))`` of the owner slots whose history (the first ``width``
+    columns of ``history``) is not all zero (a copy: the history is left as it is)."""
+    live = _live_slots(owner_start, history, width)
+    keys, values = np.empty((live, 2), np.int32), np.empty((live, width))
+    _gather_history(start, index, owner_start, history, width, keys, values)
     return keys, values
 
 
 @njit(cache=True)
 def _restore_history(start, index, owner_start, keys, values, history):
-    """Zero the slots of the rebuilt list and put ``values`` back at their keys' slots; returns
-    the history array (``history`` reused, or a larger one)."""
+    """Zero the slots of the rebuilt list and put ``values`` back at their keys' slots (in its first
+    columns: the history without scratch columns); returns the history array (``history``
+    reused, or a larger one)."""
     rows = owner_start[-1]
     if rows > history.shape[0]:
         history = np.zeros((rows + rows // 16 + 16, history.shape[1]))
@@ -163,17 +167,19 @@ def _restore_history(start, index, owner_start, keys, values, history):
     for m in range(keys.shape[0]):
         slot = pair_slot(start, index, owner_start, keys[m, 0], keys[m, 1])
         if slot >= 0:
-            history[slot] = values[m]
+            for c in range(values.shape[1]):
+                history[slot, c] = values[m, c]
     return history
 
 
 @njit(cache=True)
-def _compact_history(start, index, owner_start, history):
-    """Before a rebuild: move the owner slots that are not all zero to the front of ``history``
-    (in slot order) and return their keys ``(m, 2)``, for `_spread_history` after it. Unlike
-    `_save_history` nothing is copied out: a rebuild's memory stays that of the list."""
-    keys = np.empty((_live_slots(owner_start, history), 2), np.int32)
-    _gather_history(start, index, owner_start, history, keys, history)
+def _compact_history(start, index, owner_start, history, width):
+    """Before a rebuild: move the owner slots whose history (the first ``width`` columns) is not
+    all zero to the front of ``history`` (in slot order) and return their keys ``(m, 2)``, for
+    `_spread_history` after it. Unlike `_save_history` nothing is copied out: a rebuild's memory
+    stays that of the list."""
+    keys = np.empty((_live_slots(owner_start, history, width), 2), np.int32)
+    _gather_history(start, index, owner_start, history, width, keys, history)
     return keys
 
 
@@ -224,14 +230,17 @@ def _spread_history(start, index, owner_start, keys, history):
 
 class ContactTable(NeighborList):
     """The neighbour list of the particles (``skin``: its Verlet skin) with the per-contact
-    histories of the interactions named in ``history_widths`` (``{name: width}``); ``histories``
-    maps each name to its array ``(≥ owner entries, width)``."""
+    histories of the interactions named in ``history_widths`` (``{name: width}``) and their
+    scratch columns ``scratch_widths`` (``{name: loads}``); ``histories`` maps each name to its
+    array ``(≥ owner entries, width + loads)``."""
 
-    def __init__(self, n_bodies, skin, history_widths=None):
+    def __init__(self, n_bodies, skin, history_widths=None, scratch_widths=None):
         super().__init__(n_bodies)
         self.skin = float(skin)
         self.owner_start = np.zeros(n_bodies + 1, np.int64)
-        self.histories = {name: np.zeros((16, width)) for name, width in (history_widths or {}).items()}
+        self.widths = dict(history_widths or {})
+        scratch = scratch_widths or {}
+        self.histories = {name: np.zeros((16, width + scratch.get(name, 0))) for name, width in self.widths.items()}
 
     def arrays(self):
         return ContactArrays(self.skin, self.reference_position, self.start, self.cell_start, self.cell_particles,
@@ -242,7 +251,8 @@ class ContactTable(NeighborList):
 
     def rebuild(self, position, diameter):
         """Build the list at ``position`` (outside a run), carrying the histories over."""
-        keys = {name: _compact_history(self.start, self.index, self.owner_start, h) for name, h in self.histories.items()}
+        keys = {name: _compact_history(self.start, self.index, self.owner_start, h, self.widths[name])
+                for name, h in self.histories.items()}
         self.counters[N_BUILDS] = 0
         self.index = _update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
                                     self.cell_start, self.cell_particles, self.counters)
@@ -256,7 +266,7 @@ class ContactTable(NeighborList):
         out = {"reference_position": self.reference_position.copy(), "builds": int(self.counters[N_BUILDS])}
         for name, history in self.histories.items():
             out[f"history_keys.{name}"], out[f"history_values.{name}"] = _save_history(
-                self.start, self.index, self.owner_start, history)
+                self.start, self.index, self.owner_start, history, self.widths[name])
         return out
 
     def restore(self, saved, diameter):

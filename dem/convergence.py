@@ -1,4 +1,4 @@
-"""Convergence and long-run energy metrics (SPEC §4; seed 001 eqs. 35–38).
+"""Convergence and long-run energy metrics (docs/theory.md §4; seed 001 eqs. 35–38).
 
 A `Trajectory` is a run sampled at fixed *times* ``t_k = k Δt_s`` (``Δt_s`` a multiple of the
 step ``h``, so every run of a study is sampled at exactly the same instants, by integer step

@@ -1,4 +1,4 @@
-"""The energy budget and momenta of a state (SPEC §4): the kinetic energies, every active
+"""The energy budget and momenta of a state (docs/theory.md §4): the kinetic energies, every active
 interaction's energy columns (`dem.interactions`), their ``total``, ``P = Σ m v`` and
 ``L = Σ x × m v + Σ R J Rᵀ Ω`` about the origin (for a body on a pivot at the origin, ``v = 0``
 and ``J`` is about the pivot) — read from a row that the generated `sample` writes in compiled

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from .contacts import ContactTable, _owner_offsets, _restore_history, _save_history
-from .engine import FAILED, NOT_FINITE, OK, _substepped, distributed_module
+from .engine import FAILED, NOT_FINITE, OK, _substepped, distributed_module, fast_pair_law
 from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
@@ -260,7 +260,9 @@ class DistributedSimulation(Simulation):
         self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
         self.kernels = distributed_module(scheme, names)
         #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
-        self.substeps = model.interactions["hertz_pp"].substeps if _substepped(scheme, names) else 1
+        #: the interaction whose elastic pair force is sub-stepped (`dem.engine.fast_pair_law`)
+        self.fast_law = fast_pair_law(names)
+        self.substeps = model.interactions[self.fast_law].substeps if _substepped(scheme, names) else 1
         self._first_calls = set()
         #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
         self.migrated = self.rebalanced = 0
@@ -431,7 +433,8 @@ class DistributedSimulation(Simulation):
         self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
         self.params = {name: INTERACTIONS[name].localize(p, self.parts.get(name, part)) if INTERACTIONS[name].localize
                        else p for name, p in model.interactions.items()}
-        self.contacts = ContactTable(len(bodies), model.skin, self.histories)
+        self.contacts = ContactTable(len(bodies), model.skin, self.histories,
+                                     {name: INTERACTIONS[name].loads for name in self.histories})
         if build:
             self._build(local(reference, "reference"), keys)
         histories = [self.contacts.histories[name] for name in self.histories]
@@ -530,7 +533,7 @@ class DistributedSimulation(Simulation):
 
     def _active(self):
         """Whether some rank's owned body has an active contact at the last force evaluation."""
-        active = self.state.interactions["hertz_pp"].active[self.part.owned]
+        active = self.state.interactions[self.fast_law].active[self.part.owned]
         return bool(self.comm.allreduce(int((active > 0).any()), op=self._mpi.MAX))
 
     def _fast(self, h):
@@ -575,7 +578,8 @@ class DistributedSimulation(Simulation):
         is_owned[owned] = True
         histories = {}
         for name in self.histories:
-            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name])
+            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name],
+                                         self.histories[name])
             held = is_owned[keys[:, 0]]
             histories[name] = (part.bodies[keys[held]], values[held], st.position[keys[held, 1]])
         bonds = self.model.bonds
@@ -621,7 +625,8 @@ class DistributedSimulation(Simulation):
         piece.update({f"summed.{n}.{f}": self.shared_state[(n, f)] for n, f in self.shared_state
                       if f in INTERACTIONS[n].summed_state})
         for name in self.histories:
-            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name])
+            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name],
+                                         self.histories[name])
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
         pieces = self.comm.gather(piece, root=0)

@@ -192,19 +192,28 @@ def _rows_text(w, interactions, listed):
     w()
 
 
+def fast_pair_law(names):
+    """The interaction among ``names`` whose elastic normal pair force is the fast force of contact
+    sub-stepping (``fast_pairs``, `dem.interactions.contract`), or None."""
+    laws = [name for name in names if INTERACTIONS[name].fast_pairs]
+    return laws[0] if laws else None
+
+
 def _fast_text(w, interactions, distributed):
     """``fast`` (after the rows): the array into which the bond laws with a ``fast`` kernel add
-    their fast force in their ``forces`` kernel, the Hertz rows' (`dem.interactions.hertz.
-    hertz_pp_forces`) when the step that ends here (``substepping``) or the next one is
-    sub-stepped (the next: some contact active; on an MPI rank whenever the contacts are
-    sub-stepped: the ranks decide together), else no rows (they add none). The closing kick of a
+    their fast force in their ``forces`` kernel, the pair contact rows' (`fast_pair_law`: `dem.
+    interactions.hertz.hertz_pp_forces` or `dem.interactions.contact.contact_pp_forces`) when the
+    step that ends here (``substepping``) or the next one is sub-stepped (the next: some contact
+    active; on an MPI rank whenever the contacts are sub-stepped: the ranks decide together), else
+    no rows (they add none). The closing kick of a
     sub-stepped step needs the whole fast force of the new configuration even when the next step
     runs the plain map."""
-    if "hertz_pp" not in (i.name for i in interactions):
+    law = fast_pair_law([i.name for i in interactions])
+    if law is None:
         w("fast = st.force[:0]  # no contact sub-stepping", 1)
         return
     if distributed:
-        w("fast = o_hertz_pp.fast if p_hertz_pp.substeps > 1 else st.force[:0]  # the fast force f", 1)
+        w(f"fast = o_{law}.fast if p_{law}.substeps > 1 else st.force[:0]  # the fast force f", 1)
         w("if fast.shape[0] > 0:  # the bond laws add their fast force on the ghosts too", 1)
         w("for k in range(ghosts.shape[0]):", 2)
         w("for c in range(3):", 3)
@@ -212,8 +221,8 @@ def _fast_text(w, interactions, distributed):
         return
     substepped = w.use(respa_stages.substepped, "substepped_next")
     w("fast = st.force[:0]  # the fast force f, for this step's closing kick or the next step", 1)
-    w(f"if substepping or {substepped}(p_hertz_pp, o_hertz_pp):", 1)
-    w("fast = o_hertz_pp.fast", 2)
+    w(f"if substepping or {substepped}(p_{law}, o_{law}):", 1)
+    w(f"fast = o_{law}.fast", 2)
 
 
 def _passes_text(w, interactions, parallel, rows_pass, distributed=False):
@@ -259,7 +268,8 @@ def _forces_text(names, parallel):
         w("if _rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
         for name in (n for n in names if INTERACTIONS[n].history):
             w.use(_compact_history, "_compact_history")
-            w(f"keys_{name} = _compact_history(table.start, index, table.owner_start, hist_{name})", 2)
+            w(f"keys_{name} = _compact_history(table.start, index, table.owner_start, hist_{name}, "
+              f"{INTERACTIONS[name].history})", 2)
         w(f"index = _build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters)", 2)
         if histories:
@@ -376,11 +386,12 @@ def _distributed_substeps_text(w, scheme, names, signature):
     stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
     turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
     fast = w.use(hertz_pp_fast, "hertz_pp_fast")
+    law = fast_pair_law(names)
     w("@njit(cache=True)")
     w(f"def fast_forces({signature}):")
-    w("f = o_hertz_pp.fast", 1)
+    w(f"f = o_{law}.fast", 1)
     w("for k in range(owned.shape[0]):", 1)
-    w(f"{fast}(owned[k], owned[k] + 1, st, bodies, contacts, p_hertz_pp, f)", 2)
+    w(f"{fast}(owned[k], owned[k] + 1, st, bodies, contacts, p_{law}, f)", 2)
     w("for k in range(ghosts.shape[0]):", 1)
     w("for c in range(3):", 2)
     w("f[ghosts[k], c] = 0.0", 3)
@@ -392,7 +403,7 @@ def _distributed_substeps_text(w, scheme, names, signature):
     w("@njit(cache=True)")
     w(f"def open_stage({signature}, aux, fraction, reference, skin):")
     w("for k in range(owned.shape[0]):", 1)
-    w(f"{stages['open_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_hertz_pp.fast, o_hertz_pp.mean, "
+    w(f"{stages['open_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_{law}.fast, o_{law}.mean, "
       f"reference, skin)", 2)
     w("for k in range(owned.shape[0]):", 1)
     w(f"if {turn}(owned[k], owned[k] + 1, h, st, bodies, aux) >= 0:", 2)
@@ -403,14 +414,14 @@ def _distributed_substeps_text(w, scheme, names, signature):
     w("@njit(cache=True)")
     w(f"def drift_stage({signature}, fraction, reference, skin, last):")
     w("for k in range(owned.shape[0]):", 1)
-    w(f"{stages['kick_drift']}(owned[k], owned[k] + 1, h * fraction, fraction, st, bodies, o_hertz_pp.fast, "
-      f"o_hertz_pp.mean, reference, skin, last)", 2)
+    w(f"{stages['kick_drift']}(owned[k], owned[k] + 1, h * fraction, fraction, st, bodies, o_{law}.fast, "
+      f"o_{law}.mean, reference, skin, last)", 2)
     w()
     w()
     w("@njit(cache=True)")
     w(f"def close_stage({signature}, aux, fraction):")
     w("for k in range(owned.shape[0]):", 1)
-    w(f"{stages['close_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_hertz_pp.fast, o_hertz_pp.mean)", 2)
+    w(f"{stages['close_kick']}(owned[k], owned[k] + 1, h, fraction, st, bodies, o_{law}.fast, o_{law}.mean)", 2)
     w("for k in range(owned.shape[0]):", 1)
     w(f"{spin}(owned[k], owned[k] + 1, h, st, bodies, aux)", 2)
     w()
@@ -484,6 +495,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w("sampled = 0", 1)
     respa = _substepped(scheme, names)
     if respa:
+        law = fast_pair_law(names)
         stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
         turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
         fast = w.use(hertz_pp_fast, "hertz_pp_fast") if parallel else w.use(hertz_pp_fast_pairs, "hertz_pp_fast_pairs")
@@ -498,25 +510,25 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
             too: `_fast_text`)."""
             contacts = "Contacts(table.start, index, table.owner_start)"
             if parallel:
-                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, {contacts}, p_hertz_pp, fast)", "0", "n",
+                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, {contacts}, p_{law}, fast)", "0", "n",
                          parallel, indent)
             else:
-                w(f"{fast}(st, bodies, {contacts}, p_hertz_pp, fast)", indent)
+                w(f"{fast}(st, bodies, {contacts}, p_{law}, fast)", indent)
             for i in bonded:
                 kernel = w.use(i.fast, f"{i.name}_fast")
                 _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)",
                            parallel, indent)
 
-        w("substeps = p_hertz_pp.substeps  # contact sub-steps (dem.integrators.respa); 1: the plain map", 1)
+        w(f"substeps = p_{law}.substeps  # contact sub-steps (dem.integrators.respa); 1: the plain map", 1)
         w("fraction = 1.0 / substeps", 1)
-        w("fast = o_hertz_pp.fast  # the fast force f", 1)
+        w(f"fast = o_{law}.fast  # the fast force f", 1)
         w("due = np.zeros(n_chunks, np.bool_)", 1)
-        w("mean = o_hertz_pp.mean  # the drifts' mean velocity, then what the last drift's adds to it", 1)
+        w(f"mean = o_{law}.mean  # the drifts' mean velocity, then what the last drift's adds to it", 1)
     w("for k in range(n_steps):", 1)
     indent = 2
     if respa:
         substepped = w.use(respa_stages.substepped, "substepped_next")
-        w(f"substepped = {substepped}(p_hertz_pp, o_hertz_pp)  # some contact active at the last force evaluation",
+        w(f"substepped = {substepped}(p_{law}, o_{law})  # some contact active at the last force evaluation",
           2)
         w("if substepped:", 2)
         w("if k == 0:  # later, the force evaluation left f (_fast_text)", 3)
@@ -576,7 +588,7 @@ def _substepped(scheme, names):
     """Whether the loop of ``scheme`` with ``names`` sub-steps the Hertz particle–particle contacts
     when their ``substeps`` > 1 (`dem.integrators.respa`): a scheme with the rotational stages
     ``turn``/``spin`` (``rrp2``, ``rrp``, ``lgvi``; not ``rrp1``)."""
-    return "hertz_pp" in names and hasattr(scheme.module, "turn")
+    return fast_pair_law(names) is not None and hasattr(scheme.module, "turn")
 
 
 def _module(kind, describe, writer, stamp):
@@ -708,8 +720,8 @@ def arguments(model, state, contacts):
 
 def new_contacts(model):
     """An empty `dem.contacts.ContactTable` for ``model`` (with the histories its interactions keep)."""
-    return ContactTable(model.n_bodies, model.skin, {name: INTERACTIONS[name].history for name in model.interactions
-                                                     if INTERACTIONS[name].history})
+    kept = [INTERACTIONS[name] for name in model.interactions if INTERACTIONS[name].history]
+    return ContactTable(model.n_bodies, model.skin, {i.name: i.history for i in kept}, {i.name: i.loads for i in kept})
 
 
 def store_contacts(model, contacts, carried):

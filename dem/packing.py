@@ -1,5 +1,5 @@
 """Sphere packings inside a shape and binder bonds between near neighbours: the algorithms behind
-the ``[[assembly]]`` builder (`dem.builders.assembly`, SPEC §5).
+the ``[[assembly]]`` builder (`dem.builders.assembly`, docs/theory.md §5).
 
 Shapes (`Shape`, made by `make_shape`), all centred at ``center``:
 

@@ -1,4 +1,4 @@
-"""Plots from a run's log (SPEC §7): energy budget, energy error and momenta from ``energy.csv``.
+"""Plots from a run's log (docs/theory.md §7): energy budget, energy error and momenta from ``energy.csv``.
 
 `plot_energy` draws five panels over time ``t``:
 

@@ -28,19 +28,20 @@ SECTION_INTRO = {
                   "(see the integrators in [guide.md](guide.md#integrators)).",
     "output": "What is written, and how often, into the output folder (see "
               "[guide.md](guide.md#outputs)).",
-    "contact": "Hertz contact between particles and with walls (SPEC §3), with optional friction, "
-               "rolling and twisting resistance (SPEC §3b; the model: [guide.md](guide.md#friction-rolling-and-"
+    "contact": "Contact between particles and with walls ([theory §3](theory.md)): a normal law (Hertz or Hooke, "
+               "[guide.md](guide.md#contact-models)) with optional damping, friction, rolling and twisting "
+               "resistance ([theory §3b](theory.md); the model: [guide.md](guide.md#friction-rolling-and-"
                "twisting)). Contacts act between every pair of touching spheres of non-zero diameter, bonded "
                "or not.",
-    "breakage": "Optional bond breakage (SPEC §3): a bond past any non-zero threshold is removed "
+    "breakage": "Optional bond breakage ([theory §3](theory.md)): a bond past any non-zero threshold is removed "
                 "and its stored energy is booked in the `broken` column of `energy.csv`; each "
                 "criterion's count of broken bonds is logged as `broken_<criterion>`.",
     "fields": "Uniform body forces.",
-    "damping": "Damping for quasi-static loading (SPEC §3b), off by default: local (Cundall) and global "
+    "damping": "Damping for quasi-static loading ([theory §3b](theory.md)), off by default: local (Cundall) and global "
                "viscous; its work is booked in the `dissipated` column of `energy.csv` (see "
                "[guide.md](guide.md#damping)).",
     "ortolan_saccon": "Parameters of seed 000's stress potential `U(Q) = (‖Q − I‖_F − 1)² − "
-                      "α/‖Q − Q_m‖_F` (SPEC §3), felt by every `[[rigid_body]]` with "
+                      "α/‖Q − Q_m‖_F` ([theory §3](theory.md)), felt by every `[[rigid_body]]` with "
                       "`potential = \"ortolan_saccon\"`.",
 }
 
@@ -63,7 +64,7 @@ def scene_reference():
         "     dem/interactions (INTERACTIONS) and dem/builders (BUILDERS). Do not edit by hand:",
         "     tests/test_docs.py fails when this file and the code disagree. -->",
         "",
-        "A scene is a TOML file (`python -m dem SCENE.toml`, SPEC §5). It holds the sections below "
+        "A scene is a TOML file (`python -m dem SCENE.toml`, [theory §5](theory.md)). It holds the sections below "
         "(each optional, `[name]`), any number of walls (`[[walls]]`) and meshes (`[[mesh]]`) and at least one builder "
         "table (`[[torus]]`, `[[assembly]]`, …; a builder may appear several times). Any value can "
         "be overridden from the command line: `--set simulation.dt=5e-4`, "

@@ -1,6 +1,6 @@
 """Rotation algebra: rescaled Rodrigues parameters (RRP), quaternions, matrices.
 
-Conventions (SPEC §1, seed 001 eqs. 3–5):
+Conventions (docs/theory.md §1, seed 001 eqs. 3–5):
 
 * ``R`` maps body-frame vectors to the inertial frame.
 * RRP vector ``α = 2 tan(|θ|/2) θ/|θ|`` for the rotation vector ``θ``; ``α = 2 q_v / q_0`` for
@@ -39,7 +39,7 @@ def _cross(a, b):
 
 @njit(cache=True)
 def _rrp_matrix(alpha):
-    """``R(α)`` of SPEC §1 (seed 001 eq. 4), a 3×3 rotation matrix, written out with
+    """``R(α)`` of docs/theory.md §1 (seed 001 eq. 4), a 3×3 rotation matrix, written out with
     ``S(α)² = ααᵀ − |α|² I``."""
     a0, a1, a2 = alpha[0], alpha[1], alpha[2]
     squared = a0 * a0 + a1 * a1 + a2 * a2
@@ -207,7 +207,7 @@ def _rotvec_from_rrp(alpha):
 
 @njit(inline="always")
 def _quat_apply_increment(q, dalpha):
-    """``q⁺ ∝ (1, Δα/2) ⊗ q``: the spatial increment ``R⁺ = R(Δα) R`` (SPEC §1)."""
+    """``q⁺ ∝ (1, Δα/2) ⊗ q``: the spatial increment ``R⁺ = R(Δα) R`` (docs/theory.md §1)."""
     return _quat_normalize(_quat_multiply((1.0, 0.5 * dalpha[0], 0.5 * dalpha[1], 0.5 * dalpha[2]), q))
 
 
@@ -327,7 +327,7 @@ relative_rotvec = _pair_function(2, (4,), 3, _relative_rotvec.__doc__)
 
 
 def rrp_matrix(alpha):
-    """``R(α)`` of SPEC §1 for RRP vectors ``(..., 3)``."""
+    """``R(α)`` of docs/theory.md §1 for RRP vectors ``(..., 3)``."""
     lead, flat = _rows(alpha, (3,))
     return _map_matrix(0, flat).reshape(lead + (3, 3))
 

@@ -1,4 +1,4 @@
-"""Scene files (TOML, SPEC §5): loading, ``--set`` overrides, validation against the schema.
+"""Scene files (TOML, docs/theory.md §5): loading, ``--set`` overrides, validation against the schema.
 
 Every key a scene may hold is declared in code, with its type, default, unit and constraint
 (`dem.schema.Key`): the framework sections ``[simulation]`` and ``[output]`` here, the sections
@@ -24,7 +24,7 @@ _PREFERRED_ORDER = ("simulation", "output", "contact", "damping", "breakage", "f
 
 FRAMEWORK = {
     "simulation": {
-        "integrator": Key("str", "rrp2", "time integrator (SPEC §2)", choices=tuple(SCHEMES)),
+        "integrator": Key("str", "rrp2", "time integrator (docs/theory.md §2)", choices=tuple(SCHEMES)),
         "dt": Key("float", REQUIRED, "time step", "time", positive),
         "t_end": Key("float", REQUIRED, "end time of the run", "time", positive),
         "energy_tolerance": Key("float", 10.0, "stop the run as unstable when |E − E(0)| exceeds this multiple "

@@ -1,4 +1,4 @@
-"""Stability guards: an estimate of the critical time step before a run (SPEC §2; explicit
+"""Stability guards: an estimate of the critical time step before a run (docs/theory.md §2; explicit
 Verlet-type maps are stable for ``ω_max h < 2``) and a memory estimate.
 
 Each interaction contributes its stiffest linear oscillator (`Interaction.critical_step`: the

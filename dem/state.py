@@ -57,7 +57,7 @@ LAW_PARAMETERS = {"parallel_bond": ("modulus", "shear_modulus", "radius", "tensi
 
 @dataclass
 class Bonds:
-    """Bonds between bodies ``i`` and ``j`` and their rest state (SPEC §3), sorted by law, then by
+    """Bonds between bodies ``i`` and ``j`` and their rest state (docs/theory.md §3), sorted by law, then by
     colour: the bonds of law ``k`` (`BOND_LAWS`) are the block `block` ``(k)``, and within it the
     bonds of colour ``c`` are ``color_start(k)[c]:color_start(k)[c+1]`` (offsets in the block) and
     share no body.
@@ -220,7 +220,7 @@ class State:
 
 @njit(cache=True)
 def motion(st, bodies):
-    """The bodies' kinetic energies and momenta about the origin (SPEC §4), and the fastest:
+    """The bodies' kinetic energies and momenta about the origin (docs/theory.md §4), and the fastest:
     ``(kinetic_translational, kinetic_rotational, Px, Py, Pz, Lx, Ly, Lz, body, |v|)`` with
     ``P = Σ m v`` and ``L = Σ x × m v + Σ R J Rᵀ Ω`` (for a body on a pivot at the origin,
     ``v = 0`` and ``J`` is about the pivot); ``body`` is the fastest (−1 when there is none)."""

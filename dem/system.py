@@ -1,6 +1,6 @@
 """Building a system: `SystemBuilder` collects bodies, bonds, sites and the inputs builders hand
 to interactions, and makes the `dem.state.Model` and `dem.state.State`; `build_system` runs the
-builders of a validated scene (SPEC §5). The rest state of every bond is the configuration at
+builders of a validated scene (docs/theory.md §5). The rest state of every bond is the configuration at
 t = 0.
 """
 

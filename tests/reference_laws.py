@@ -1,4 +1,4 @@
-"""An independent plain-numpy implementation of every interaction of SPEC §3: energy, forces and
+"""An independent plain-numpy implementation of every interaction of docs/theory.md §3: energy, forces and
 spatial moments from the formulas, O(N²) where the kernels use neighbour lists, rotations through
 scipy (not `dem.rotations`). The tests compare the compiled kernels with it.
 
@@ -255,7 +255,7 @@ REFERENCE = {
 
 
 # ---------------------------------------------------------------------------------------------
-# Friction, rolling and twisting (SPEC §3b): forces of given springs (the per-contact histories)
+# Friction, rolling and twisting (docs/theory.md §3b): forces of given springs (the per-contact histories)
 # ---------------------------------------------------------------------------------------------
 
 def _contact_constants(model):
@@ -328,17 +328,26 @@ def _contacts(model, state, name):
 
 def random_springs(model, state, name, rng):
     """Springs (histories) for every contact of ``name``, random within 10–90 % of their limits:
-    ``{key: vector}`` (friction: ``ξ ⊥ n``; rolling: ``(θ_r ⊥ n, θ_t)``)."""
+    ``{key: vector}`` (friction: ``ξ ⊥ n``; rolling: ``(θ_r ⊥ n, θ_t)``; the particle pipeline
+    ``contact_pp``: ``(ξ, θ_r, θ_t)``, each zero where its coefficient is)."""
+    if name == "contact_pp":
+        tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
+        return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
     springs = {}
     for key, a, b, n, _, _, (stiffness, limits) in _contacts(model, state, name):
         direction = rng.normal(size=3)
         direction -= (direction @ n) * n
         direction /= np.linalg.norm(direction)
-        vector = direction * rng.uniform(0.1, 0.9) * limits[0] / stiffness[0]
+        vector = direction * rng.uniform(0.1, 0.9) * _ratio(limits[0], stiffness[0])
         if name.startswith("rolling"):
-            vector = np.append(vector, rng.choice([-1, 1]) * rng.uniform(0.1, 0.9) * limits[1] / stiffness[1])
+            vector = np.append(vector, rng.choice([-1, 1]) * rng.uniform(0.1, 0.9) * _ratio(limits[1], stiffness[1]))
         springs[key] = vector
     return springs
+
+
+def _ratio(limit, stiffness):
+    """A spring's extension at its limit (0 for a spring that is off)."""
+    return limit / stiffness if stiffness > 0 else 0.0
 
 
 def _damped(spring, dashpot, limit):
@@ -380,13 +389,6 @@ def _friction(model, state, springs, name):
     return energy, force, moment
 
 
-def friction_pp(model, state, springs):
-    """``F_a = −k_t ξ − γ √(m* k_t) v_t`` at the contact point (``−F_a`` on ``b``),
-    ``k_t = 2(1−ν)/(2−ν) k_n`` (Hertz: ``k_n = 1.5 K/L² √δ``), ``U = ½ k_t |ξ|²``, ``γ`` the normal
-    law's damping for the restitution."""
-    return _friction(model, state, springs, "friction_pp")
-
-
 def friction_pw(model, state, springs):
     """As `friction_pp`, the wall taking no load."""
     return _friction(model, state, springs, "friction_pw")
@@ -417,16 +419,42 @@ def _rolling(model, state, springs, name):
     return energy, force, moment
 
 
-def rolling_pp(model, state, springs):
-    """Couple ``M_a = −k_r θ_r − k_tw θ_t n − η_r 2√(I_r k_r) ω_r − η_r 2√(I_t k_tw) (ω·n) n``
-    (dashpots below the limits, capped at them; ``−M_a`` on ``b``),
-    ``k_r = 2.25 μ_r² R*² k_n``, ``k_tw = ½ k_t R* ξ_n``; ``U = ½ k_r |θ_r|² + ½ k_tw θ_t²``."""
-    return _rolling(model, state, springs, "rolling_pp")
-
-
 def rolling_pw(model, state, springs):
     """As `rolling_pp`; the wall does not spin."""
     return _rolling(model, state, springs, "rolling_pw")
 
 
-REFERENCE.update(friction_pp=friction_pp, friction_pw=friction_pw, rolling_pp=rolling_pp, rolling_pw=rolling_pw)
+def normal_damping(model, state):
+    """The normal dashpot ``−γ √(m* k_n) v_n n`` of every touching pair, ``γ`` the normal law's for
+    the restitution (no energy)."""
+    force, moment = _zeros(state)
+    contact = model.sections["contact"]
+    e = contact["restitution"]
+    if e >= 1:
+        return 0.0, force, moment
+    factor = 1.0 if contact["normal"] == "hooke" else np.sqrt(5 / 6)
+    gamma = -2 * factor * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
+    v = state.velocity
+    for a, b, n, r, reach, delta in touching_pairs(model, state):
+        k_n = normal_law(model, "k_pp", delta, reach)[2]
+        mass = model.mass[a] * model.mass[b] / (model.mass[a] + model.mass[b])
+        f = -gamma * np.sqrt(mass * k_n) * ((v[a] - v[b]) @ n) * n
+        force[a] += f
+        force[b] -= f
+    return 0.0, force, moment
+
+
+def contact_pp(model, state, springs):
+    """The particle pipeline: the normal law (`hertz_pp`) with its dashpot (`normal_damping`), the
+    tangential spring (`friction_pp`'s law, ``springs[:3]``) and the rolling and twisting springs
+    (`rolling_pp`'s law, ``springs[3:]``) of every touching pair, each where its coefficient acts."""
+    contact = model.sections["contact"]
+    parts = [hertz_pp(model, state), normal_damping(model, state)]
+    if contact["friction"] > 0:
+        parts.append(_friction(model, state, {key: value[:3] for key, value in springs.items()}, "friction_pp"))
+    if contact["rolling_friction"] > 0 or contact["twisting_friction"] > 0:
+        parts.append(_rolling(model, state, {key: value[3:] for key, value in springs.items()}, "rolling_pp"))
+    return tuple(sum(part[k] for part in parts) for k in range(3))
+
+
+REFERENCE.update(contact_pp=contact_pp, friction_pw=friction_pw, rolling_pw=rolling_pw)

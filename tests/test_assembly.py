@@ -1,4 +1,4 @@
-"""Assemblies (SPEC §5): parallel kernels against brute-force references, conservation in free
+"""Assemblies (docs/theory.md §5): parallel kernels against brute-force references, conservation in free
 flight, and an energy budget that closes with breakage and damping booked."""
 
 import numpy as np
@@ -21,7 +21,7 @@ def scene_file(tmp_path):
 
 
 def brute_force_forces(model, state):
-    """Hertz (all pairs, O(N²)), walls and binders from the SPEC §3 formulas, in numpy."""
+    """Hertz (all pairs, O(N²)), walls and binders from the docs/theory.md §3 formulas, in numpy."""
     loads = [REFERENCE[name](model, state) for name in ("binder", "hertz_pp", "hertz_pw")]
     return sum(load[1] for load in loads), sum(load[2] for load in loads)
 

@@ -13,7 +13,7 @@ from dem.baselines import (
     reference, rotation_matrix, step,
 )
 
-# seed 000 §6 (SPEC §6, scenes/ortolan_saccon.toml)
+# seed 000 §6 (docs/theory.md §6, scenes/ortolan_saccon.toml)
 J = np.array([2.0, 2.0, 4.0])
 Q0 = rotation_matrix([0.0, 0.7227, 0.0])
 OMEGA0 = np.array([0.0, 0.0, 0.625])
@@ -92,13 +92,13 @@ def test_lie_newmark_does_not_keep_momentum(method):
 
 
 def test_lgvi_spherical_inertia_is_closed_form_rrp():
-    """SPEC §2: for J = j I, β = 2u/(1 + √(1 − |u|²)), u = hΠ/j (the `rrp` map, seed 001 eq. 23)."""
+    """docs/theory.md §2: for J = j I, β = 2u/(1 + √(1 − |u|²)), u = hΠ/j (the `rrp` map, seed 001 eq. 23)."""
     j, h, omega = 1.5, 0.2, np.array([1.0, -2.0, 0.5])
     Q1, omega1 = step("LGVI", [j, j, j], STRESS, Q0, omega, h)
     momentum = j * omega + 0.5 * h * STRESS(Q0)[1]
     u = h * momentum / j
     beta = 2 * u / (1 + np.sqrt(1 - u @ u))
-    angle = 2 * np.arctan(np.linalg.norm(beta) / 2)          # |θ| = 2 atan(|β|/2) (SPEC §1)
+    angle = 2 * np.arctan(np.linalg.norm(beta) / 2)          # |θ| = 2 atan(|β|/2) (docs/theory.md §1)
     Q_expected = Q0 @ rotation_matrix(angle * beta / np.linalg.norm(beta))
     assert np.abs(Q1 - Q_expected).max() < 1e-14
     # Jω⁺ = R(β)ᵀΠ + (h/2)M⁺ with R(β)ᵀΠ = Π for spherical J (β ∥ Π)
@@ -139,7 +139,7 @@ def test_unknown_method_and_non_convergence_are_errors():
 
 def test_core_lgvi_runs_the_stress_scene_like_the_single_body_lgvi():
     """`python -m dem scenes/ortolan_saccon.toml` (the multi-body core's lgvi) and the baseline
-    module's single-body LGVI are two transcriptions of SPEC §2: same trajectory to round-off."""
+    module's single-body LGVI are two transcriptions of docs/theory.md §2: same trajectory to round-off."""
     from dem import Simulation
     from dem.runner import prepare
     from dem.rotations import quat_matrix

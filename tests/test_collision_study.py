@@ -92,7 +92,7 @@ def test_every_integrator_leaves_rrp2s_error(case):
 
 
 #: angle turned in one step at the rate ``w`` (no moment): ``|Δα| = h w`` for ``rrp2``/``rrp1``,
-#: ``2hw/(1 + √(1 − h²w²))`` for ``rrp`` and ``lgvi`` (SPEC §2), through ``|θ| = 2 atan(|Δα|/2)``
+#: ``2hw/(1 + √(1 − h²w²))`` for ``rrp`` and ``lgvi`` (docs/theory.md §2), through ``|θ| = 2 atan(|Δα|/2)``
 STEP_ANGLE = {"rrp2": lambda hw: 2 * np.arctan(hw / 2), "rrp1": lambda hw: 2 * np.arctan(hw / 2),
               "rrp": np.arcsin, "lgvi": np.arcsin}
 

@@ -1,4 +1,4 @@
-"""Convergence orders of the integrators (SPEC §2) and the metrics of seed 001 eqs. (35)–(38).
+"""Convergence orders of the integrators (docs/theory.md §2) and the metrics of seed 001 eqs. (35)–(38).
 
 The physics check uses the smooth free flight of the spinning, vibrating torus (binders only, no
 contact): energy error O(h²) for ``rrp2``/``rrp``, O(h) for ``rrp1``; max-norm trajectory error

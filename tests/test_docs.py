@@ -1,8 +1,10 @@
 """Documentation that is generated from, or runs against, the code: docs/scenes.md,
-tools/paraview_state.py and the ParaView macro tools/dem_paraview_macro.py."""
+tools/paraview_state.py and the ParaView macro tools/dem_paraview_macro.py; and the repository
+standing on its own (no file names a path outside it)."""
 
 import importlib.util
 import os
+import re
 import py_compile
 import shutil
 import subprocess
@@ -31,6 +33,22 @@ def _sections(text):
         heading, _, body = block.partition("\n")
         sections[heading.strip().strip("`")] = body
     return sections
+
+
+#: what would send a reader outside the repository: the specification and the papers' copies that the
+#: project's first sessions worked from (the theory is docs/theory.md, the papers are cited there)
+OUTSIDE = re.compile(r"\.\./shared|shared/seeds|SPEC\.md|SPEC §")
+
+
+def test_no_file_names_a_path_outside_the_repository():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    texts = [name for name in tracked if name.endswith((".py", ".md", ".toml", ".txt", ".cfg")) or "/" not in name]
+    found = [f"{name}:{number}" for name in texts if (ROOT / name).is_file()
+             for number, line in enumerate((ROOT / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if OUTSIDE.search(line) and name != "tests/test_docs.py"]
+    assert not found, f"these lines name a path outside the repository: {', '.join(found)}"
 
 
 def test_scenes_md_is_up_to_date():

@@ -218,7 +218,7 @@ def momenta(sim):
 
 def test_friction_between_particles_conserves_momenta():
     model, state = granule(restitution=0.6)
-    assert set(model.interactions) == {"hertz_pp", "friction_pp", "rolling_pp"}
+    assert set(model.interactions) == {"contact_pp"}
     sim = Simulation(model, state, "rrp2", 2e-4)
     p0, l0 = momenta(sim)
     p_scale = np.sum(model.mass[:, None] * np.abs(state.velocity))
@@ -314,14 +314,15 @@ def test_springs_survive_neighbour_rebuilds():
     assert rebuilt.energy_budget()["friction"] > 0 and rebuilt.energy_budget()["tangential"] > 0
 
 
-def floor_granule(seed=2, n=150, mesh=False, shape=None, skin=0.0):
+def floor_granule(seed=2, n=150, mesh=False, shape=None, skin=0.0, substeps=0):
     """The granule falling on a frictional floor that slides along x (``mesh``: a turning
-    triangulated floor, `turntable`), beside a frictional servo platen."""
+    triangulated floor, `turntable`), beside a frictional servo platen (``substeps``: the contact
+    sub-steps; 0, the default, runs an unbonded granule with the plain map)."""
     floor = [] if mesh else [dict(FLOOR, size=0.0, velocity=(0.3, 0.1, 0.0))]
     return granule(n=n, seed=seed, walls=floor + [dict(point=(3.0, 0, 0), normal=(-1.0, 0, 0), size=0.0,
                                                        friction=0.2, servo=True, target_force=20.0, max_speed=0.5)],
                    meshes=[turntable(60.0)] if mesh else [], gravity=(0.0, 0.0, -1.0), restitution=0.7,
-                   shape=shape, skin=skin)
+                   shape=shape, skin=skin, substeps=substeps)
 
 
 def slab(n, overlap=0.02):
@@ -335,8 +336,8 @@ def slab(n, overlap=0.02):
 def test_restart_continues_bit_for_bit(tmp_path):
     scene = tmp_path / "scene.toml"
     scene.write_text("# stand-in for the scene file a checkpoint records\n")
-    model, state = floor_granule()
-    assert set(model.interactions) >= {"friction_pp", "friction_pw", "rolling_pp", "rolling_pw"}
+    model, state = floor_granule(substeps=3)
+    assert set(model.interactions) >= {"contact_pp", "friction_pw", "rolling_pw"}
     sim = Simulation(model, state, "rrp2", 2e-4)
     sim.advance(2000)
     for _ in range(40):   # on to a step where friction loads both walls (along y: friction only)
@@ -344,16 +345,17 @@ def test_restart_continues_bit_for_bit(tmp_path):
         if np.abs(state.interactions["walls"].load[:, 1]).min() > 0:
             break
     assert np.abs(state.interactions["walls"].load[:, 1]).min() > 0
+    assert (state.interactions["contact_pp"].active > 0).any()  # sub-stepped across the restart
     save_checkpoint(tmp_path / "checkpoint.npz", sim, scene, (), (0.0, 1.0))
     sim.advance(500)
 
-    model2, state2 = floor_granule()
+    model2, state2 = floor_granule(substeps=3)
     restored, _ = restore(load_checkpoint(tmp_path / "checkpoint.npz"), model2, state2)
     resumed = Simulation(model2, state2, "rrp2", 2e-4, restored=restored)
     resumed.advance(500)
     for field in ("position", "velocity", "angular_velocity"):
         assert np.array_equal(getattr(state2, field), getattr(state, field))
-    for name in ("friction_pp", "rolling_pp"):
+    for name in ("contact_pp",):
         assert np.array_equal(resumed.contacts.export()[f"history_values.{name}"],
                               sim.contacts.export()[f"history_values.{name}"])
     for name in ("friction_pw", "rolling_pw"):
@@ -368,17 +370,18 @@ def test_springs_are_independent_of_the_thread_count(mesh):
         numba.set_num_threads(threads)
         try:
             # three parallel chunks; a thin skin, so that the neighbour list is rebuilt every few steps
-            model, state = floor_granule(n=5000, seed=4, mesh=mesh, shape=slab(5000), skin=0.02)
+            model, state = floor_granule(n=5000, seed=4, mesh=mesh, shape=slab(5000), skin=0.02, substeps=3)
             sim = Simulation(model, state, "rrp2", 2e-4, parallel=parallel)
             sim.advance(200)
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         assert 5 <= sim.contacts.n_builds <= 100
         runs.append((state, sim.contacts.export()))
+    assert (runs[0][0].interactions["contact_pp"].active > 0).any()  # the contacts were sub-stepped
     for state, export in runs[1:]:
         assert np.array_equal(state.position, runs[0][0].position)
         assert np.array_equal(state.angular_velocity, runs[0][0].angular_velocity)
-        for key in ("history_values.friction_pp", "history_values.rolling_pp"):
+        for key in ("history_values.contact_pp",):
             assert np.array_equal(export[key], runs[0][1][key])
         for name in ("walls", "friction_pw", "rolling_pw"):
             for a, b in zip(state.interactions[name], runs[0][0].interactions[name]):
@@ -404,7 +407,7 @@ def test_spheres_touching_by_round_off_carry_no_friction():
         model, state = system.finish([], contact=contact)
         Simulation(model, state, "rrp2", 1e-3).advance(300)
         runs.append(state)
-    assert {"friction_pp", "rolling_pp"} <= set(runs[1].interactions)
+    assert "contact_pp" in runs[1].interactions
     for name in ("position", "velocity", "orientation", "angular_velocity"):
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
     for overlap, carries in ((1e-8, True), (1e-10, False)):

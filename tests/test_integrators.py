@@ -1,4 +1,4 @@
-"""The RRP maps of SPEC §2: exactness for a free spinning sphere, conservation and
+"""The RRP maps of docs/theory.md §2: exactness for a free spinning sphere, conservation and
 convergence on seed 001's 3-D pendulum (Fig. 1)."""
 
 import csv

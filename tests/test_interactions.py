@@ -1,4 +1,4 @@
-"""One battery for every registered interaction (SPEC §3), generated from the registry:
+"""One battery for every registered interaction (docs/theory.md §3), generated from the registry:
 
 * the kernels equal an independent plain-numpy implementation (`reference_laws`) to 1e-12 on a
   table of configurations (energy, forces, moments);
@@ -37,7 +37,7 @@ SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("friction_pp", "friction_pw", "rolling_pp", "rolling_pw")
+SPRINGS = ("contact_pp", "friction_pw", "rolling_pw")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py"}
 
@@ -87,9 +87,9 @@ def spheres_near_walls(rng, wall_friction=None, **contact):
 
 
 def with_springs(name, make, **contact):
-    """A configuration of the spring interaction ``name`` alone (the Hertz contact it rides on
-    is removed from the model; the walls' bookkeeping, which it reads, is kept), spinning bodies,
-    and random springs on its contacts."""
+    """A configuration of the spring interaction ``name`` alone (a wall's: without the normal
+    contact it rides on; the walls' bookkeeping, which it reads, is kept), spinning bodies, and
+    random springs on its contacts."""
     def configure(rng):
         model, state = make(rng, **contact)
         kept = (name, "walls") if INTERACTIONS[name].walls else (name,)
@@ -198,13 +198,17 @@ CASES = {
     "lennard_jones": {"tetrahedra": tetrahedra_close_together},
     "ortolan_saccon": {"two bodies": bodies_in_stress_potential},
     "applied_force": {"three bodies": bodies_with_applied_forces},
-    "friction_pp": {normal: with_springs("friction_pp", overlapping_cloud, friction=0.4, poisson_ratio=0.3,
-                                         restitution=0.5, **law) for normal, law in NORMAL_VARIANTS.items()},
+    "contact_pp": {
+        **{f"friction {normal}": with_springs("contact_pp", overlapping_cloud, friction=0.4, poisson_ratio=0.3,
+                                              restitution=0.5, **law) for normal, law in NORMAL_VARIANTS.items()},
+        **{f"rolling {normal}": with_springs("contact_pp", overlapping_cloud, rolling_friction=0.1,
+                                             twisting_friction=0.05, poisson_ratio=0.2, **law)
+           for normal, law in NORMAL_VARIANTS.items()},
+        "all": with_springs("contact_pp", overlapping_cloud, friction=0.3, rolling_friction=0.1,
+                            twisting_friction=0.08, restitution=0.7)},
     "friction_pw": {normal: with_springs("friction_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
                                          restitution=0.7, wall_friction={"friction": 0.25}, **law)
                     for normal, law in NORMAL_VARIANTS.items()},
-    "rolling_pp": {normal: with_springs("rolling_pp", overlapping_cloud, rolling_friction=0.1, twisting_friction=0.05,
-                                        poisson_ratio=0.2, **law) for normal, law in NORMAL_VARIANTS.items()},
     "rolling_pw": {normal: with_springs("rolling_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
                                         twisting_friction=0.08, wall_friction={"rolling_friction": 0.2}, **law)
                    for normal, law in NORMAL_VARIANTS.items()},

@@ -1,4 +1,4 @@
-"""General inertia (`lgvi`, SPEC §2): agreement with `rrp` for spheres, the free asymmetric body,
+"""General inertia (`lgvi`, docs/theory.md §2): agreement with `rrp` for spheres, the free asymmetric body,
 rigid tetrahedron clusters and chains (seed 003), and the heavy top (seed 004)."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Property tests of the RRP rotation algebra (SPEC §1)."""
+"""Property tests of the RRP rotation algebra (docs/theory.md §1)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the scene loader (SPEC §5): random mutations of the scenes in
+"""Property-based fuzzing of the scene loader (docs/theory.md §5): random mutations of the scenes in
 ``scenes/`` (keys deleted, unknown keys added, values of other types or absurd sizes, tables and
 arrays of tables swapped, builder tables duplicated, ``--set`` overrides with random or malformed
 paths) either load and build, or fail with a `SceneError` that starts with the file (or the

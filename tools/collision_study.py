@@ -109,7 +109,7 @@ def collision(case, lead, stiffening=0.0, substeps=1):
     """``(model, state)`` of ``case`` (a `Collision`) with its stiffnesses times ``1 + stiffening``,
     at the time ``lead`` before contact onset: each sphere moved back along its velocity (free
     flight is straight). ``substeps``: the contact sub-steps (``contact.substeps``; 1, the plain
-    maps of SPEC §2, unless asked)."""
+    maps of docs/theory.md §2, unless asked)."""
     system = SystemBuilder()
     for x, v, omega in zip(case.position, case.velocity, case.angular_velocity):
         system.add_body(np.asarray(x, float) - lead * np.asarray(v, float), mass=MASS, inertia=INERTIA,

@@ -1,4 +1,4 @@
-"""Convergence study of a scene (seed 001 Fig. 7; SPEC §4): errors against a small-step reference.
+"""Convergence study of a scene (seed 001 Fig. 7; docs/theory.md §4): errors against a small-step reference.
 
 For each integrator and step ``dt`` prints the E(t)-error (seed 001 eq. 38, H0 in time), the
 max relative energy error ``max|E(t) − E(0)|/|E(0)|``, the q(t)-error (eq. 37, H1 norm of

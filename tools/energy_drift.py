@@ -1,4 +1,4 @@
-"""Long-run energy behaviour of a scene (SPEC §2, §4): bounded error or slow creep, and stability.
+"""Long-run energy behaviour of a scene (docs/theory.md §2, §4): bounded error or slow creep, and stability.
 
 For each step ``dt`` runs the scene to ``--t-end`` (nothing written) and prints: steps, wall
 time, max relative energy error ``max|E(t) − E(0)|/|E(0)|``, drift slope (least-squares line

@@ -2,7 +2,7 @@
 
 One rigid body in the potential ``U(Q) = (‖Q − I‖_F − 1)² − α/‖Q − Q_m‖_F`` (seed 000 eq. 3),
 integrated by every method of `dem.baselines` (ELN, TLN, LIEMID[EA], PRK, MCG, NEW3, VLV of seed
-000 §5, and `dem`'s LGVI of SPEC §2) to ``--t-end`` at each step of ``--steps``. Parameters come
+000 §5, and `dem`'s LGVI of docs/theory.md §2) to ``--t-end`` at each step of ``--steps``. Parameters come
 from the scene file (``[[rigid_body]]``, ``[ortolan_saccon]``, ``[simulation]``), read with tomllib.
 
 Writes into ``--out`` (default ``output/ortolan_saccon``):

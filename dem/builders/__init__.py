@@ -1,4 +1,4 @@
-"""Scene builders (SPEC §5): each ``[[name]]`` table of a scene adds bodies and bonds.
+"""Scene builders (docs/theory.md §5): each ``[[name]]`` table of a scene adds bodies and bonds.
 
 A builder is a module with its keys (``KEYS``, validated by `dem.scene`), an optional
 ``check(params)`` returning ``(key, problem)`` or None, and ``build(system, params)`` that adds

@@ -1,4 +1,4 @@
-"""The ``[[assembly]]`` builder (SPEC §5): spheres packed in a shape on a lattice or randomly
+"""The ``[[assembly]]`` builder (docs/theory.md §5): spheres packed in a shape on a lattice or randomly
 (`dem.packing`), bonded to their near neighbours. `assembly_arrays` turns the parameters into
 arrays (bodies and bonds) with no Python loop over particles or bonds; `build_assembly` adds them
 to a `dem.system.SystemBuilder`.
@@ -172,7 +172,7 @@ def assembly_arrays(p):
 def build_assembly(system, p):
     """Spheres packed in a shape (box, sphere, cylinder, solid torus) on a lattice or randomly,
     bonded to neighbours whose surface gap is at most ``bond_gap_tolerance`` × their mean
-    diameter (SPEC §5); arrays from `assembly_arrays`. Solid spheres of ``density``: ``m = ρ π
+    diameter (docs/theory.md §5); arrays from `assembly_arrays`. Solid spheres of ``density``: ``m = ρ π
     D³/6``, ``J = m D²/10``. ``angular_velocity`` ω spins the assembly rigidly about its centre
     of mass and each particle at ω. The bond law (`dem.builders.binders`): ``binder = "seed001"``
     with ``k_axial``, ``k_shear``, ``k_bending`` for every bond, or from the binder material

@@ -55,7 +55,7 @@ KEYS = {
 
 def material_stiffness(rest_length, diameter_i, diameter_j, binder_modulus, binder_shear_modulus,
                        binder_radius_ratio):
-    """Seed-binder stiffnesses ``(K_a, K_s, K_m)`` (energies, SPEC §3) of a cylindrical binder of
+    """Seed-binder stiffnesses ``(K_a, K_s, K_m)`` (energies, docs/theory.md §3) of a cylindrical binder of
     radius ``a = λ min(D_i, D_j)/2`` and length ``r0`` (the rest centre distance), moduli E_b and
     G_b:
 

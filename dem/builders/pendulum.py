@@ -1,4 +1,4 @@
-"""The ``[[pendulum]]`` builder (SPEC §5/§6, seed 001 §3)."""
+"""The ``[[pendulum]]`` builder (docs/theory.md §5/§6, seed 001 §3)."""
 
 import numpy as np
 
@@ -10,13 +10,13 @@ KEYS = {
     "mass": Key("float", REQUIRED, "mass m", "mass", positive),
     "inertia": Key("float", REQUIRED, "moment of inertia J about the pivot", "mass·length²", positive),
     "center_of_mass": Key("vec3", (0.0, 0.0, 1.0), "centre of mass ρ in the body frame, from the pivot", "length"),
-    "rrp": Key("vec3", (0.0, 0.0, 0.0), "initial orientation as an RRP vector α0 (SPEC §1)", ""),
+    "rrp": Key("vec3", (0.0, 0.0, 0.0), "initial orientation as an RRP vector α0 (docs/theory.md §1)", ""),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial spatial angular velocity Ω0", "1/time"),
 }
 
 
 def build(system, p):
-    """One body on a fixed pivot (SPEC §5/§6, seed 001 §3): centre of mass at ``ρ`` in the body
+    """One body on a fixed pivot (docs/theory.md §5/§6, seed 001 §3): centre of mass at ``ρ`` in the body
     frame, inertia about the pivot, initial orientation as an RRP vector, spatial Ω. Adds the
     invariants ``|Rρ|`` and ``Rρ·Ω`` to the log (columns ``rho_norm``, ``rho_dot_omega``)."""
     q0 = np.asarray(_quat_from_rrp(np.asarray(p["rrp"])))

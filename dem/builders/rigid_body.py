@@ -1,4 +1,4 @@
-"""The ``[[rigid_body]]`` builder (SPEC §5): one free rigid body, optionally in seed 000's stress
+"""The ``[[rigid_body]]`` builder (docs/theory.md §5): one free rigid body, optionally in seed 000's stress
 potential."""
 
 import numpy as np
@@ -27,7 +27,7 @@ def check(p):
 
 
 def build(system, p):
-    """One free rigid body with principal moments ``inertia`` (SPEC §5); with
+    """One free rigid body with principal moments ``inertia`` (docs/theory.md §5); with
     ``potential = "ortolan_saccon"`` it feels seed 000's stress potential (section
     ``[ortolan_saccon]``)."""
     q0 = quat_from_rotvec(np.asarray(p["rotation_vector"]))

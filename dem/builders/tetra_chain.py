@@ -1,5 +1,5 @@
 """The ``[[tetra_chain]]`` builder: rigid tetrahedra of four point-mass sites with Lennard-Jones
-between consecutive bodies (seed 003 §3.5; SPEC §5)."""
+between consecutive bodies (seed 003 §3.5; docs/theory.md §5)."""
 
 import math
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from ..schema import Key, at_least, positive, too_many
 
-#: The four sites in the body frame, in units of the edge scale ``a`` (SPEC §5).
+#: The four sites in the body frame, in units of the edge scale ``a`` (docs/theory.md §5).
 TETRAHEDRON = np.array([(-1 / 2, -1 / 3, -1 / 4), (1 / 2, -1 / 3, -1 / 4), (0, 2 / 3, -1 / 4), (0, 0, 3 / 4)])
 CHAIN_ENDS = ("clamped-clamped", "clamped-force", "clamped-displacement", "free")
 
@@ -40,7 +40,7 @@ def check(p):
 
 
 def build(system, p):
-    """Rigid tetrahedra of four point-mass sites (seed 003 §3.5; SPEC §5) with centres at
+    """Rigid tetrahedra of four point-mass sites (seed 003 §3.5; docs/theory.md §5) with centres at
     ``(spacing·i, 0, 0)``, Lennard-Jones between the sites of consecutive bodies. ``ends``: the
     first body is clamped (no translation, no rotation) unless ``free``; the last is clamped
     (``clamped-clamped``), pushed by ``end_force`` (``clamped-force``), or has its centre held at

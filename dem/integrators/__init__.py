@@ -1,11 +1,11 @@
-"""Explicit variational integrators on SE(3)ⁿ (SPEC §2; seed 001 §2), one module per scheme.
+"""Explicit variational integrators on SE(3)ⁿ (docs/theory.md §2; seed 001 §2), one module per scheme.
 
 =========  ===========================================================================  =======
 ``rrp2``   half kick, drift, ``Δα = h Ω_½`` (= ``hΩ + h²τ/2J``), forces, half kick     eq. (25)
 ``rrp``    half kick, drift, ``Δα = 2h w/(1+√(1−h²|w|²))``, ``w = Ω_½``, forces,      eq. (23)
            half kick
 ``rrp1``   full kick, drift with the new velocity, ``Δα = h Ω⁺``, forces                eq. (27)
-``lgvi``   general inertia ``J = diag(J1, J2, J3)``: ``Π = Jω + (h/2)M``; Newton for     SPEC §2
+``lgvi``   general inertia ``J = diag(J1, J2, J3)``: ``Π = Jω + (h/2)M``; Newton for     docs/theory.md §2
            ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ``; ``R⁺ = R R(β)``; forces;
            ``Jω⁺ = R(β)ᵀΠ + (h/2)M⁺`` (translation as ``rrp2``)
 =========  ===========================================================================  =======

@@ -1,4 +1,4 @@
-"""``lgvi``: the general-inertia variational map (SPEC §2), principal moments ``J = diag(J1,J2,J3)``;
+"""``lgvi``: the general-inertia variational map (docs/theory.md §2), principal moments ``J = diag(J1,J2,J3)``;
 translation as ``rrp2``. With the body-frame moment ``M = Rᵀτ``:
 
     Π = Jω + (h/2) M

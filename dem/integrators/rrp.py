@@ -1,5 +1,5 @@
 """``rrp``: seed 001 eq. (23), the exact variational map of the RRP discrete Lagrangian for
-spherical bodies (SPEC §2). As ``rrp2`` but the rotation increment solves the quadratic (15):
+spherical bodies (docs/theory.md §2). As ``rrp2`` but the rotation increment solves the quadratic (15):
 
     w = Ω + hτ/2J,   Δα = 2h w/(1 + √(1 − h²|w|²))
 

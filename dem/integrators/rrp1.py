@@ -1,4 +1,4 @@
-"""``rrp1``: seed 001 eq. (27), Campello's first-order map (SPEC §2), for comparison:
+"""``rrp1``: seed 001 eq. (27), Campello's first-order map (docs/theory.md §2), for comparison:
 
     v⁺ = v + hF/m,   x⁺ = x + h v⁺,   Ω⁺ = Ω + hτ/J,   Δα = hΩ⁺,   R⁺ = R(Δα) R
 """

@@ -1,5 +1,5 @@
 """``rrp2`` (default): seed 001 eq. (25), the second-order truncation of ``rrp`` in velocity-Verlet
-form (SPEC §2). It keeps ``rrp``'s exact momentum conservation; spherical bodies only.
+form (docs/theory.md §2). It keeps ``rrp``'s exact momentum conservation; spherical bodies only.
 
     x⁺ = x + h v + h²F/2m,   Δα = hΩ + h²τ/2J,   R⁺ = R(Δα) R,
     v⁺ = v + h(F + F⁺)/2m,   Ω⁺ = Ω + h(τ + τ⁺)/2J

@@ -1,8 +1,8 @@
-"""Per-body stages the schemes are written with (SPEC §1–2): kicks, drift, rotation updates.
+"""Per-body stages the schemes are written with (docs/theory.md §1–2): kicks, drift, rotation updates.
 
 Each stage acts on one body ``i`` and is inlined into the schemes' range functions. ``st`` are
 the state arrays, ``bodies`` the constant body arrays (`dem.state`). Orientations are unit
-quaternions updated as ``R⁺ = R(Δα) R`` (SPEC §1); pinned bodies have zero inverse mass and
+quaternions updated as ``R⁺ = R(Δα) R`` (docs/theory.md §1); pinned bodies have zero inverse mass and
 clamped ones zero inverse inertia, so the same stages hold them in place.
 """
 
@@ -101,7 +101,7 @@ def _column(e, beta, j, jb):
 
 @njit(cache=True)
 def lgvi_increment(h, j, momentum):
-    """Body-frame increment ``β`` solving ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ`` (SPEC §2) by Newton
+    """Body-frame increment ``β`` solving ``4/(4+|β|²)(Jβ + β×Jβ/2) = hΠ`` (docs/theory.md §2) by Newton
     from ``β = h J⁻¹Π``, or NaN when Newton does not converge (no solution: too large a step).
     ``j`` the principal inertia, ``momentum`` Π: 3-tuples (scalars only: the scheme's stages run
     without numba's reference counting, `dem.interactions.contract`)."""
@@ -134,7 +134,7 @@ def lgvi_increment(h, j, momentum):
 @njit(inline="always")
 def rotate_body_frame(i, h, st, bodies, angular_momentum):
     """Solve for the body-frame increment ``β`` with ``Π = Rᵀ L_½`` and turn ``R ← R R(β)``
-    (SPEC §2). Returns False if Newton finds no solution."""
+    (docs/theory.md §2). Returns False if Newton finds no solution."""
     q = st.orientation[i]
     inertia = bodies.inertia[i]
     beta = lgvi_increment(h, (inertia[0], inertia[1], inertia[2]), _quat_rotate_inverse(q, angular_momentum[i]))

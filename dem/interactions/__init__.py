@@ -1,4 +1,4 @@
-"""The interaction registry (SPEC §3): every interaction `dem` knows, in the order the compiled
+"""The interaction registry (docs/theory.md §3): every interaction `dem` knows, in the order the compiled
 loop applies them within their kind (`dem.interactions.contract`).
 
 `INTERACTIONS` is read by everything that needs to know the interactions: the scene schema and
@@ -14,23 +14,24 @@ from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
-from .friction import FRICTION_PP, FRICTION_PW
+from .contact import CONTACT_PP
+from .friction import FRICTION_PW
 from .gravity import GRAVITY
 from .hertz import HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
 from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
-from .rolling import ROLLING_PP, ROLLING_PW
+from .rolling import ROLLING_PW
 from .walls import WALLS
 
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, HERTZ_PW, FRICTION_PP, FRICTION_PW, ROLLING_PP, ROLLING_PW,
-                        GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, HERTZ_PW, FRICTION_PW, ROLLING_PW, GRAVITY,
+                        LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
 }
 
-#: The energy columns of SPEC §4, in its order (after the two kinetic ones). Columns of
+#: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of
 #: interactions that are not listed here are appended after the momenta, in registry order.
 CORE_COLUMNS = ("axial", "shear", "bending", "hertz_pp", "hertz_pw", "gravity", "lj", "external", "broken",
                 "dissipated")
@@ -48,7 +49,7 @@ def extra_columns():
 
 @functools.cache
 def energy_columns():
-    """Every energy column of the log, in its order: kinetic, SPEC §4's, then the others."""
+    """Every energy column of the log, in its order: kinetic, docs/theory.md §4's, then the others."""
     return KINETIC_COLUMNS + CORE_COLUMNS + extra_columns()
 
 

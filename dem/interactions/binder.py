@@ -1,4 +1,4 @@
-"""Particle–binder–particle bonds (SPEC §3; seed 001 eqs. 44–55): axial, shear, bending+torsion,
+"""Particle–binder–particle bonds (docs/theory.md §3; seed 001 eqs. 44–55): axial, shear, bending+torsion,
 and optional breakage.
 
 With ``d = x_i − x_j``, ``r = |d|``, ``n = d/r`` (`_deformation` computes every measure once):

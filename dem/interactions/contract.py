@@ -1,4 +1,4 @@
-"""The contract every interaction follows (SPEC §3).
+"""The contract every interaction follows (docs/theory.md §3).
 
 An `Interaction` is a small record: its scene keys (a documented, typed parameter table per
 section — the single source of that part of ``docs/scenes.md``), a ``setup`` that turns the
@@ -52,12 +52,14 @@ generated ``sample`` (`dem.engine`), at every log row. An interaction with per-c
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
-`dem.contacts`; a pair law writes it as `dem.interactions.friction.owned_pairs_update` with its
-own step of one pair: that helper is inlined, since numba's cache keeps no kernel that takes a
-function as an argument or closes over one, and such a kernel would compile anew in every
-process). An interaction without history may have an ``update(lo, hi, h, st, bodies,
-contacts, params, own)`` too, for state of the rows ``lo ≤ i < hi`` alone (the walls' mesh
-contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
+`dem.contacts`; `dem.interactions.contact` is the pair law that does). With ``loads`` > 0 the
+history array has that many scratch columns after the history: ``update`` may leave there what
+each pair does to its bodies for the row kernels to read, in slots of its own choosing that no
+other pair's update writes (`dem.interactions.contact` writes a pair's load on its second body at
+that body's entry of the pair); they are written anew at every evaluation before they are read,
+and rebuilds, checkpoints and MPI migrations carry the history alone. An interaction without
+history may have an ``update(lo, hi, h, st, bodies, contacts, params, own)`` too, for state of
+the rows ``lo ≤ i < hi`` alone (the walls' mesh contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
 kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,
 and only those rows' kernels may read what it wrote. ``h`` is the time step (0 outside a run): kernels book the work of
 non-conservative effects with it.
@@ -80,6 +82,14 @@ particle–particle forces, in sub-steps, and keeps the rest of ``forces`` on th
 ``forces`` kernel then takes ``fast`` after ``own`` and adds the same part, the same bits, into it
 when it has rows (none: sub-stepping off), so that the step's force evaluation leaves the fast
 force of the new configuration without a pass of its own.
+
+The particle–particle contact law whose elastic normal force is the fast force of contact
+sub-stepping says so with ``fast_pairs`` (``hertz_pp``, or `dem.interactions.contact`'s pipeline;
+at most one acts): its parameters have the normal law's ``law``, ``stiffness`` and ``substeps``
+(`dem.interactions.hertz.hertz_pp_fast` evaluates the fast force between sub-steps from them), its
+state ``active``, ``fast`` and ``mean`` (`dem.interactions.hertz.HertzState`), and its row kernel
+leaves in them the contacts active at the evaluation and, when ``substeps > 1``, the elastic
+normal force.
 
 Optional hooks: ``advance(h, st, bodies, params, own)`` runs once per step in the compiled loop,
 after the scheme has moved the bodies and before the forces of the new configuration (state that
@@ -133,6 +143,7 @@ class Interaction:
     state: object = None
     neighbors: bool = False
     history: int = 0
+    loads: int = 0
     walls: bool = False
     update: object = None
     advance: object = None
@@ -145,6 +156,7 @@ class Interaction:
     summed_state: tuple = ()
     bond_law: str = None
     fast: object = None
+    fast_pairs: bool = False
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -152,6 +164,8 @@ class Interaction:
         if self.history and (self.kind != ROW or not self.neighbors or self.update is None):
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
+        if self.loads and not self.history:
+            raise ValueError(f"interaction {self.name!r}: scratch columns come after a per-contact history")
         if self.walls and self.kind != ROW:
             raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")
 

@@ -1,4 +1,4 @@
-"""Damping for quasi-static loading (SPEC §3b), off by default; its work is booked as
+"""Damping for quasi-static loading (docs/theory.md §3b), off by default; its work is booked as
 ``dissipated``.
 
 * ``local`` (Cundall's non-viscous local damping, ``0 ≤ α ≤ 1``): on every body, per component,

@@ -1,10 +1,11 @@
-"""Tangential (Coulomb) friction of Hertz contacts (SPEC §3b): particle–particle (`FRICTION_PP`,
-per-contact history in the contact table) and particle–wall (`FRICTION_PW`, history in keyed
-wall slots of its own state). Acts only where the Hertz contact acts (``k_pp``/``k_pw`` > 0) and
-a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
+"""Tangential (Coulomb) friction of contacts (docs/theory.md §3b): the spring's law, which
+`dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
+contact table), and particle–wall friction (`FRICTION_PW`, history in keyed wall slots of its own
+state). Acts only where the normal contact acts (``k_pp``/``k_pw`` > 0) and a friction
+coefficient is non-zero, so scenes without friction run exactly as before. A pair of
 particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
-its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping counts a contact active;
-`touching_pair`): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
+its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping
+counts a contact active): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
 or in rigid flight, carry none and cost only that test (their Coulomb limit would be below
 ``μ K 10⁻¹³·⁵/L``).
 
@@ -23,7 +24,7 @@ Tangential spring (Mindlin no-slip stiffness, Cundall–Strack history): the his
 elastic tangential displacement ``ξ`` of ``i`` relative to ``j`` (a vector in the tangent plane);
 the force on ``i`` is ``F_t = −k_t ξ`` at the contact point (``−F_t`` on ``j``), with
 
-    k_t = κ k_n,   k_n = dF_n/dξ_n = 1.5 K/L² √δ (the Hertz law of `dem.interactions.hertz`),
+    k_t = κ k_n,   k_n = dF_n/dξ_n (the normal law's, `dem.interactions.hertz.normal_stiffness`),
     κ = 2(1 − ν)/(2 − ν)     (Mindlin: k_t/k_n = 4G*/E* for like materials; ν = ``poisson_ratio``)
 
 Each step (the ``update`` before the forces, with the half-step velocities of ``rrp2``):
@@ -38,7 +39,7 @@ Each step (the ``update`` before the forces, with the half-step velocities of ``
 3. ``ξ ← ξ + h v_t``: ``v_t`` the tangential part of the relative velocity at the contact point,
    ``v_i − v_j + Ω_i × ā_i − Ω_j × ā_j``, with the lever arms averaged over the step (so the
    spring's energy change equals the work of the force to second order);
-4. Coulomb: if ``k_t |ξ| > μ F_n`` (``F_n`` the elastic Hertz force), ``ξ`` is scaled back to
+4. Coulomb: if ``k_t |ξ| > μ F_n`` (``F_n`` the elastic normal force), ``ξ`` is scaled back to
    ``|ξ| = μ F_n/k_t`` (slip); the work of the force through the slip,
    ``½ k_t (ξ_before + ξ_after)·(ξ_trial − ξ_after)``, is booked.
 
@@ -51,19 +52,26 @@ contact that none continues has ended (its energy is booked as on opening). Over
 triangulated floor the normal is the same on every triangle, so the spring is carried across
 the shared edges unchanged: the sphere feels what it feels on the plane. In step 1 a wall
 contact's frame turns from the slot's last normal to ``n`` and about ``n`` by the wall's own spin
-``h ω_w·n`` (a plane's normal and spin are fixed: it does not turn).
+``h ω_w·n`` (a plane's normal and spin are fixed: it does not turn). The gap a step ago (the
+stiffness of step 2, the lever arm a step ago of step 3) is a plane's ``gap − h (v − u)·n``
+(``u`` the wall's velocity; as a pair's distance a step ago comes from ``x − h v``) and a mesh
+contact's the gap its slot stored when its springs last stepped; a mesh contact that starts
+takes ``gap − h (v − u)·n`` too (``u`` at its point on the surface, `mesh_gap_before`), the gap
+beyond the radius it had a step ago, not the one it has now. So a flat mesh computes the plane's
+numbers to the last bit (but for a rounding tie, where the plane's ``fl(fl(g + d) − d)``,
+``d = h v_n``, is an ulp off the gap ``g`` it had: a few steps in 10⁵ of an impact).
 
 While the spring sticks (below its limit) a dashpot ``−γ √(m* k_t) v_t`` damps it, with the
-``γ`` of the normal Hertz damping (``[contact] restitution``; none for ``e = 1``; as the
+``γ`` of the normal damping (``[contact] restitution``; none for ``e = 1``; as the
 Hertz–Mindlin model of EDEM), so that stuck contacts do not ring; the dashpot is scaled down
 where spring plus dashpot would exceed ``μ F_n``, and a slipping contact carries exactly
 ``μ F_n``.
 
 The elastic energy ``½ k_t |ξ|²`` is potential energy (column ``tangential``); the booked work
 (steps 2 and 4, and the elastic energy of a contact that opens) is column ``friction``, the
-dashpot's work ``h c |v_t|²`` column ``dissipated``; both are part of ``total``. Both rows of a pair read the one history vector: the force on the pair's two
-particles is bitwise opposite and acts at one point, so ``ΣF = 0`` and ``Σ(x × F + τ) = 0`` to
-round-off.
+dashpot's work ``h c |v_t|²`` column ``dissipated``; both are part of ``total``. A pair's force
+is computed once (`dem.interactions.contact`) and given to its two particles bitwise opposite,
+at one point, so ``ΣF = 0`` and ``Σ(x × F + τ) = 0`` to round-off.
 """
 
 from collections import namedtuple
@@ -71,12 +79,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..contacts import pair_slot, wall_slot
+from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import (
-    RESTITUTION, _pair_overlap, contact_critical_step, damping_from_restitution, in_contact, inverse_masses,
+    RESTITUTION, contact_critical_step, damping_from_restitution, inverse_masses,
     normal_code, normal_law, normal_stiffness,
 )
 from .walls import add_wall_load, wall_velocity_at
@@ -186,29 +194,6 @@ def slip(before, trial, k, limit):
 
 
 @njit(inline="always")
-def pair_now_and_before(i, j, h, position, velocity):
-    """Pair ``(i, j)`` now and a step ago (positions ``x − h v``, exact for every scheme):
-    ``(n, r, n_old, r_old)``, normals from ``j`` to ``i``."""
-    dx = position[i, 0] - position[j, 0]
-    dy = position[i, 1] - position[j, 1]
-    dz = position[i, 2] - position[j, 2]
-    ox = dx - h * (velocity[i, 0] - velocity[j, 0])
-    oy = dy - h * (velocity[i, 1] - velocity[j, 1])
-    oz = dz - h * (velocity[i, 2] - velocity[j, 2])
-    r = np.sqrt(dx * dx + dy * dy + dz * dz)
-    r_old = np.sqrt(ox * ox + oy * oy + oz * oz)
-    return (dx / r, dy / r, dz / r), r, (ox / r_old, oy / r_old, oz / r_old), r_old
-
-
-@njit(inline="always")
-def touching_pair(i, j, position, diameter):
-    """``(touching, reach)`` of the spheres ``i`` and ``j``: touching for friction, overlapping by
-    more than round-off (`dem.interactions.hertz.in_contact`)."""
-    r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)[3:]
-    return in_contact(r2, reach), reach
-
-
-@njit(inline="always")
 def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n):
     """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, moving
     at ``wall_velocity[w]``, the walls' state's arrays; unit normal ``n``) now and a step ago:
@@ -243,11 +228,6 @@ def _mean(a, b):
 
 
 @njit(inline="always")
-def _row3(values, slot):
-    return values[slot, 0], values[slot, 1], values[slot, 2]
-
-
-@njit(inline="always")
 def _wall3(springs, i, s):
     return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2]
 
@@ -270,73 +250,9 @@ def _step_spring(xi, k_old, k_new, v_t, h, limit):
     return xi, booked + work
 
 
-@njit(inline="always")
-def _store(values, slot, v):
-    values[slot, 0] = v[0]
-    values[slot, 1] = v[1]
-    values[slot, 2] = v[2]
-
-
 # ---------------------------------------------------------------------------------------------
 # Particle–particle
 # ---------------------------------------------------------------------------------------------
-
-@njit(inline="always")
-def _advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history):
-    """Advance the tangential spring of the pair ``i < j`` (its history ``slot``); returns the
-    energy booked to friction."""
-    xi = _row3(history, slot)
-    stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0
-    touching, reach = touching_pair(i, j, position, diameter)
-    if not (touching or stored):
-        return 0.0
-    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
-    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    k_old = p.ratio * normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach)
-    if not touching:  # the contact opened: its elastic energy leaves with it
-        _store(history, slot, (0.0, 0.0, 0.0))
-        return 0.5 * k_old * _squared(xi)
-    delta = 1.0 - r / reach
-    k_new = p.ratio * normal_stiffness(p.law, delta, p.stiffness, reach)
-    omega_i = (omega[i, 0], omega[i, 1], omega[i, 2])
-    omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
-    if stored:
-        spin = (omega_i[0] + omega_j[0]) * n[0] + (omega_i[1] + omega_j[1]) * n[1] + (omega_i[2] + omega_j[2]) * n[2]
-        xi = carry(xi, old, n, 0.5 * h * spin)
-    arm_i = _mean(_lever(radius_i, n, reach - r), _lever(radius_i, old, reach - r_old))
-    arm_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
-    arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
-    v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
-    v_t = _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n)
-    limit = p.friction * normal_law(p.law, delta, p.stiffness, reach)[1]
-    xi, booked = _step_spring(xi, k_old, k_new, v_t, h, limit)
-    _store(history, slot, xi)
-    return booked
-
-
-@njit(inline="always")
-def owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, advance_pair):
-    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi`` with ``advance_pair`` (a
-    law's own step of one pair's springs, which returns the work it books); book that work to
-    ``i`` (the update of `friction_pp` and of `dem.interactions.rolling`'s ``rolling_pp``)."""
-    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
-    start, index, owner_start, friction = contacts.start, contacts.index, contacts.owner_start, own.friction
-    for i in range(lo, hi):
-        slot = owner_start[i]
-        booked = 0.0
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            if j > i:
-                booked += advance_pair(i, j, slot, h, position, velocity, omega, diameter, p, history)
-                slot += 1
-        friction[i] += booked
-
-
-@njit(cache=True, _nrt=False)
-def friction_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
-    owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, _advance_pair)
-
 
 @njit(inline="always")
 def dashpot(k, squared, limit, damping, inverse_mass):
@@ -362,87 +278,6 @@ def damped(spring, c, v, limit):
         rest = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2] - limit * limit
         f = (-b + np.sqrt(max(b * b - a * rest, 0.0))) / a
     return (spring[0] + f * dx, spring[1] + f * dy, spring[2] + f * dz), f * c * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-
-
-@njit(inline="always")
-def owned_contact(i, k, owner, position, diameter, contacts):
-    """Row ``i``'s ``k``-th neighbour seen from the pair's owner ``a < b``:
-    ``(owner, slot, a, b, r, n, reach)``, ``n`` the unit vector from ``b`` to ``a``, ``slot`` the
-    pair's history slot, or -1 where the spheres do not touch (`in_contact`); ``owner`` is ``i``'s
-    next own slot (pass ``owner_start[i]`` with the row's first neighbour)."""
-    j = contacts.index[k]
-    slot = owner
-    if j > i:
-        owner += 1
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
-    if not in_contact(r2, reach):
-        return owner, -1, i, j, 0.0, (0.0, 0.0, 0.0), reach
-    a, b = i, j
-    if j < i:
-        slot = pair_slot(contacts.start, contacts.index, contacts.owner_start, j, i)
-        a, b, dx, dy, dz = j, i, -dx, -dy, -dz
-    r = np.sqrt(r2)
-    return owner, slot, a, b, r, (dx / r, dy / r, dz / r), reach
-
-
-@njit(inline="always")
-def _pair_rows(i, st, bodies, contacts, p, history):
-    """Particle ``i``'s tangential contacts: ``(fx, fy, fz, τx, τy, τz, energy, power)``, the force
-    and moment on ``i``, half the elastic energy and half the dashpot power of its contacts.
-    Each pair's force ``−k_t ξ − c v_t`` is computed for its owner ``a < b`` (whose history ``ξ``
-    is) and negated for ``b``, so both rows get it bitwise opposite."""
-    position, velocity, omega = st.position, st.velocity, st.angular_velocity
-    diameter, inverse_mass = bodies.diameter, bodies.inverse_mass
-    fx = fy = fz = tx = ty = tz = energy = power = 0.0
-    owner = contacts.owner_start[i]
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        owner, slot, a, b, r, n, reach = owned_contact(i, k, owner, position, diameter, contacts)
-        if slot < 0:
-            continue
-        delta = 1.0 - r / reach
-        k_t = p.ratio * normal_stiffness(p.law, delta, p.stiffness, reach)
-        xi = _row3(history, slot)
-        squared = _squared(xi)
-        energy += 0.25 * k_t * squared
-        gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]  # the force on the owner
-        arm_a = _lever(0.5 * diameter[a], n, reach - r)
-        arm_b = _lever(0.5 * diameter[b], n, reach - r)
-        arm_b = (-arm_b[0], -arm_b[1], -arm_b[2])
-        limit = p.friction * normal_law(p.law, delta, p.stiffness, reach)[1]
-        c = dashpot(k_t, squared, limit, p.damping, inverse_mass[a] + inverse_mass[b])
-        if c != 0.0:
-            v_t = _tangential_velocity((velocity[a, 0] - velocity[b, 0], velocity[a, 1] - velocity[b, 1],
-                                        velocity[a, 2] - velocity[b, 2]), (omega[a, 0], omega[a, 1], omega[a, 2]),
-                                       arm_a, (omega[b, 0], omega[b, 1], omega[b, 2]), arm_b, n)
-            (gx, gy, gz), dissipation = damped((gx, gy, gz), c, v_t, limit)
-            power += 0.5 * dissipation
-        arm = arm_a
-        if b == i:
-            gx, gy, gz, arm = -gx, -gy, -gz, arm_b
-        fx, fy, fz = fx + gx, fy + gy, fz + gz
-        tx += arm[1] * gz - arm[2] * gy
-        ty += arm[2] * gx - arm[0] * gz
-        tz += arm[0] * gy - arm[1] * gx
-    return fx, fy, fz, tx, ty, tz, energy, power
-
-
-@njit(inline="always")
-def friction_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Tangential forces and moments of particle ``i``'s contacts on it; books half the dashpot
-    work of each (a particle without contact has an empty neighbour row)."""
-    row = _pair_rows(i, st, bodies, contacts, p, history)
-    own.dissipated[i] += h * row[7]
-    return row[0], row[1], row[2], row[3], row[4], row[5]
-
-
-@njit(cache=True)
-def friction_pp_energy(st, bodies, contacts, p, own, history):
-    """``(tangential, friction, dissipated)``: ``Σ ½ k_t |ξ|²`` over touching pairs, the booked
-    slip and dashpot work."""
-    energy = 0.0
-    for i in range(st.position.shape[0]):
-        energy += _pair_rows(i, st, bodies, contacts, p, history)[6]
-    return energy, np.sum(own.friction), np.sum(own.dissipated)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,20 +368,36 @@ def ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, plan
     return ended
 
 
+@njit(inline="always")
+def mesh_gap_before(i, w, h, n, gap, position, velocity, wall_point, wall_velocity, wall_spin):
+    """Particle ``i``'s distance from mesh ``w`` a step ago along the normal ``n`` of its contact
+    at ``gap`` now, as `wall_now_and_before` takes a plane's: ``gap − h (v − u)·n``, ``u`` the
+    mesh's velocity at the contact's point on its surface, ``x − gap n`` (the walls' state's
+    arrays): for a contact that starts this step, the gap beyond the radius it had a step ago
+    (over a flat mesh, the plane's number to the bit)."""
+    u = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, position[i, 0] - gap * n[0],
+                         position[i, 1] - gap * n[1], position[i, 2] - gap * n[2])
+    speed = (velocity[i, 0] - u[0]) * n[0] + (velocity[i, 1] - u[1]) * n[1] + (velocity[i, 2] - u[2]) * n[2]
+    return gap - h * speed
+
+
 @njit(cache=True)
-def mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal, table, taken, advance):
-    """Particle ``i``'s mesh contact ``c`` (``mesh_*``: the walls' state's arrays) and its springs'
-    slot: ``(w, n, gap, old, gap_old, slot, taken)``, the mesh, the contact's normal and gap now
-    and when its springs last stepped, the slot (`mesh_slot`, −1: none; with ``advance`` a new
-    contact of a mesh with a non-zero coefficient in ``table[w, 3:]`` claims one, and the slot
-    remembers ``n`` and ``gap``)."""
+def mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal, table, taken, advance, position, velocity,
+                wall_point, wall_velocity, wall_spin):
+    """Particle ``i``'s mesh contact ``c`` (``mesh_*``, ``wall_*``: the walls' state's arrays) and
+    its springs' slot: ``(w, n, gap, old, gap_old, slot, taken)``, the mesh, the contact's normal
+    and gap now and when its springs last stepped, the slot (`mesh_slot`, −1: none; with
+    ``advance`` a new contact of a mesh with a non-zero coefficient in ``table[w, 3:]`` claims
+    one, whose last normal and gap are ``n`` and the gap a step ago, `mesh_gap_before`, and the
+    slot remembers ``n`` and ``gap``)."""
     w = mesh_wall[i, c]
     n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
     gap = mesh_gap[i, c]
     active = False
     for k in range(3, table.shape[1]):
         active = active or table[w, k] > 0.0
-    slot, taken = mesh_slot(keys, previous, i, w, n, gap, taken, advance and active)
+    before = mesh_gap_before(i, w, h, n, gap, position, velocity, wall_point, wall_velocity, wall_spin)
+    slot, taken = mesh_slot(keys, previous, i, w, n, before, taken, advance and active)
     old, gap_old = n, gap
     if slot >= 0:
         old, gap_old = (previous[i, slot, 0], previous[i, slot, 1], previous[i, slot, 2]), previous[i, slot, 3]
@@ -646,8 +497,9 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
                     p.law, 1.0 - previous[i, s, 3] / radius, p.stiffness, radius)
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
-        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal,
-                                                           table, taken, advance)
+        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
+                                                           table, taken, advance, position, velocity, wall_point,
+                                                           wall_velocity, wall_spin)
         if slot >= 0:
             row = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
                                 p, springs, position, wall_point, wall_velocity, wall_spin, partial, advance)
@@ -708,15 +560,6 @@ def wall_slots(model, width, active, planes):
             np.zeros((model.n_bodies, slots if meshes else 0, 4)))
 
 
-def _setup_pp(model):
-    contact = model.sections["contact"]
-    if contact["k_pp"] <= 0.0 or contact["friction"] <= 0.0 or not (model.diameter > 0).any():
-        return None
-    law = normal_code(contact)
-    return FrictionParams(law, float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
-                          float(contact["friction"]), damping_from_restitution(contact["restitution"], law))
-
-
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(0, contact["friction"])])
@@ -726,10 +569,6 @@ def _setup_pw(model):
     return FrictionWallParams(law, float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
                               damping_from_restitution(contact["restitution"], law), walls, planes,
                               bool((walls[planes:, 3] > 0).any()))
-
-
-def _state_pp(model, params):
-    return FrictionState(np.zeros(model.n_bodies), np.zeros(model.n_bodies))
 
 
 def _state_pw(model, params):
@@ -749,12 +588,6 @@ def _critical_step(what, reach_factor, pair_factor):
     return critical_step
 
 
-FRICTION_PP = Interaction(
-    name="friction_pp", doc="Tangential (Mindlin–Coulomb) friction between touching particles.", kind=ROW,
-    columns=("tangential", "friction", "dissipated"), internal=True, keys=KEYS, setup=_setup_pp, state=_state_pp,
-    forces=friction_pp_forces, energy=friction_pp_energy, neighbors=True, history=3, update=friction_pp_update,
-    critical_step=_critical_step("tangential friction particle–particle", 1.0, 2.0),
-)
 FRICTION_PW = Interaction(
     name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
     columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,

@@ -1,4 +1,4 @@
-"""Uniform gravity (SPEC §3): ``U = −m g·(x + R ρ)`` with ``ρ`` the centre of mass in the body
+"""Uniform gravity (docs/theory.md §3): ``U = −m g·(x + R ρ)`` with ``ρ`` the centre of mass in the body
 frame relative to the body's reference point (zero for free bodies, the pivot arm for pinned
 ones). Force ``m g``; spatial moment ``(R ρ) × m g``."""
 

@@ -1,4 +1,4 @@
-"""Normal contact (SPEC §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
+"""Normal contact (docs/theory.md §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
 particle–wall (`HERTZ_PW`), with optional viscous normal damping. The normal law is a sub-model
 chosen by ``[contact] normal`` (`normal_law`): Hertz (the default, below) or Hooke, a linear
 spring ``F = k_n ξ_n``, ``U = ½ k_n ξ_n²`` of the overlap ``ξ_n = L δ`` (``k_pp``, ``k_pw`` are then
@@ -7,7 +7,7 @@ spring ``F = k_n ξ_n``, ``U = ½ k_n ξ_n²`` of the overlap ``ξ_n = L δ`` (`
 either.
 
 Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (the paper's 5/2
-prefactor does not match its force; see SPEC), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
+prefactor does not match its force; see docs/theory.md §3.3), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
 between particles and ``δ = 1 − gap/(D/2)`` against a wall. Particle–particle pairs come from the
 full neighbour list, bonded pairs included (a binder compressed shut is a contact); each particle
 sums the forces on itself only, so rows are independent. A plane wall ``w`` passes through its
@@ -32,7 +32,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..schema import Key, at_least, non_negative, restitution
+from ..schema import Key, non_negative, restitution
+from .binder import BINDER
 from .contract import ROW, Interaction
 from ..meshes import MAX_CONTACTS
 from .walls import add_wall_load, wall_velocity_at
@@ -62,21 +63,21 @@ RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of the cont
                   "the normal law's dashpot (Hooke: exactly e in a head-on collision; 1: no damping; the damping "
                   "work is logged as 'dissipated'); with friction that ratio also damps the tangential spring "
                   "while it sticks", "", restitution)
-#: contact sub-steps per step by default (`dem.integrators.respa`; docs/guide.md's contact sub-stepping)
+#: contact sub-steps per step where a bond law with a fast axial spring acts, by default
+#: (`contact_substeps`; `dem.integrators.respa`; docs/guide.md's contact sub-stepping)
 SUBSTEPS = 3
 KEYS_PP = {"contact": {
     "normal": NORMAL,
     "k_pp": Key("float", 0.0, "particle–particle stiffness: Hertz K_pp (an energy), or with normal = 'hooke' the "
                 "spring constant k_n (a force per length) (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
-    "substeps": Key("int", SUBSTEPS, "velocity-Verlet sub-steps M of the fast forces (elastic Hertz particle–particle, "
-                    "the binder's axial force) in every step in which a contact is active (r-RESPA: the centres "
-                    "move in steps of dt/M under them; every other force, the damping and every rotation stay on "
-                    "the step); cuts the energy error where contacts open and close all the time (the torus "
-                    "impact's to t = 500 from 1.7e-2 to 6e-4-1.2e-3 at M = 3, 4e-4-8e-4 at M = 4; cost 1.35x, "
-                    "1.5x there, 1.6-1.8x at M = 3 in a dense packing whose every sphere is in contact); 1: the "
-                    "plain map of SPEC §2 (rrp1 always; the choice for a large dense packing whose contacts are well "
-                    "resolved, docs/guide.md)", "", at_least(1)),
+    "substeps": Key("int", 0, "velocity-Verlet sub-steps M of the fast forces (the elastic normal force between "
+                    "particles, the binder's axial force) in every step in which a contact is active (r-RESPA: the "
+                    "centres move in steps of dt/M under them; every other force, the damping and every rotation "
+                    "stay on the step); it cuts the energy error where contacts open and close next to stiff bonds "
+                    "(an impact of a bonded assembly), at 1.3-1.8x the step's cost. 1: the plain map (rrp1 "
+                    "always); 0, the default: M = 3 where seed-binder bonds act, the plain map elsewhere "
+                    "(docs/guide.md, contact sub-stepping)", "", non_negative),
 }}
 KEYS_PW = {"contact": {
     "normal": NORMAL,
@@ -397,12 +398,32 @@ def hertz_pw_energy(st, bodies, contacts, p, own, walls):
     return energy, np.sum(own.dissipated)
 
 
+def contact_substeps(model):
+    """The contact sub-steps ``M`` of ``model``: ``[contact] substeps``, or, when it is 0 (the
+    default), `SUBSTEPS` where a bond law whose axial spring is part of the fast force acts (the
+    seed binder's, `dem.interactions.binder.BINDER`'s ``fast``: a bonded assembly whose contacts open
+    and close next to its stiff bonds) and 1, the plain map, elsewhere (granular matter, whose
+    contacts the time step resolves: there the sub-steps cost their price and change little)."""
+    substeps = int(model.sections["contact"]["substeps"])
+    if substeps > 0:
+        return substeps
+    return SUBSTEPS if BINDER.fast is not None and BINDER.setup(model) is not None else 1
+
+
+def carries_springs(contact):
+    """Whether the particle–particle contacts of a ``[contact]`` table carry friction or rolling
+    resistance: then `dem.interactions.contact`'s pipeline acts for them instead of ``hertz_pp``."""
+    return contact["k_pp"] > 0.0 and (contact["friction"] > 0.0 or contact["rolling_friction"] > 0.0
+                                      or contact["twisting_friction"] > 0.0)
+
+
 def _setup(stiffness_key, needs_walls):
     def setup(model):
-        substeps = 1 if needs_walls else int(model.sections["contact"]["substeps"])
+        substeps = 1 if needs_walls else contact_substeps(model)
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
-        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs):
+        if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs) \
+                or (not needs_walls and carries_springs(contact)):
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
         law = normal_code(contact)
@@ -458,11 +479,12 @@ HERTZ_PP = Interaction(
     name="hertz_pp", kind=ROW,
     doc="Normal contact (Hertz or Hooke) between every pair of touching particles (bonded or not).",
     columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False),
-    state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True,
+    state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True, fast_pairs=True,
     critical_step=_critical_step("normal contact particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
-    name="hertz_pw", kind=ROW, doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
+    name="hertz_pw", kind=ROW,
+    doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
     critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),

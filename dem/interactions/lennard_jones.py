@@ -1,4 +1,4 @@
-"""Lennard-Jones between the sites of rigid clusters (SPEC §3; seed 003 §3.5):
+"""Lennard-Jones between the sites of rigid clusters (docs/theory.md §3; seed 003 §3.5):
 ``U = 4ε[(σ/r)¹² − (σ/r)⁶]`` over the site pairs of listed body pairs; a site force ``f`` at
 ``s`` gives the body the force ``f`` and the spatial moment ``(s − x) × f``. Builders list the
 body pairs and ``ε``, ``σ`` in ``model.inputs["lennard_jones"]`` (``pairs``, ``epsilon``,

@@ -1,4 +1,4 @@
-"""The Ortolan–Saccon stress potential (SPEC §3; seed 000 eq. 3) on single rigid bodies:
+"""The Ortolan–Saccon stress potential (docs/theory.md §3; seed 000 eq. 3) on single rigid bodies:
 ``U(Q) = (‖Q − I‖_F − 1)² − α/‖Q − Q_m‖_F``, energy column ``external``. It acts on the bodies
 builders list in ``model.inputs["ortolan_saccon"]["bodies"]`` (``[[rigid_body]] potential =
 "ortolan_saccon"``), with the parameters of the ``[ortolan_saccon]`` section."""

@@ -1,5 +1,5 @@
 """Parallel bonds (Potyondy & Cundall 2004, Int. J. Rock Mech. Min. Sci. 41:1329; the law behind
-LAMMPS ``bpm/rotational``; SPEC §3b): linear normal, shear, twisting and bending springs over a
+LAMMPS ``bpm/rotational``; docs/theory.md §3b): linear normal, shear, twisting and bending springs over a
 bond disc, derived from one objective potential, with strength-based breakage.
 
 Per bond ``ij`` (``d = x_i − x_j``, ``r = |d|``, ``n = d/r``; at rest ``L = r0``, ``n0``, ``R_i0``,
@@ -22,7 +22,7 @@ Per bond ``ij`` (``d = x_i − x_j``, ``r = |d|``, ``n = d/r``; at rest ``L = r0
 * rotation: ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)`` (the seed binder's relative rotation, ``|θ| < π``),
   split along the bond into twist ``θ_t = θ·n`` and bending ``θ_b = θ − θ_t n``.
 
-**Potential** (SPEC §3 conventions; ``U`` is the elastic energy of the bond disc):
+**Potential** (docs/theory.md §3 conventions; ``U`` is the elastic energy of the bond disc):
 
     U = ½ K_n e_n² + ½ K_s L² |s|² + ½ K_t θ_t² + ½ K_b |θ_b|²
 

@@ -1,7 +1,8 @@
-"""Rolling and twisting resistance of Hertz contacts (SPEC §3b): particle–particle (`ROLLING_PP`,
-per-contact history in the contact table) and particle–wall (`ROLLING_PW`, keyed wall slots of
-its own state). Acts where the Hertz contact acts and ``rolling_friction`` or
-``twisting_friction`` is non-zero.
+"""Rolling and twisting resistance of contacts (docs/theory.md §3b): the springs' law, which
+`dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
+contact table), and particle–wall resistance (`ROLLING_PW`, keyed wall slots of its own state).
+Acts where the normal contact acts and ``rolling_friction`` or ``twisting_friction`` is
+non-zero.
 
 Rolling: the elastic–plastic spring–dashpot model (EPSD, Ai, Chen, Rotter & Ooi 2011, Powder
 Technol. 206:269, type C). With the relative spin ``ω = Ω_i − Ω_j`` (a wall's: ``ω_w``, 0 for a plane), its
@@ -9,9 +10,9 @@ rolling part ``ω_r = ω − (ω·n) n`` and twisting part ``ω·n``, the histor
 rolling rotation ``θ_r`` (a vector in the tangent plane) and twisting angle ``θ_t``; the moment
 on ``i`` is ``M = −k_r θ_r − k_t,tw θ_t n + M_d`` (``−M`` on ``j``: a couple), with
 
-    k_r = 2.25 μ_r² R*² k_n      (Ai et al.'s rolling stiffness; k_n = 1.5 K/L² √δ, R* = R_i R_j/(R_i + R_j))
+    k_r = 2.25 μ_r² R*² k_n      (Ai et al.'s rolling stiffness; k_n the normal law's dF/dξ_n, R* = R_i R_j/(R_i + R_j))
     k_tw = ½ k_t a²,  a² = R* ξ_n  (Marshall 2009, as LAMMPS' "twisting marshall"; k_t = κ k_n as for sliding)
-    |k_r θ_r| ≤ μ_r R* F_n,  |k_tw θ_t| ≤ μ_t R* F_n   (F_n the elastic Hertz force)
+    |k_r θ_r| ≤ μ_r R* F_n,  |k_tw θ_t| ≤ μ_t R* F_n   (F_n the elastic normal force)
     M_d = −η_r · 2 √(I_r k_r) ω_r while the rolling spring is below its limit (0 at full
           mobilisation; scaled down where |−k_r θ_r + M_d| would pass μ_r R* F_n),
           I_r = [Σ 1/(J + m R²)]⁻¹ over the moving bodies of the pair; the twisting spring has
@@ -36,11 +37,11 @@ from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    POISSON_RATIO, FrictionState, FrictionWallState, book, carry, damped, dashpot, ended_mesh_slots, find_wall_slot,
-    mesh_spring, owned_contact, owned_pairs_update, pair_now_and_before, release_slot, release_wall, restiffen, slip,
-    stiffness_ratio, touching_pair, turned, wall_now_and_before, wall_slots, wall_table,
+    POISSON_RATIO, FrictionWallState, book, damped, dashpot, ended_mesh_slots, find_wall_slot,
+    mesh_spring, release_slot, release_wall, restiffen, slip,
+    stiffness_ratio, turned, wall_now_and_before, wall_slots, wall_table,
 )
-from .hertz import _pair_overlap, contact_critical_step, inverse_masses, normal_code, normal_law, normal_stiffness
+from .hertz import contact_critical_step, inverse_masses, normal_code, normal_law, normal_stiffness
 from .walls import add_wall_couple
 
 #: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
@@ -98,19 +99,6 @@ def _advance_springs(spring, k_old, k_new, omega, n, h, limit, mu):
 
 
 @njit(inline="always")
-def _store(values, slot, theta, twist):
-    values[slot, 0] = theta[0]
-    values[slot, 1] = theta[1]
-    values[slot, 2] = theta[2]
-    values[slot, 3] = twist
-
-
-@njit(inline="always")
-def _row4(values, slot):
-    return values[slot, 0], values[slot, 1], values[slot, 2], values[slot, 3]
-
-
-@njit(inline="always")
 def _wall4(springs, i, s):
     return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2], springs[i, s, 3]
 
@@ -156,116 +144,6 @@ def contact_inertia(model):
 # ---------------------------------------------------------------------------------------------
 # Particle–particle
 # ---------------------------------------------------------------------------------------------
-
-@njit(inline="always")
-def _relative_spin(omega, a, b):
-    return omega[a, 0] - omega[b, 0], omega[a, 1] - omega[b, 1], omega[a, 2] - omega[b, 2]
-
-
-@njit(inline="always")
-def _advance_pair(i, j, slot, h, position, velocity, w, diameter, p, history):
-    """Advance the rolling and twisting springs of the pair ``i < j``; returns the booked energy."""
-    spring = _row4(history, slot)
-    stored = spring[0] != 0.0 or spring[1] != 0.0 or spring[2] != 0.0 or spring[3] != 0.0
-    touching, reach = touching_pair(i, j, position, diameter)
-    if not (touching or stored):
-        return 0.0
-    n, r, old, r_old = pair_now_and_before(i, j, h, position, velocity)
-    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    reduced = radius_i * radius_j / (radius_i + radius_j)
-    k_old = _stiffnesses(normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach), reduced, reach - r_old,
-                         p.rolling, p.ratio)
-    if not touching:  # the contact opened: its elastic energy leaves with it
-        theta = spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]
-        released = 0.5 * k_old[0] * theta + 0.5 * k_old[1] * spring[3] * spring[3]
-        _store(history, slot, (0.0, 0.0, 0.0), 0.0)
-        return released
-    delta = 1.0 - r / reach
-    k_new = _stiffnesses(normal_stiffness(p.law, delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
-    omega = _relative_spin(w, i, j)
-    theta = (spring[0], spring[1], spring[2])
-    if stored:
-        spin = (w[i, 0] + w[j, 0]) * n[0] + (w[i, 1] + w[j, 1]) * n[1] + (w[i, 2] + w[j, 2]) * n[2]
-        theta = carry(theta, old, n, 0.5 * h * spin)
-    limit = reduced * normal_law(p.law, delta, p.stiffness, reach)[1]
-    theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]), k_old, k_new, omega, n, h,
-                                            limit, (p.rolling, p.twisting))
-    _store(history, slot, theta, twist)
-    return booked
-
-
-@njit(cache=True, _nrt=False)
-def rolling_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Advance the springs of the pairs owned by rows ``lo ≤ i < hi``; book their work to ``i``."""
-    owned_pairs_update(lo, hi, h, st, bodies, contacts, p, own, history, _advance_pair)
-
-
-@njit(inline="always")
-def _pair_rows(i, st, bodies, contacts, p, history):
-    """Particle ``i``'s rolling and twisting couples: ``(0, 0, 0, τx, τy, τz, energy, power)``,
-    half the elastic energy and half the dashpot power of its contacts. Each pair's couple is
-    computed for its owner ``a < b`` and negated for ``b``."""
-    position, omega, diameter = st.position, st.angular_velocity, bodies.diameter
-    inertia = p.contact_inertia
-    tx = ty = tz = energy = power = 0.0
-    owner = contacts.owner_start[i]
-    for k in range(contacts.start[i], contacts.start[i + 1]):
-        owner, slot, a, b, r, n, reach = owned_contact(i, k, owner, position, diameter, contacts)
-        if slot < 0:
-            continue
-        radius_a, radius_b = 0.5 * diameter[a], 0.5 * diameter[b]
-        reduced = radius_a * radius_b / (radius_a + radius_b)
-        delta = 1.0 - r / reach
-        k = _stiffnesses(normal_stiffness(p.law, delta, p.stiffness, reach), reduced, reach - r, p.rolling, p.ratio)
-        moment, u, dissipation = _moment(_row4(history, slot), k, n, p.damping,
-                                         (inertia[a, 0] + inertia[b, 0], inertia[a, 1] + inertia[b, 1]),
-                                         _relative_spin(omega, a, b),
-                                         reduced * normal_law(p.law, delta, p.stiffness, reach)[1],
-                                         (p.rolling, p.twisting))
-        energy += 0.5 * u
-        power += 0.5 * dissipation
-        if b == i:  # i is not the owner
-            tx, ty, tz = tx - moment[0], ty - moment[1], tz - moment[2]
-        else:
-            tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
-    return 0.0, 0.0, 0.0, tx, ty, tz, energy, power
-
-
-@njit(inline="always")
-def rolling_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Rolling and twisting couples of particle ``i``'s contacts on it; books half the dashpot
-    work of each."""
-    row = _pair_rows(i, st, bodies, contacts, p, history)
-    own.dissipated[i] += h * row[7]
-    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
-
-
-@njit(cache=True)
-def rolling_pp_energy(st, bodies, contacts, p, own, history):
-    """``(rolling, twisting, friction, dissipated)``: the springs' elastic energies and the
-    booked slip and dashpot work."""
-    position, diameter = st.position, bodies.diameter
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
-    rolling = twisting = 0.0
-    for i in range(position.shape[0]):
-        radius = 0.5 * diameter[i]
-        slot = owner_start[i]
-        for k in range(start[i], start[i + 1]):
-            j = index[k]
-            if j < i:
-                continue
-            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-            if r2 < reach * reach:
-                r = np.sqrt(r2)
-                reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
-                k_n = normal_stiffness(p.law, 1.0 - r / reach, p.stiffness, reach)
-                k_r, k_tw = _stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
-                s = _row4(history, slot)
-                rolling += 0.5 * k_r * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
-                twisting += 0.5 * k_tw * s[3] * s[3]
-            slot += 1
-    return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
-
 
 # ---------------------------------------------------------------------------------------------
 # Particle–wall
@@ -357,8 +235,9 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
                 booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
-        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, keys, previous, mesh_wall, mesh_gap, mesh_normal,
-                                                           table, taken, advance)
+        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
+                                                           table, taken, advance, position, velocity, wall_point,
+                                                           wall_velocity, wall_spin)
         if slot >= 0:
             moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
                                                                 _spins(omega, wall_spin, w), radius, inverse,
@@ -393,16 +272,6 @@ def rolling_pw_energy(st, bodies, contacts, p, own, walls):
 # Set-up
 # ---------------------------------------------------------------------------------------------
 
-def _setup_pp(model):
-    contact = model.sections["contact"]
-    if contact["k_pp"] <= 0.0 or not (contact["rolling_friction"] > 0.0 or contact["twisting_friction"] > 0.0) \
-            or not (model.diameter > 0).any():
-        return None
-    return RollingParams(normal_code(contact), float(contact["k_pp"]), stiffness_ratio(contact["poisson_ratio"]),
-                         float(contact["rolling_friction"]), float(contact["twisting_friction"]),
-                         float(contact["rolling_damping"]), contact_inertia(model))
-
-
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
@@ -412,10 +281,6 @@ def _setup_pw(model):
     return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
                              float(contact["rolling_damping"]), walls, contact_inertia(model), planes,
                              bool((walls[planes:, 3:] > 0).any()))
-
-
-def _state_pp(model, params):
-    return FrictionState(np.zeros(model.n_bodies), np.zeros(model.n_bodies))
 
 
 def _state_pw(model, params):
@@ -441,14 +306,6 @@ def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients
     return critical_step
 
 
-ROLLING_PP = Interaction(
-    name="rolling_pp", doc="Rolling and twisting resistance between touching particles (EPSD).", kind=ROW,
-    columns=("rolling", "twisting", "friction", "dissipated"), internal=True, keys=KEYS, setup=_setup_pp, state=_state_pp,
-    forces=rolling_pp_forces, energy=rolling_pp_energy, neighbors=True, history=WIDTH, update=rolling_pp_update,
-    critical_step=_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
-                                 lambda p: (p.rolling, p.twisting)),
-    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
-)
 ROLLING_PW = Interaction(
     name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,

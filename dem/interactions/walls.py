@@ -1,6 +1,6 @@
 """Walls that move: prescribed translation (planes and meshes), prescribed rotation (meshes) and
 servo control (planes), the loads the particles put on every wall, and the work those loads do
-(SPEC §3b). The walls exert no force of their own: the particle–wall interactions (`hertz_pw`, …;
+(docs/theory.md §3b). The walls exert no force of their own: the particle–wall interactions (`hertz_pw`, …;
 ``walls = True`` in their record) get the walls' state as an argument, read the walls' pose
 there (a mesh's contacts with each particle too: ``mesh_*``) and book the reaction of each force
 they apply with `add_wall_load`.
@@ -27,7 +27,7 @@ interactions. Per step (the loop of `dem.engine`):
    booked by the trapezoidal rule, ``W += (h/2)[(F + F⁺)·v + (M + M⁺)·ω]`` (``M`` the load's
    moment about the wall's point). ``W`` is the work the particles did on the walls, minus the
    work the walls did on the particles, so that ``kinetic + potential + walls`` stays constant
-   (SPEC §3b); it is logged as the ``walls`` column.
+   (docs/theory.md §3b); it is logged as the ``walls`` column.
 """
 
 from collections import namedtuple

@@ -1,17 +1,17 @@
 """The CSV logs of a run, appended while it goes: ``energy.csv`` (the energy budget and momenta,
-SPEC §4) and ``walls.csv`` (where each wall is and the force the particles exert on it)."""
+docs/theory.md §4) and ``walls.csv`` (where each wall is and the force the particles exert on it)."""
 
 import numpy as np
 
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 from ..meshes import MAX_CONTACTS
 
-#: SPEC §4's columns, in its order; `columns` appends the others.
+#: docs/theory.md §4's columns, in its order; `columns` appends the others.
 COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
 
 
 def columns(model):
-    """Every column of ``model``'s log: SPEC §4's, the energy columns of interactions beyond them
+    """Every column of ``model``'s log: docs/theory.md §4's, the energy columns of interactions beyond them
     (registry order), then the scene's invariants."""
     return COLUMNS + extra_columns() + tuple(model.invariants)
 

@@ -1,4 +1,4 @@
-"""ParaView output (SPEC §7): VTK XML PolyData snapshots and ``.pvd`` collections.
+"""ParaView output (docs/theory.md §7): VTK XML PolyData snapshots and ``.pvd`` collections.
 
 Layout under the run's output folder::
 

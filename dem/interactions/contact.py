@@ -1,0 +1,375 @@
+"""The particle–particle contact pipeline (`CONTACT_PP`): the normal law, its damping, tangential
+friction and rolling and twisting resistance of every touching pair in one pass, each pair
+computed once. It acts where a particle–particle contact carries friction or rolling resistance
+(``k_pp`` > 0 and ``friction``, ``rolling_friction`` or ``twisting_friction`` > 0); without them
+`dem.interactions.hertz`'s ``hertz_pp`` acts alone. The sub-models are those of
+`dem.interactions.hertz` (the normal law of ``[contact] normal`` and its damping),
+`dem.interactions.friction` (the Mindlin–Coulomb spring) and `dem.interactions.rolling` (EPSD
+rolling and twisting springs), composed on one contact geometry: the normal ``n``, the overlap,
+the lever arms and the relative velocity at the contact point of a pair ``i < j`` (its owner
+``i``, which keeps the springs in its history slot, `dem.contacts`).
+
+One force evaluation makes two passes over the rows, both over fixed chunks of rows (the result
+is the same for any number of threads, and on any number of MPI ranks, whose local indices are
+in the global order):
+
+1. the update, over each row ``i``'s entries ``j > i`` (its owner slots): for a pair whose
+   spheres touch (or whose springs are stored), the springs take the step (`friction`,
+   `rolling`), then the pair's force and moments are computed once; the owner adds its share to
+   its row's sum (in row order) and writes the share of ``j`` into ``j``'s *lower slot* of the
+   pair (the scratch columns of the history array, `LOADS`, at the entry of ``i`` in ``j``'s
+   sorted row: `lower_slot`). Each lower slot is written by one pair only, and each row's sum by
+   its own row, so chunks never write the same place. The owner books the pair's work (its
+   friction and all its damping power).
+2. the rows: each particle adds its pairs ``j < i`` from its lower slots (the first entries of
+   its sorted row, read in order) to what the update summed for ``j > i``.
+
+Each row reads its positions and those of its neighbours but the history of its own pairs only,
+in slot order; the pair arithmetic is done once (the rows of ``hertz_pp``, friction and
+rolling each used to compute every pair from both sides and to read the other row's history).
+The force on a particle is then ``Σ_{j<i} + Σ_{j>i}``, each sum in row order: a fixed order,
+though not the order of one sum over the row.
+
+Contact sub-stepping (`dem.integrators.respa`): the elastic normal force is the fast force; the
+rows leave its sum and the count of active contacts as ``hertz_pp``'s do (``fast_pairs``,
+`dem.interactions.contract`).
+"""
+
+import functools
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .contract import ROW, Interaction, localize_bodies
+from .friction import (
+    KEYS as FRICTION_KEYS, _lever, _mean, _squared, _step_spring, _tangential_velocity, carry, damped, dashpot,
+    stiffness_ratio,
+)
+from .friction import _critical_step as friction_critical_step
+from .hertz import (
+    KEYS_PP as NORMAL_KEYS, _damped, _critical_step as normal_critical_step, _pair_overlap, carries_springs,
+    contact_substeps, damping_from_restitution, in_contact, normal_code, normal_law, normal_stiffness,
+)
+from .rolling import KEYS as ROLLING_KEYS, _advance_springs, _moment, _stiffnesses, contact_inertia
+from .rolling import _critical_step as rolling_critical_step
+
+#: ``law``, ``stiffness``, ``damping`` (γ), ``substeps``: the normal law's (`dem.interactions.hertz`);
+#: ``ratio`` (k_t/k_n), ``friction`` (μ), ``rolling``, ``twisting`` (μ_r, μ_t), ``rolling_damping``
+#: (η_r), ``contact_inertia`` (n, 2): the springs' (`dem.interactions.friction`, `.rolling`)
+ContactParams = namedtuple("ContactParams", "law stiffness damping substeps ratio friction rolling twisting "
+                                            "rolling_damping contact_inertia")
+#: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
+#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`), and
+#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``
+ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper")
+#: the springs of a pair: ξ (3), θ_r (3), θ_t
+SPRINGS = 7
+#: scratch columns: the force and moment of a pair on its second body, at that body's lower slot
+LOADS = 6
+#: the update's sums of a row's pairs j > i: force (3), moment (3), elastic normal force (3), active contacts
+UPPER = 10
+
+
+@njit(inline="always")
+def lower_slot(contacts, i, j):
+    """The lower slot of the pair ``i < j``: its entry ``k`` in ``j``'s sorted row, less
+    ``owner_start[j]`` (the rows' entries below their own index, numbered row by row; there are
+    as many as owner slots). Found by bisection among the first entries of the row."""
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    lo = start[j]
+    hi = start[j + 1] - (owner_start[j + 1] - owner_start[j])  # the entries below j
+    while hi - lo > 1:
+        middle = (lo + hi) // 2
+        if index[middle] <= i:
+            lo = middle
+        else:
+            hi = middle
+    return lo - owner_start[j]
+
+
+@njit(inline="always")
+def _springs(history, slot):
+    xi = (history[slot, 0], history[slot, 1], history[slot, 2])
+    theta = (history[slot, 3], history[slot, 4], history[slot, 5], history[slot, 6])
+    return xi, theta
+
+
+@njit(inline="always")
+def _store_springs(history, slot, xi, theta):
+    for c in range(3):
+        history[slot, c] = xi[c]
+    for c in range(4):
+        history[slot, 3 + c] = theta[c]
+
+
+@njit(inline="always")
+def _release(p, xi, theta, reach, r_old, reduced):
+    """The elastic energy of the springs of a contact that opened (at the stiffnesses of a step
+    ago, when they last held)."""
+    delta = 1.0 - r_old / reach
+    k_n = normal_stiffness(p.law, delta, p.stiffness, reach)
+    released = 0.5 * p.ratio * k_n * _squared(xi)
+    if p.rolling > 0.0 or p.twisting > 0.0:
+        k = _stiffnesses(k_n, reduced, reach - r_old, p.rolling, p.ratio)
+        released += 0.5 * k[0] * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]) \
+            + 0.5 * k[1] * theta[3] * theta[3]
+    return released
+
+
+@njit(inline="always")
+def _pair(i, j, slot, h, horizon, st, bodies, p, history):
+    """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
+    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power)``: whether it carries a load,
+    the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the elastic normal force
+    on ``i``, whether it is active (`dem.interactions.hertz._pair_row`'s test, with ``horizon``),
+    the work booked to friction and the damping power."""
+    position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
+    radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
+    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
+    zero = (0.0, 0.0, 0.0)
+    active = 0
+    if horizon >= 0.0:
+        if in_contact(r2, reach):
+            active = 1
+        else:
+            approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                         + (velocity[i, 2] - velocity[j, 2]) * dz)
+            if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
+                active = 1
+    xi, theta = _springs(history, slot)
+    stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0 or theta[0] != 0.0 or theta[1] != 0.0 \
+        or theta[2] != 0.0 or theta[3] != 0.0
+    touching = r2 < reach * reach
+    if not (touching or stored):
+        return False, zero, zero, zero, zero, active, 0.0, 0.0
+    r = np.sqrt(r2)
+    n = (dx / r, dy / r, dz / r)
+    v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
+    reduced = radius_i * radius_j / (radius_i + radius_j)
+    booked = power = 0.0
+    springs = in_contact(r2, reach)
+    r_old, old = r, n
+    if stored or springs:
+        ox, oy, oz = dx - h * v[0], dy - h * v[1], dz - h * v[2]
+        r_old = np.sqrt(ox * ox + oy * oy + oz * oz)
+        old = (ox / r_old, oy / r_old, oz / r_old)
+        if not springs:  # the contact opened: the springs' elastic energy leaves with them
+            _store_springs(history, slot, zero, (0.0, 0.0, 0.0, 0.0))
+            booked = _release(p, xi, theta, reach, r_old, reduced)
+    if not touching:
+        return False, zero, zero, zero, zero, active, booked, 0.0
+    delta = 1.0 - r / reach
+    f_elastic = normal_law(p.law, delta, p.stiffness, reach)[1]
+    f_n = f_elastic
+    elastic = f_n / r
+    speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
+    inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
+    f_n, power = _damped(f_n, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
+    f_n /= r
+    fx, fy, fz = f_n * dx, f_n * dy, f_n * dz
+    ti = (0.0, 0.0, 0.0)
+    tj = (0.0, 0.0, 0.0)
+    if springs:
+        omega_i = (omega[i, 0], omega[i, 1], omega[i, 2])
+        omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
+        twist = 0.5 * h * ((omega_i[0] + omega_j[0]) * n[0] + (omega_i[1] + omega_j[1]) * n[1]
+                           + (omega_i[2] + omega_j[2]) * n[2])
+        k_now = normal_stiffness(p.law, delta, p.stiffness, reach)
+        k_old = normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach)
+        arm_i = _lever(radius_i, n, reach - r)
+        arm_j = _lever(radius_j, n, reach - r)
+        arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
+        if p.friction > 0.0:  # the tangential spring (dem.interactions.friction)
+            if stored:
+                xi = carry(xi, old, n, twist)
+            mean_i = _mean(arm_i, _lever(radius_i, old, reach - r_old))
+            mean_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
+            mean_j = (-mean_j[0], -mean_j[1], -mean_j[2])
+            limit = p.friction * f_elastic
+            k_t = p.ratio * k_now
+            xi, work = _step_spring(xi, p.ratio * k_old, k_t, _tangential_velocity(v, omega_i, mean_i, omega_j, mean_j,
+                                                                                    n), h, limit)
+            booked += work
+            gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
+            c = dashpot(k_t, _squared(xi), limit, p.damping, inverse_mass)
+            if c != 0.0:
+                (gx, gy, gz), dissipation = damped((gx, gy, gz), c, _tangential_velocity(v, omega_i, arm_i, omega_j,
+                                                                                         arm_j, n), limit)
+                power += dissipation
+            fx, fy, fz = fx + gx, fy + gy, fz + gz
+            ti = (arm_i[1] * gz - arm_i[2] * gy, arm_i[2] * gx - arm_i[0] * gz, arm_i[0] * gy - arm_i[1] * gx)
+            tj = (arm_j[2] * gy - arm_j[1] * gz, arm_j[0] * gz - arm_j[2] * gx, arm_j[1] * gx - arm_j[0] * gy)
+        if p.rolling > 0.0 or p.twisting > 0.0:  # the rolling and twisting springs (dem.interactions.rolling)
+            spin = (omega_i[0] - omega_j[0], omega_i[1] - omega_j[1], omega_i[2] - omega_j[2])
+            if stored:
+                turned = carry((theta[0], theta[1], theta[2]), old, n, twist)
+                theta = (turned[0], turned[1], turned[2], theta[3])
+            k_old_r = _stiffnesses(k_old, reduced, reach - r_old, p.rolling, p.ratio)
+            k_r = _stiffnesses(k_now, reduced, reach - r, p.rolling, p.ratio)
+            limit = reduced * f_elastic
+            turned, twisted, work = _advance_springs(theta, k_old_r, k_r, spin, n, h, limit, (p.rolling, p.twisting))
+            theta = (turned[0], turned[1], turned[2], twisted)
+            booked += work
+            inertia = p.contact_inertia
+            moment, _, dissipation = _moment(theta, k_r, n, p.rolling_damping,
+                                             (inertia[i, 0] + inertia[j, 0], inertia[i, 1] + inertia[j, 1]), spin,
+                                             limit, (p.rolling, p.twisting))
+            power += dissipation
+            ti = (ti[0] + moment[0], ti[1] + moment[1], ti[2] + moment[2])
+            tj = (tj[0] - moment[0], tj[1] - moment[1], tj[2] - moment[2])
+        _store_springs(history, slot, xi, theta)
+    return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power
+
+
+@njit(cache=True, _nrt=False)
+def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+    """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`_pair`); its
+    share of ``j`` to ``j``'s lower slot, the row's sum of its shares to ``own.upper[i]``; the
+    work booked to ``i``."""
+    start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
+    horizon = 2.0 * h if p.substeps > 1 else -1.0
+    for i in range(lo, hi):
+        fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = 0.0
+        active = 0
+        slot = owner_start[i]
+        for k in range(start[i + 1] - (owner_start[i + 1] - owner_start[i]), start[i + 1]):  # the entries j > i
+            j = index[k]
+            loaded, f, ti, tj, e, on, work, dissipation = _pair(i, j, slot, h, horizon, st, bodies, p, history)
+            slot += 1
+            active += on
+            booked += work
+            if not loaded:
+                continue
+            power += dissipation
+            fx, fy, fz = fx + f[0], fy + f[1], fz + f[2]
+            tx, ty, tz = tx + ti[0], ty + ti[1], tz + ti[2]
+            ex, ey, ez = ex + e[0], ey + e[1], ez + e[2]
+            lower = lower_slot(contacts, i, j)
+            history[lower, SPRINGS] = -f[0]
+            history[lower, SPRINGS + 1] = -f[1]
+            history[lower, SPRINGS + 2] = -f[2]
+            history[lower, SPRINGS + 3] = tj[0]
+            history[lower, SPRINGS + 4] = tj[1]
+            history[lower, SPRINGS + 5] = tj[2]
+        upper[i, 0], upper[i, 1], upper[i, 2] = fx, fy, fz
+        upper[i, 3], upper[i, 4], upper[i, 5] = tx, ty, tz
+        upper[i, 6], upper[i, 7], upper[i, 8] = ex, ey, ez
+        upper[i, 9] = active
+        own.friction[i] += booked
+        own.dissipated[i] += h * power
+
+
+@njit(inline="always")
+def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
+    """Pass 2, particle ``i``: its pairs ``j < i`` from its lower slots (those that touch, the
+    same test as the update's), then the update's sum over its pairs ``j > i``; with contact
+    sub-stepping also the elastic normal force and the active contacts (``fast_pairs``)."""
+    position, velocity, diameter = st.position, st.velocity, bodies.diameter
+    start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
+    radius = 0.5 * diameter[i]
+    substepped = p.substeps > 1
+    horizon = 2.0 * h
+    fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
+    active = 0
+    for k in range(start[i], start[i + 1] - (owner_start[i + 1] - owner_start[i])):  # the entries j < i
+        j = index[k]
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+        if substepped:
+            if in_contact(r2, reach):
+                active += 1
+            else:
+                approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                             + (velocity[i, 2] - velocity[j, 2]) * dz)
+                if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
+                    active += 1
+        if r2 >= reach * reach:
+            continue
+        slot = k - owner_start[i]
+        fx, fy, fz = fx + history[slot, SPRINGS], fy + history[slot, SPRINGS + 1], fz + history[slot, SPRINGS + 2]
+        tx, ty, tz = tx + history[slot, SPRINGS + 3], ty + history[slot, SPRINGS + 4], tz + history[slot, SPRINGS + 5]
+        if substepped:
+            r = np.sqrt(r2)
+            elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
+            ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
+    own.active[i] = active + int(upper[i, 9])
+    if substepped:
+        own.fast[i, 0] = ex + upper[i, 6]
+        own.fast[i, 1] = ey + upper[i, 7]
+        own.fast[i, 2] = ez + upper[i, 8]
+    return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
+
+
+@njit(cache=True)
+def contact_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's, the
+    tangential, rolling and twisting springs' elastic energies over the touching pairs (each
+    once, from its owner's row), the booked slip and damping work."""
+    position, diameter = st.position, bodies.diameter
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    normal = tangential = rolling = twisting = 0.0
+    for i in range(position.shape[0]):
+        radius = 0.5 * diameter[i]
+        slot = owner_start[i]
+        for k in range(start[i + 1] - (owner_start[i + 1] - owner_start[i]), start[i + 1]):
+            j = index[k]
+            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+            if r2 < reach * reach:
+                r = np.sqrt(r2)
+                delta = 1.0 - r / reach
+                normal += normal_law(p.law, delta, p.stiffness, reach)[0]
+                if in_contact(r2, reach):
+                    k_n = normal_stiffness(p.law, delta, p.stiffness, reach)
+                    xi, theta = _springs(history, slot)
+                    tangential += 0.5 * p.ratio * k_n * _squared(xi)
+                    reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+                    k_r, k_tw = _stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
+                    rolling += 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
+                    twisting += 0.5 * k_tw * theta[3] * theta[3]
+            slot += 1
+    return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+
+
+def _setup(model):
+    contact = model.sections["contact"]
+    if not carries_springs(contact) or not (model.diameter > 0).any():
+        return None
+    law = normal_code(contact)
+    return ContactParams(law, float(contact["k_pp"]), damping_from_restitution(contact["restitution"], law),
+                         contact_substeps(model), stiffness_ratio(contact["poisson_ratio"]),
+                         float(contact["friction"]), float(contact["rolling_friction"]),
+                         float(contact["twisting_friction"]), float(contact["rolling_damping"]), contact_inertia(model))
+
+
+def _state(model, params):
+    n = model.n_bodies
+    return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
+                        np.zeros((n, UPPER)))
+
+
+_NORMAL_STEP = normal_critical_step("normal contact particle–particle", 1.0, 2.0)
+_FRICTION_STEP = friction_critical_step("tangential friction particle–particle", 1.0, 2.0)
+_ROLLING_STEP = rolling_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
+                                      lambda p: (p.rolling, p.twisting))
+
+
+def _critical_step(model, state, p):
+    """The normal, tangential and rolling oscillators of the sub-models that act."""
+    steps = _NORMAL_STEP(model, state, p)
+    if p.friction > 0.0:
+        steps += _FRICTION_STEP(model, state, p)
+    if p.rolling > 0.0 or p.twisting > 0.0:
+        steps += _ROLLING_STEP(model, state, p)
+    return steps
+
+
+CONTACT_PP = Interaction(
+    name="contact_pp", kind=ROW,
+    doc="Particle–particle contact pipeline: the normal law, damping, friction, rolling and twisting of each touching "
+        "pair in one pass (where friction or rolling resistance acts).",
+    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
+    keys={"contact": {**NORMAL_KEYS["contact"], **FRICTION_KEYS["contact"], **ROLLING_KEYS["contact"]}},
+    setup=_setup, state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
+    history=SPRINGS, loads=LOADS, update=contact_pp_update, critical_step=_critical_step, fast_pairs=True,
+    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
+)
