@@ -49,7 +49,7 @@ from .friction import (
 from .friction import _critical_step as friction_critical_step
 from .hertz import (
     KEYS_PP as NORMAL_KEYS, _damped, _critical_step as normal_critical_step, _pair_overlap, carries_springs,
-    contact_substeps, damping_from_restitution, in_contact, normal_code, normal_law, normal_stiffness,
+    contact_substeps, damping_from_restitution, in_contact, normal_code, normal_law, normal_stiffness, pair_active,
 )
 from .rolling import KEYS as ROLLING_KEYS, _advance_springs, _moment, _stiffnesses, contact_inertia
 from .rolling import _critical_step as rolling_critical_step
@@ -128,15 +128,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
     zero = (0.0, 0.0, 0.0)
-    active = 0
-    if horizon >= 0.0:
-        if in_contact(r2, reach):
-            active = 1
-        else:
-            approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                         + (velocity[i, 2] - velocity[j, 2]) * dz)
-            if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
-                active = 1
+    active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
     xi, theta = _springs(history, slot)
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0 or theta[0] != 0.0 or theta[1] != 0.0 \
         or theta[2] != 0.0 or theta[3] != 0.0
@@ -276,13 +268,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
         j = index[k]
         dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if substepped:
-            if in_contact(r2, reach):
-                active += 1
-            else:
-                approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                             + (velocity[i, 2] - velocity[j, 2]) * dz)
-                if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
-                    active += 1
+            active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach:
             continue
         slot = k - owner_start[i]

@@ -156,6 +156,19 @@ def in_contact(r2, reach):
 
 
 @njit(inline="always")
+def pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon):
+    """1 if the contact of particles ``i`` and ``j`` (``d = x_i − x_j``, ``r² = |d|²``, radii adding
+    up to ``reach``) is *active* (contact sub-stepping): `in_contact` now, or as its approach speed
+    would carry it over the ``horizon``; else 0. (δ ≈ (R_s² − r²)/2R_s², and r² falls by 2 r × the
+    approach speed per unit time.) The same bits from either row."""
+    if in_contact(r2, reach):
+        return 1
+    approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                 + (velocity[i, 2] - velocity[j, 2]) * dz)
+    return 1 if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach) else 0
+
+
+@njit(inline="always")
 def _pair_overlap(i, j, radius, position, diameter):
     """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``; they touch
     when ``r² < reach²``."""
@@ -189,14 +202,8 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     for k in range(start[i], start[i + 1]):
         j = index[k]
         dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-        if horizon >= 0.0:  # δ ≈ (R_s² − r²)/2R_s², and r² falls by 2 (r × approach speed) per unit time
-            if in_contact(r2, reach):
-                active += 1
-            else:
-                approach = -((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                             + (velocity[i, 2] - velocity[j, 2]) * dz)
-                if in_contact(r2 - 2.0 * horizon * max(approach, 0.0), reach):
-                    active += 1
+        if horizon >= 0.0:
+            active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach:
             continue
         r = np.sqrt(r2)
