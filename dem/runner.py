@@ -5,6 +5,7 @@ The command line (`dem.cli`) and the tools call these.
 
 import logging
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,8 @@ def prepare(scene_path, overrides=(), out=None):
     """Validate the scene and build the system; nothing is written. Returns ``(scene, model,
     state, output_dir)``; raises `SceneError`."""
     scene = load_scene(scene_path, overrides)
+    if sys.stderr.isatty():  # a person is watching: say it before the builders' kernels compile (seconds)
+        announce_compiling()
     model, state = build_system(scene)
     integrator = scene.simulation["integrator"]
     if SCHEMES[integrator].spherical and not model.spherical:
@@ -39,6 +42,15 @@ def prepare(scene_path, overrides=(), out=None):
                          f"(J1 = J2 = J3); use 'lgvi' for general inertia")
     output_dir = Path(out) if out is not None else Path(scene.output["dir"] or Path("output") / scene.name)
     return scene, model, state, output_dir
+
+
+def announce_compiling():
+    """Say once per process, on the first run of this version of `dem` on this machine, that its
+    kernels compile now (`dem._numba_cache.FRESH`)."""
+    if _numba_cache.FRESH:
+        log.info("first run of this dem version on this machine: compiling its kernels, cached in %s for every "
+                 "later run, from any folder", numba.config.CACHE_DIR)
+        _numba_cache.FRESH = False
 
 
 def check_time_step(scene, model, state):
@@ -107,10 +119,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     except OSError as error:
         raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
                          f"{error.strerror}") from None
-    if _numba_cache.FRESH:
-        log.info("first run of this dem version on this machine: compiling its kernels, cached in %s for every "
-                 "later run, from any folder", numba.config.CACHE_DIR)
-        _numba_cache.FRESH = False  # said once per process
+    announce_compiling()  # (a log read later: once the scene has built, so that bad input stays one line)
     resume_step = state.step if restart is not None else None
     hint = instability_hint(scene, critical)
     guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],
