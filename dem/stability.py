@@ -51,8 +51,9 @@ def _nbytes(value):
 
 def memory_estimate(model, state):
     """Bytes the run will hold: model and state arrays (the interactions' own state too),
-    the lgvi momenta and the neighbour list (14 entries per contact body assumed, a dense
-    packing's count with its Verlet skin)."""
+    the lgvi momenta, the neighbour list (14 entries per contact body assumed, a dense
+    packing's count with its Verlet skin) and the per-contact histories (one slot per listed
+    pair, `dem.contacts`: 7 per contact body, of the history and scratch columns, 1/16 spare)."""
     n = model.n_bodies
     arrays = [v for v in vars(model).values() if isinstance(v, np.ndarray)]
     arrays += [v for v in vars(model.bonds).values() if isinstance(v, np.ndarray)]
@@ -63,6 +64,8 @@ def memory_estimate(model, state):
     total += n * (24 + 24 + 32)  # lgvi momenta, inverse mass and inertia
     contact = int(np.count_nonzero(model.diameter > 0))
     total += contact * 14 * 4 * 1.25 + n * (24 + 8 + 8 + 16 + 4)  # neighbour rows, owner offsets and cells
+    widths = [INTERACTIONS[name].history + INTERACTIONS[name].loads for name in model.interactions]
+    total += contact * 7 * sum(widths) * 8 * 17 / 16
     return int(total)
 
 
