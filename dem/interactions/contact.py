@@ -122,7 +122,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
     F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power)``: whether it carries a load,
     the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the elastic normal force
-    on ``i``, whether it is active (`dem.interactions.hertz._pair_row`'s test, with ``horizon``),
+    on ``i``, whether it is active (`dem.interactions.hertz.pair_active`, with ``horizon``),
     the work booked to friction and the damping power."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
