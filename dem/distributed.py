@@ -259,9 +259,9 @@ class DistributedSimulation(Simulation):
         self.neighbors = any(INTERACTIONS[n].neighbors for n in names)
         self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
         self.kernels = distributed_module(scheme, names)
-        #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
         #: the interaction whose elastic pair force is sub-stepped (`dem.engine.fast_pair_law`)
         self.fast_law = fast_pair_law(names)
+        #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
         self.substeps = model.interactions[self.fast_law].substeps if _substepped(scheme, names) else 1
         self._first_calls = set()
         #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings

@@ -205,9 +205,8 @@ def _fast_text(w, interactions, distributed):
     interactions.hertz.hertz_pp_forces` or `dem.interactions.contact.contact_pp_forces`) when the
     step that ends here (``substepping``) or the next one is sub-stepped (the next: some contact
     active; on an MPI rank whenever the contacts are sub-stepped: the ranks decide together), else
-    no rows (they add none). The closing kick of a
-    sub-stepped step needs the whole fast force of the new configuration even when the next step
-    runs the plain map."""
+    no rows (they add none). The closing kick of a sub-stepped step needs the whole fast force of
+    the new configuration even when the next step runs the plain map."""
     law = fast_pair_law([i.name for i in interactions])
     if law is None:
         w("fast = st.force[:0]  # no contact sub-stepping", 1)
@@ -585,8 +584,8 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
 
 
 def _substepped(scheme, names):
-    """Whether the loop of ``scheme`` with ``names`` sub-steps the Hertz particle–particle contacts
-    when their ``substeps`` > 1 (`dem.integrators.respa`): a scheme with the rotational stages
+    """Whether the loop of ``scheme`` with ``names`` sub-steps the particle–particle contacts
+    (`fast_pair_law`) when their ``substeps`` > 1 (`dem.integrators.respa`): a scheme with the rotational stages
     ``turn``/``spin`` (``rrp2``, ``rrp``, ``lgvi``; not ``rrp1``)."""
     return fast_pair_law(names) is not None and hasattr(scheme.module, "turn")
 

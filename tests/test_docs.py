@@ -36,8 +36,10 @@ def _sections(text):
 
 
 #: what would send a reader outside the repository: the specification and the papers' copies that the
-#: project's first sessions worked from (the theory is docs/theory.md, the papers are cited there)
-OUTSIDE = re.compile(r"\.\./shared|shared/seeds|SPEC\.md|SPEC §")
+#: project's first sessions worked from (the theory is docs/theory.md, the papers are cited there); written
+#: in pieces, so that this file does not name them itself
+OUTSIDE = re.compile("|".join(re.escape(a + b) for a, b in (("../", "shared"), ("shared/", "seeds"), ("SP", "EC.md"),
+                                                             ("SP", "EC §"))))
 
 
 def test_no_file_names_a_path_outside_the_repository():
@@ -47,7 +49,7 @@ def test_no_file_names_a_path_outside_the_repository():
     texts = [name for name in tracked if name.endswith((".py", ".md", ".toml", ".txt", ".cfg")) or "/" not in name]
     found = [f"{name}:{number}" for name in texts if (ROOT / name).is_file()
              for number, line in enumerate((ROOT / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-             if OUTSIDE.search(line) and name != "tests/test_docs.py"]
+             if OUTSIDE.search(line)]
     assert not found, f"these lines name a path outside the repository: {', '.join(found)}"
 
 

@@ -72,13 +72,20 @@ UPPER = 10
 
 
 @njit(inline="always")
+def upper_entries(contacts, i):
+    """Where row ``i``'s partners ``j > i`` begin (its sorted row: ``j < i`` before, ``j > i`` from
+    there to the row's end)."""
+    return contacts.start[i + 1] - (contacts.owner_start[i + 1] - contacts.owner_start[i])
+
+
+@njit(inline="always")
 def lower_slot(contacts, i, j):
     """The lower slot of the pair ``i < j``: its entry ``k`` in ``j``'s sorted row, less
     ``owner_start[j]`` (the rows' entries below their own index, numbered row by row; there are
     as many as owner slots). Found by bisection among the first entries of the row."""
     start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
     lo = start[j]
-    hi = start[j + 1] - (owner_start[j + 1] - owner_start[j])  # the entries below j
+    hi = upper_entries(contacts, j)  # the entries below j end here
     while hi - lo > 1:
         middle = (lo + hi) // 2
         if index[middle] <= i:
@@ -153,11 +160,10 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
         return False, zero, zero, zero, zero, active, booked, 0.0
     delta = 1.0 - r / reach
     f_elastic = normal_law(p.law, delta, p.stiffness, reach)[1]
-    f_n = f_elastic
-    elastic = f_n / r
+    elastic = f_elastic / r
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
-    f_n, power = _damped(f_n, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
+    f_n, power = _damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
     f_n /= r
     fx, fy, fz = f_n * dx, f_n * dy, f_n * dz
     ti = (0.0, 0.0, 0.0)
@@ -225,7 +231,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
         fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = 0.0
         active = 0
         slot = owner_start[i]
-        for k in range(start[i + 1] - (owner_start[i + 1] - owner_start[i]), start[i + 1]):  # the entries j > i
+        for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
             loaded, f, ti, tj, e, on, work, dissipation = _pair(i, j, slot, h, horizon, st, bodies, p, history)
             slot += 1
@@ -264,7 +270,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     horizon = 2.0 * h
     fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
     active = 0
-    for k in range(start[i], start[i + 1] - (owner_start[i + 1] - owner_start[i])):  # the entries j < i
+    for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
         j = index[k]
         dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if substepped:
@@ -297,7 +303,7 @@ def contact_pp_energy(st, bodies, contacts, p, own, history):
     for i in range(position.shape[0]):
         radius = 0.5 * diameter[i]
         slot = owner_start[i]
-        for k in range(start[i + 1] - (owner_start[i + 1] - owner_start[i]), start[i + 1]):
+        for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
             dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
             if r2 < reach * reach:

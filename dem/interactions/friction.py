@@ -89,15 +89,13 @@ from .hertz import (
 )
 from .walls import add_wall_load, wall_velocity_at
 
-FrictionParams = namedtuple("FrictionParams", "law stiffness ratio friction damping")
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
 #: array: each array a row kernel takes out of a named tuple costs reference counts,
 #: `dem.interactions.contract`); ``planes`` the number of plane walls (rows ``0 … planes − 1``,
 #: then the meshes), ``meshes`` whether a mesh has friction
 FrictionWallParams = namedtuple("FrictionWallParams", "law stiffness ratio damping walls planes meshes")
-#: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle.
-FrictionState = namedtuple("FrictionState", "friction dissipated")
-#: ... and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
+#: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle,
+#: and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
 #: ``wall_spring (n, s, width)``, and ``mesh_contact (n, s, 4)`` the unit normal and gap of a
 #: mesh slot's contact when its spring last stepped (``(n, 0, 4)`` without mesh friction).
 FrictionWallState = namedtuple("FrictionWallState", "friction dissipated wall_key wall_spring mesh_contact")

@@ -75,8 +75,8 @@ KEYS_PP = {"contact": {
                     "particles, the binder's axial force) in every step in which a contact is active (r-RESPA: the "
                     "centres move in steps of dt/M under them; every other force, the damping and every rotation "
                     "stay on the step); it cuts the energy error where contacts open and close next to stiff bonds "
-                    "(an impact of a bonded assembly), at 1.3-1.8x the step's cost. 1: the plain map (rrp1 "
-                    "always); 0, the default: M = 3 where seed-binder bonds act, the plain map elsewhere "
+                    "(an impact of a bonded assembly), at the price of M - 1 more contact passes. 1: the plain "
+                    "map (rrp1 always); 0, the default: M = 3 where seed-binder bonds act, the plain map elsewhere "
                     "(docs/guide.md, contact sub-stepping)", "", non_negative),
 }}
 KEYS_PW = {"contact": {

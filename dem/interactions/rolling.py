@@ -44,8 +44,6 @@ from .friction import (
 from .hertz import contact_critical_step, inverse_masses, normal_code, normal_law, normal_stiffness
 from .walls import add_wall_couple
 
-#: ``contact_inertia (n, 2)``: each body's ``(1/(J + m R²), 1/J)`` (`contact_inertia`)
-RollingParams = namedtuple("RollingParams", "law stiffness ratio rolling twisting damping contact_inertia")
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
 #: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting
 RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio damping walls contact_inertia planes meshes")
