@@ -12,6 +12,7 @@ from .contacts import KEYS as CONTACT_KEYS
 from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
+from .interactions.hertz import check_sub_models, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
@@ -174,7 +175,11 @@ class SystemBuilder:
         if unknown:
             raise TypeError(f"finish() got sections no interaction reads: {', '.join(sorted(unknown))}")
         model.sections = {name: {**defaults(keys), **sections.get(name, {})} for name, keys in SECTION_KEYS.items()}
-        model.skin = contact_skin(model.sections["contact"]["skin"], model.diameter)
+        problem = check_sub_models(model.sections["contact"], model.wall_friction)
+        if problem:
+            raise SceneError(problem)
+        model.skin = max(contact_skin(model.sections["contact"]["skin"], model.diameter),
+                         jkr_skin(model.sections["contact"], model.diameter))
         model.interactions = setup_interactions(model)
         state.interactions = initial_states(model)
         for name, params in model.interactions.items():

@@ -120,6 +120,30 @@ def normal_law(model, key, delta, length):
     return 0.4 * k * delta ** 2.5, k / length * delta ** 1.5, 1.5 * k / length ** 2 * np.sqrt(delta)
 
 
+def adhesive_law(model, key, delta, length, reduced):
+    """``(U_H, U_a, |F|, k)`` of the scene's adhesive normal law (``jkr``, ``dmt``) at one contact
+    (scalars): Hertz ``F_H = (4/3) E* √R* ξ^{3/2}`` with ``E* = 3K/(4 L^{5/2} √R*)``; DMT ``F_H −
+    2π w R*``, ``U_a = −2π w R* ξ``; JKR on the contact radius ``a``, the largest root of ``ξ = a²/R* −
+    √(2π w a/E*)`` (numpy's polynomial roots in ``x = √a``), ``F = 4E*a³/(3R*) − √(8π w E* a³)`` and
+    the energy ``∫ F dξ`` from ``a = 0``, a polynomial in ``x`` integrated by numpy; ``k = 2E* a``."""
+    contact = model.sections["contact"]
+    stiffness, work = contact[key], contact["work_of_adhesion"]
+    xi = length * delta
+    modulus = 3 * stiffness / (4 * length ** 2.5 * np.sqrt(reduced))
+    u_hertz = 0.4 * stiffness * delta ** 2.5 if delta > 0 else 0.0
+    if contact["normal"] == "dmt":
+        pull = 2 * np.pi * work * reduced
+        return u_hertz, -pull * xi, stiffness / length * delta ** 1.5 - pull, 2 * modulus * np.sqrt(reduced * xi)
+    s = np.sqrt(2 * np.pi * work / modulus)
+    roots = np.roots([1.0, 0.0, 0.0, -reduced * s, -reduced * xi])
+    x = max(root.real for root in roots if abs(root.imag) < 1e-9 * abs(root))
+    a = x * x
+    Polynomial = np.polynomial.Polynomial
+    force = Polynomial([0, 0, 0, -np.sqrt(8 * np.pi * work * modulus), 0, 0, 4 * modulus / (3 * reduced)])   # F(x²)
+    energy = (force * Polynomial([-s, 0, 0, 4 / reduced])).integ()(x)   # dξ = (4x³/R* − s) dx
+    return u_hertz, energy - u_hertz, force(x), 2 * modulus * a
+
+
 def hertz_pp(model, state):
     """The normal law (`normal_law`) along ``n`` over every touching pair (all pairs)."""
     force, moment = _zeros(state)
@@ -296,12 +320,19 @@ def _wall_value(model, w, column, default):
 
 def spring_laws(model, name, n, overlap, length, delta, reduced, w=None):
     """``(stiffnesses, limits)`` of the springs of interaction ``name`` at one contact: ``((k_t,),
-    (μ F_n,))`` for friction, ``((k_r, k_tw), (μ_r R* F_n, μ_t R* F_n))`` for rolling."""
+    (μ F_n,))`` for friction, ``((k_r, k_tw), (μ_r R* F_n, μ_t R* F_n))`` for rolling; under an
+    adhesive law ``F_n`` is the force plus twice the pull-off force and the stiffness ``2E* a``."""
     contact, ratio = _contact_constants(model)
-    _, normal_force, normal_stiffness = normal_law(model, "k_pw" if w is not None else "k_pp", delta, length)
+    key = "k_pw" if w is not None else "k_pp"
+    if contact["normal"] in ("jkr", "dmt"):
+        _, _, normal_force, normal_stiffness = adhesive_law(model, key, delta, length, reduced)
+        normal_force += (1.5 if contact["normal"] == "jkr" else 2.0) * 2 * np.pi * contact["work_of_adhesion"] * reduced
+    else:
+        _, normal_force, normal_stiffness = normal_law(model, key, delta, length)
     if name.startswith("friction"):
         mu = contact["friction"] if w is None else _wall_value(model, w, 0, contact["friction"])
-        return (ratio * normal_stiffness,), (mu * normal_force,)
+        linear = contact["tangential"] == "linear_history"
+        return (contact["tangential_stiffness"] if linear else ratio * normal_stiffness,), (mu * normal_force,)
     mu_r = contact["rolling_friction"] if w is None else _wall_value(model, w, 1, contact["rolling_friction"])
     mu_t = contact["twisting_friction"] if w is None else _wall_value(model, w, 2, contact["twisting_friction"])
     return ((2.25 * mu_r ** 2 * reduced ** 2 * normal_stiffness, 0.5 * ratio * normal_stiffness * reduced * overlap),
@@ -330,7 +361,7 @@ def random_springs(model, state, name, rng):
     """Springs (histories) for every contact of ``name``, random within 10–90 % of their limits:
     ``{key: vector}`` (friction: ``ξ ⊥ n``; rolling: ``(θ_r ⊥ n, θ_t)``; the particle pipeline
     ``contact_pp``: ``(ξ, θ_r, θ_t)``, each zero where its coefficient is)."""
-    if name == "contact_pp":
+    if name in ("contact_pp", "adhesive_pp"):
         tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
     springs = {}
@@ -457,4 +488,46 @@ def contact_pp(model, state, springs):
     return tuple(sum(part[k] for part in parts) for k in range(3))
 
 
-REFERENCE.update(contact_pp=contact_pp, friction_pw=friction_pw, rolling_pw=rolling_pw)
+def _adhesive_contacts(model, state, pairs):
+    """``(energy, force, moment)`` of the adhesive normal law with its dashpot (``−γ √(m* 2E*a)
+    v_n``) over ``pairs``: ``(a, b, n, length, delta, reduced)``, ``b`` None for a wall."""
+    force, moment = _zeros(state)
+    contact = model.sections["contact"]
+    e = contact["restitution"]
+    gamma = 0.0 if e >= 1 else -2 * np.sqrt(5 / 6) * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
+    energy = 0.0
+    for a, b, n, length, delta, reduced in pairs:
+        u_hertz, u_adhesion, magnitude, k = adhesive_law(model, "k_pw" if b is None else "k_pp", delta, length,
+                                                         reduced)
+        energy += u_hertz + u_adhesion
+        mass = model.mass[a] if b is None else model.mass[a] * model.mass[b] / (model.mass[a] + model.mass[b])
+        speed = (state.velocity[a] - (0.0 if b is None else state.velocity[b])) @ n
+        f = (magnitude - gamma * np.sqrt(mass * k) * speed) * n
+        force[a] += f
+        if b is not None:
+            force[b] -= f
+    return energy, force, moment
+
+
+def adhesive_pp(model, state, springs):
+    """`contact_pp` under an adhesive normal law (`adhesive_law`): every touching pair forms."""
+    contact = model.sections["contact"]
+    d = model.diameter
+    pairs = [(a, b, n, reach, delta, d[a] * d[b] / (2 * (d[a] + d[b])))
+             for a, b, n, r, reach, delta in touching_pairs(model, state)]
+    parts = [_adhesive_contacts(model, state, pairs)]
+    if contact["friction"] > 0:
+        parts.append(_friction(model, state, {key: value[:3] for key, value in springs.items()}, "friction_pp"))
+    if contact["rolling_friction"] > 0 or contact["twisting_friction"] > 0:
+        parts.append(_rolling(model, state, {key: value[3:] for key, value in springs.items()}, "rolling_pp"))
+    return tuple(sum(part[k] for part in parts) for k in range(3))
+
+
+def adhesive_pw(model, state):
+    """The adhesive normal law against the planes (every touching contact forms)."""
+    return _adhesive_contacts(model, state, [(i, None, n, radius, delta, radius)
+                                             for i, w, n, gap, radius, delta in touching_walls(model, state)])
+
+
+REFERENCE.update(contact_pp=contact_pp, friction_pw=friction_pw, rolling_pw=rolling_pw, adhesive_pp=adhesive_pp,
+                 adhesive_pw=adhesive_pw)

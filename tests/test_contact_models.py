@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dem import Simulation, SystemBuilder
+from dem.engine import compute_forces
 
 
 def damped_oscillator(k, mass, restitution):
@@ -52,6 +53,21 @@ def test_hooke_head_on_collision_rebounds_at_the_restitution(restitution):
     assert rebound / speed == pytest.approx(restitution, rel=1e-3)
     assert measured == pytest.approx(contact_time, abs=1.01 * dt)
     assert np.abs(end.velocity.sum(axis=0)).max() < 1e-12   # momentum: two equal masses, opposite velocities
+
+
+@pytest.mark.parametrize("damping, tolerance", [("restitution", 1e-4), ("tsuji", 2e-3)])
+def test_hertz_damping_sub_models_rebound_at_the_restitution(damping, tolerance):
+    """Two Hertz spheres meet head on: ``damping = "restitution"`` rebounds at e (exactly, to the
+    step's error), Tsuji's fit (Marshall 2009 eq. 53) to its accuracy, 10⁻³."""
+    restitution, speed = 0.8, 1.0
+    system = SystemBuilder()
+    system.add_body((-0.5, 0.0, 0.0), mass=1.0, inertia=0.1, diameter=1.0, velocity=(0.5 * speed, 0.0, 0.0))
+    system.add_body((0.5 + 0.01, 0.0, 0.0), mass=1.0, inertia=0.1, diameter=1.0, velocity=(-0.5 * speed, 0.0, 0.0))
+    model, state = system.finish(contact={"k_pp": 1e4, "restitution": restitution, "damping": damping})
+    sim = Simulation(model, state, "rrp2", 2e-5)
+    _, end = collide(sim, 10000, lambda s: s.position[1, 0] - s.position[0, 0] < 1.0)
+    rebound = end.velocity[1, 0] - end.velocity[0, 0]
+    assert rebound / speed == pytest.approx(restitution, abs=tolerance)
 
 
 def test_hooke_wall_impact_rebounds_at_the_restitution():
@@ -99,3 +115,90 @@ def test_friction_rides_on_the_hooke_law():
     sim.advance(int(v0 / (mu * g) / 2e-4))
     assert sim.state.velocity[0, 0] == pytest.approx(5 / 7 * v0, rel=2e-3)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Adhesion: JKR and DMT (`dem.interactions.hertz.adhesive_law`)
+# ---------------------------------------------------------------------------------------------
+
+def jkr_theory(stiffness, length, reduced, work):
+    """``(E*, a_t, a_c, ξ_c, ΔE)`` of a JKR contact, from the JKR curve written independently of
+    the code: the contact radius where it forms at touch (``ξ = 0``) and where it breaks
+    (``dξ/da = 0``), the overlap at break and the energy a contact loses over one cycle of
+    forming and breaking, ``∫ F dξ`` along the curve from ``a_t`` to ``a_c`` (a polynomial in
+    ``x = √a``, integrated by numpy)."""
+    Polynomial = np.polynomial.Polynomial
+    modulus = 3 * stiffness / (4 * length ** 2.5 * np.sqrt(reduced))
+    s = np.sqrt(2 * np.pi * work / modulus)
+    a_touch = (2 * np.pi * work * reduced ** 2 / modulus) ** (1 / 3)
+    a_break = (np.pi * work * reduced ** 2 / (8 * modulus)) ** (1 / 3)
+    xi_break = a_break ** 2 / reduced - s * np.sqrt(a_break)
+    force = Polynomial([0, 0, 0, -np.sqrt(8 * np.pi * work * modulus), 0, 0, 4 * modulus / (3 * reduced)])
+    energy = (force * Polynomial([-s, 0, 0, 4 / reduced])).integ()   # dξ = (4x³/R* − s) dx
+    return modulus, a_touch, a_break, xi_break, energy(np.sqrt(a_break)) - energy(np.sqrt(a_touch))
+
+
+@pytest.mark.parametrize("law, factor", [("jkr", 1.5), ("dmt", 2.0)])
+def test_spheres_pulled_apart_quasi_statically_reach_the_pull_off_force(law, factor):
+    """Two spheres (R* = 0.3) pulled apart in small steps of their distance: the least force is
+    the pull-off force, 1.5 π w R* (JKR) or 2 π w R* (DMT), to 1 %. A JKR contact holds, stretched,
+    until ξ_c and breaks there; pushed back, it does not form again before the spheres touch,
+    and then at once on the JKR branch (−8/9 of the pull-off force at ξ = 0)."""
+    stiffness, work = 1e4, 2.0
+    reach, reduced = 1.25, 0.5 * 0.75 / 1.25
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, 0.0), mass=1.0, inertia=0.1, diameter=1.0)
+    system.add_body((reach - 0.02, 0.0, 0.0), mass=1.0, inertia=0.1, diameter=1.5)
+    model, state = system.finish(contact={"normal": law, "k_pp": stiffness, "work_of_adhesion": work})
+    xi_break = jkr_theory(stiffness, reach, reduced, work)[3]
+    overlaps = np.linspace(0.02, 1.5 * xi_break, 4001)
+    forces, contacts = [], None
+    for xi in overlaps:
+        state.position[1, 0] = reach - xi
+        contacts = compute_forces(model, state, contacts)
+        forces.append(state.force[1, 0])   # on the second sphere, away from the first: positive in compression
+        assert state.force[0, 0] == -state.force[1, 0]
+    forces = np.array(forces)
+    pull_off = factor * np.pi * work * reduced
+    assert forces.min() == pytest.approx(-pull_off, rel=1e-2)
+    if law == "dmt":
+        assert (forces[overlaps <= 0] == 0).all() and (forces[overlaps > 0] < 0).any()
+        return
+    holds = forces != 0
+    assert holds[overlaps > xi_break * (1 - 1e-3)].all() and not holds[overlaps < xi_break * (1 + 1e-3)].any()
+    for xi in (0.5 * xi_break, -1e-9 * reach):   # back towards touch: apart, it stays broken
+        state.position[1, 0] = reach - xi
+        contacts = compute_forces(model, state, contacts)
+        assert state.force[1, 0] == 0.0
+    state.position[1, 0] = reach * (1 - 1e-12)
+    compute_forces(model, state, contacts)
+    assert state.force[1, 0] == pytest.approx(-8 / 9 * pull_off, rel=1e-6)
+
+
+@pytest.mark.parametrize("ratio", [0.8, 1.25])
+def test_a_slow_sphere_sticks_to_a_jkr_wall_and_a_fast_one_rebounds(ratio):
+    """A sphere (m = 1, R = 0.5) meets a JKR plane head on, undamped, at ``ratio`` times the
+    sticking velocity ``v_s = √(2ΔE/m)`` of its contact's hysteresis ``ΔE`` (`jkr_theory`: the
+    energy of Thornton and Ning's (1998) argument; in closed form ``v_s = 1.035 (F_c⁵/(E*² R* m³))^{1/6}``
+    with the pull-off force ``F_c``): below it the sphere stays bound, above it leaves at
+    ``√(v² − v_s²)``; the budget books ΔE as ``hysteresis`` and closes."""
+    stiffness, work, radius = 1e4, 1.0, 0.5
+    modulus, _, _, xi_break, lost = jkr_theory(stiffness, radius, radius, work)
+    sticking = np.sqrt(2 * lost)
+    pull_off = 1.5 * np.pi * work * radius
+    assert sticking == pytest.approx(1.035 * (pull_off ** 5 / (modulus ** 2 * radius)) ** (1 / 6), rel=1e-3)
+    speed = ratio * sticking
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, radius + 1e-3), mass=1.0, inertia=0.1, diameter=2 * radius, velocity=(0.0, 0.0, -speed))
+    model, state = system.finish([dict(point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), size=0.0)],
+                                 contact={"normal": "jkr", "k_pw": stiffness, "work_of_adhesion": work})
+    sim = Simulation(model, state, "rrp2", 2e-5)
+    start = sim.energy_budget()
+    sim.advance(40000)
+    budget = sim.energy_budget()
+    bound = sim.state.position[0, 2] < radius - xi_break
+    assert bound == (ratio < 1)
+    if not bound:
+        assert sim.state.velocity[0, 2] == pytest.approx(np.sqrt(speed ** 2 - sticking ** 2), rel=1e-2)
+        assert budget["hysteresis"] == pytest.approx(lost, rel=1e-2)   # (it forms within a step after touch)
+    assert abs(budget["total"] - start["total"]) < 1e-3 * start["kinetic_translational"]

@@ -14,10 +14,10 @@ from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
-from .contact import CONTACT_PP
+from .contact import ADHESIVE_PP, CONTACT_PP
 from .friction import FRICTION_PW
 from .gravity import GRAVITY
-from .hertz import HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
+from .hertz import ADHESIVE_PW, HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
 from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
@@ -27,8 +27,8 @@ from .walls import WALLS
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, HERTZ_PW, FRICTION_PW, ROLLING_PW, GRAVITY,
-                        LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, FRICTION_PW,
+                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of

@@ -44,27 +44,33 @@ from numba import njit
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, _lever, _mean, _squared, _step_spring, _tangential_velocity, carry, damped, dashpot,
-    stiffness_ratio,
+    stiffness_ratio, tangential_stiffness,
 )
 from .friction import _critical_step as friction_critical_step
 from .hertz import (
-    KEYS_PP as NORMAL_KEYS, _damped, _critical_step as normal_critical_step, _pair_overlap, carries_springs,
-    contact_substeps, damping_from_restitution, in_contact, normal_code, normal_law, normal_stiffness, pair_active,
+    JKR, KEYS_PP as NORMAL_KEYS, _damped, _critical_step as normal_critical_step, _pair_overlap, adhesive,
+    adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact, jkr_separation, normal_code,
+    normal_damping, normal_law, pair_active, pull_off,
 )
 from .rolling import KEYS as ROLLING_KEYS, _advance_springs, _moment, _stiffnesses, contact_inertia
 from .rolling import _critical_step as rolling_critical_step
 
-#: ``law``, ``stiffness``, ``damping`` (γ), ``substeps``: the normal law's (`dem.interactions.hertz`);
-#: ``ratio`` (k_t/k_n), ``friction`` (μ), ``rolling``, ``twisting`` (μ_r, μ_t), ``rolling_damping``
-#: (η_r), ``contact_inertia`` (n, 2): the springs' (`dem.interactions.friction`, `.rolling`)
-ContactParams = namedtuple("ContactParams", "law stiffness damping substeps ratio friction rolling twisting "
-                                            "rolling_damping contact_inertia")
+#: ``law``, ``stiffness``, ``damping`` (γ), ``substeps``, ``work`` (w): the normal law's
+#: (`dem.interactions.hertz`); ``ratio`` (k_t/k_n), ``fixed`` (the linear spring's k_t, 0 for
+#: Mindlin's), ``friction`` (μ), ``rolling``, ``twisting`` (μ_r, μ_t), ``rolling_damping`` (η_r),
+#: ``contact_inertia`` (n, 2): the springs' (`dem.interactions.friction`, `.rolling`); ``loads``:
+#: the history's width, where its scratch columns begin
+ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work ratio fixed friction rolling "
+                                            "twisting rolling_damping contact_inertia loads")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
-#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`), and
-#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``
-ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper")
+#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`),
+#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``, and
+#: ``hysteresis``: the energy its JKR contacts lost forming and breaking (0 for other laws)
+ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper hysteresis")
 #: the springs of a pair: ξ (3), θ_r (3), θ_t
 SPRINGS = 7
+#: under an adhesive law (`ADHESIVE_PP`) a column more: whether the pair's JKR contact is formed
+FORMED = SPRINGS
 #: scratch columns: the force and moment of a pair on its second body, at that body's lower slot
 LOADS = 6
 #: the update's sums of a row's pairs j > i: force (3), moment (3), elastic normal force (3), active contacts
@@ -114,9 +120,8 @@ def _store_springs(history, slot, xi, theta):
 def _release(p, xi, theta, reach, r_old, reduced):
     """The elastic energy of the springs of a contact that opened (at the stiffnesses of a step
     ago, when they last held)."""
-    delta = 1.0 - r_old / reach
-    k_n = normal_stiffness(p.law, delta, p.stiffness, reach)
-    released = 0.5 * p.ratio * k_n * _squared(xi)
+    k_n = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
+    released = (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * _squared(xi)
     if p.rolling > 0.0 or p.twisting > 0.0:
         k = _stiffnesses(k_n, reduced, reach - r_old, p.rolling, p.ratio)
         released += 0.5 * k[0] * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]) \
@@ -127,10 +132,12 @@ def _release(p, xi, theta, reach, r_old, reduced):
 @njit(inline="always")
 def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
-    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power)``: whether it carries a load,
-    the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the elastic normal force
-    on ``i``, whether it is active (`dem.interactions.hertz.pair_active`, with ``horizon``),
-    the work booked to friction and the damping power."""
+    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power, lost)``: whether it carries a
+    load, the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the elastic normal
+    force on ``i``, whether it is active (`dem.interactions.hertz.pair_active`, with
+    ``horizon``), the work booked to friction, the damping power and the energy a JKR contact
+    lost forming or breaking (`dem.interactions.hertz.adhesive_law`). A JKR contact forms when
+    the spheres touch and holds, stretched, until ``ξ_n < ξ_c``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
@@ -140,12 +147,21 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0 or theta[0] != 0.0 or theta[1] != 0.0 \
         or theta[2] != 0.0 or theta[3] != 0.0
     touching = r2 < reach * reach
+    reduced = radius_i * radius_j / (radius_i + radius_j)
+    lost = 0.0
+    formed = p.law == JKR and history[slot, FORMED] != 0.0
+    if p.law == JKR:
+        if formed and not touching:
+            separation, snapped = jkr_separation(p.stiffness, reach, reduced, p.work)
+            touching = reach - np.sqrt(r2) > separation
+            if not touching:  # it snaps off: its energy at ξ_c is lost
+                lost = snapped
+        history[slot, FORMED] = 1.0 if touching else 0.0
     if not (touching or stored):
-        return False, zero, zero, zero, zero, active, 0.0, 0.0
+        return False, zero, zero, zero, zero, active, 0.0, 0.0, lost
     r = np.sqrt(r2)
     n = (dx / r, dy / r, dz / r)
     v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
-    reduced = radius_i * radius_j / (radius_i + radius_j)
     booked = power = 0.0
     springs = in_contact(r2, reach)
     r_old, old = r, n
@@ -157,13 +173,24 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             _store_springs(history, slot, zero, (0.0, 0.0, 0.0, 0.0))
             booked = _release(p, xi, theta, reach, r_old, reduced)
     if not touching:
-        return False, zero, zero, zero, zero, active, booked, 0.0
+        return False, zero, zero, zero, zero, active, booked, 0.0, lost
     delta = 1.0 - r / reach
-    f_elastic = normal_law(p.law, delta, p.stiffness, reach)[1]
-    elastic = f_elastic / r
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
-    f_n, power = _damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
+    if p.law >= JKR:
+        u_adhesion, f_elastic, k_contact = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[1:]
+        if p.law == JKR and not formed:  # it snaps on: the energy the JKR branch has below Hertz's is lost
+            lost -= u_adhesion
+        coulomb = f_elastic + 2.0 * pull_off(p.law, reduced, p.work)
+        f_n = f_elastic
+        if p.damping != 0.0 and inverse_mass != 0.0:
+            f_d = -p.damping * np.sqrt(k_contact / inverse_mass) * speed
+            f_n += f_d
+            power -= f_d * speed
+    else:
+        f_elastic = coulomb = normal_law(p.law, delta, p.stiffness, reach)[1]
+        f_n, power = _damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
+    elastic = f_elastic / r
     f_n /= r
     fx, fy, fz = f_n * dx, f_n * dy, f_n * dz
     ti = (0.0, 0.0, 0.0)
@@ -173,8 +200,8 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
         omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
         twist = 0.5 * h * ((omega_i[0] + omega_j[0]) * n[0] + (omega_i[1] + omega_j[1]) * n[1]
                            + (omega_i[2] + omega_j[2]) * n[2])
-        k_now = normal_stiffness(p.law, delta, p.stiffness, reach)
-        k_old = normal_stiffness(p.law, 1.0 - r_old / reach, p.stiffness, reach)
+        k_now = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
+        k_old = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
         arm_i = _lever(radius_i, n, reach - r)
         arm_j = _lever(radius_j, n, reach - r)
         arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
@@ -184,10 +211,10 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             mean_i = _mean(arm_i, _lever(radius_i, old, reach - r_old))
             mean_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
             mean_j = (-mean_j[0], -mean_j[1], -mean_j[2])
-            limit = p.friction * f_elastic
-            k_t = p.ratio * k_now
-            xi, work = _step_spring(xi, p.ratio * k_old, k_t, _tangential_velocity(v, omega_i, mean_i, omega_j, mean_j,
-                                                                                    n), h, limit)
+            limit = p.friction * coulomb
+            k_t = tangential_stiffness(p, k_now)
+            xi, work = _step_spring(xi, tangential_stiffness(p, k_old), k_t,
+                                    _tangential_velocity(v, omega_i, mean_i, omega_j, mean_j, n), h, limit)
             booked += work
             gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
             c = dashpot(k_t, _squared(xi), limit, p.damping, inverse_mass)
@@ -205,7 +232,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
                 theta = (turned[0], turned[1], turned[2], theta[3])
             k_old_r = _stiffnesses(k_old, reduced, reach - r_old, p.rolling, p.ratio)
             k_r = _stiffnesses(k_now, reduced, reach - r, p.rolling, p.ratio)
-            limit = reduced * f_elastic
+            limit = reduced * coulomb
             turned, twisted, work = _advance_springs(theta, k_old_r, k_r, spin, n, h, limit, (p.rolling, p.twisting))
             theta = (turned[0], turned[1], turned[2], twisted)
             booked += work
@@ -217,57 +244,70 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             ti = (ti[0] + moment[0], ti[1] + moment[1], ti[2] + moment[2])
             tj = (tj[0] - moment[0], tj[1] - moment[1], tj[2] - moment[2])
         _store_springs(history, slot, xi, theta)
-    return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power
+    return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power, lost
 
 
 @njit(cache=True, _nrt=False)
 def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`_pair`); its
     share of ``j`` to ``j``'s lower slot, the row's sum of its shares to ``own.upper[i]``; the
-    work booked to ``i``."""
+    work booked to ``i``. Under the JKR law every listed pair's lower slot is written (zero where
+    the pair carries no load): its stretched contacts do not overlap, so the rows cannot tell
+    them by the overlap."""
     start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
     horizon = 2.0 * h if p.substeps > 1 else -1.0
+    loads = p.loads
     for i in range(lo, hi):
-        fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = 0.0
+        fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = lost = 0.0
         active = 0
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            loaded, f, ti, tj, e, on, work, dissipation = _pair(i, j, slot, h, horizon, st, bodies, p, history)
+            loaded, f, ti, tj, e, on, work, dissipation, snapped = _pair(i, j, slot, h, horizon, st, bodies, p,
+                                                                         history)
             slot += 1
             active += on
             booked += work
+            lost += snapped
             if not loaded:
+                if p.law == JKR:
+                    lower = lower_slot(contacts, i, j)
+                    for c in range(LOADS):
+                        history[lower, loads + c] = 0.0
                 continue
             power += dissipation
             fx, fy, fz = fx + f[0], fy + f[1], fz + f[2]
             tx, ty, tz = tx + ti[0], ty + ti[1], tz + ti[2]
             ex, ey, ez = ex + e[0], ey + e[1], ez + e[2]
             lower = lower_slot(contacts, i, j)
-            history[lower, SPRINGS] = -f[0]
-            history[lower, SPRINGS + 1] = -f[1]
-            history[lower, SPRINGS + 2] = -f[2]
-            history[lower, SPRINGS + 3] = tj[0]
-            history[lower, SPRINGS + 4] = tj[1]
-            history[lower, SPRINGS + 5] = tj[2]
+            history[lower, loads] = -f[0]
+            history[lower, loads + 1] = -f[1]
+            history[lower, loads + 2] = -f[2]
+            history[lower, loads + 3] = tj[0]
+            history[lower, loads + 4] = tj[1]
+            history[lower, loads + 5] = tj[2]
         upper[i, 0], upper[i, 1], upper[i, 2] = fx, fy, fz
         upper[i, 3], upper[i, 4], upper[i, 5] = tx, ty, tz
         upper[i, 6], upper[i, 7], upper[i, 8] = ex, ey, ez
         upper[i, 9] = active
         own.friction[i] += booked
         own.dissipated[i] += h * power
+        own.hysteresis[i] += lost
 
 
 @njit(inline="always")
 def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     """Pass 2, particle ``i``: its pairs ``j < i`` from its lower slots (those that touch, the
-    same test as the update's), then the update's sum over its pairs ``j > i``; with contact
-    sub-stepping also the elastic normal force and the active contacts (``fast_pairs``)."""
+    same test as the update's; every one under the JKR law), then the update's sum over its pairs
+    ``j > i``; with contact sub-stepping also the elastic normal force and the active contacts
+    (``fast_pairs``)."""
     position, velocity, diameter = st.position, st.velocity, bodies.diameter
     start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
     radius = 0.5 * diameter[i]
     substepped = p.substeps > 1
     horizon = 2.0 * h
+    loads = p.loads
+    every = p.law == JKR
     fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
     active = 0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
@@ -275,11 +315,11 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
         dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
         if substepped:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
-        if r2 >= reach * reach:
+        if r2 >= reach * reach and not every:
             continue
         slot = k - owner_start[i]
-        fx, fy, fz = fx + history[slot, SPRINGS], fy + history[slot, SPRINGS + 1], fz + history[slot, SPRINGS + 2]
-        tx, ty, tz = tx + history[slot, SPRINGS + 3], ty + history[slot, SPRINGS + 4], tz + history[slot, SPRINGS + 5]
+        fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
+        tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
         if substepped:
             r = np.sqrt(r2)
             elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
@@ -292,51 +332,79 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
 
 
-@njit(cache=True)
-def contact_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's, the
-    tangential, rolling and twisting springs' elastic energies over the touching pairs (each
-    once, from its owner's row), the booked slip and damping work."""
+@njit(inline="always")
+def _energies(st, bodies, contacts, p, history):
+    """``(normal, adhesion, tangential, rolling, twisting)``: the normal law's Hertz (or Hooke)
+    part and its adhesion's, the tangential, rolling and twisting springs' elastic energies over
+    the pairs in contact (each once, from its owner's row; under the JKR law the formed ones)."""
     position, diameter = st.position, bodies.diameter
     start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
-    normal = tangential = rolling = twisting = 0.0
+    normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(position.shape[0]):
         radius = 0.5 * diameter[i]
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
             dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
-            if r2 < reach * reach:
+            if r2 < reach * reach or (p.law == JKR and history[slot, FORMED] != 0.0):
                 r = np.sqrt(r2)
                 delta = 1.0 - r / reach
-                normal += normal_law(p.law, delta, p.stiffness, reach)[0]
+                reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+                if p.law >= JKR:
+                    u_hertz, u_adhesion = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[:2]
+                    normal += u_hertz
+                    adhesion += u_adhesion
+                else:
+                    normal += normal_law(p.law, delta, p.stiffness, reach)[0]
                 if in_contact(r2, reach):
-                    k_n = normal_stiffness(p.law, delta, p.stiffness, reach)
+                    k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
                     xi, theta = _springs(history, slot)
-                    tangential += 0.5 * p.ratio * k_n * _squared(xi)
-                    reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+                    tangential += (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * _squared(xi)
                     k_r, k_tw = _stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
                     rolling += 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
                     twisting += 0.5 * k_tw * theta[3] * theta[3]
             slot += 1
+    return normal, adhesion, tangential, rolling, twisting
+
+
+@njit(cache=True)
+def contact_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's, the
+    tangential, rolling and twisting springs' elastic energies over the touching pairs, the
+    booked slip and damping work."""
+    normal, _, tangential, rolling, twisting = _energies(st, bodies, contacts, p, history)
     return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
 
 
-def _setup(model):
-    contact = model.sections["contact"]
-    if not carries_springs(contact) or not (model.diameter > 0).any():
-        return None
-    law = normal_code(contact)
-    return ContactParams(law, float(contact["k_pp"]), damping_from_restitution(contact["restitution"], law),
-                         contact_substeps(model), stiffness_ratio(contact["poisson_ratio"]),
-                         float(contact["friction"]), float(contact["rolling_friction"]),
-                         float(contact["twisting_friction"]), float(contact["rolling_damping"]), contact_inertia(model))
+@njit(cache=True)
+def adhesive_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated)``:
+    `contact_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
+    normal, adhesion, tangential, rolling, twisting = _energies(st, bodies, contacts, p, history)
+    return (normal, adhesion, np.sum(own.hysteresis), tangential, rolling, twisting, np.sum(own.friction),
+            np.sum(own.dissipated))
+
+
+def _setup(adhesion):
+    def setup(model):
+        contact = model.sections["contact"]
+        if not carries_springs(contact) or not (model.diameter > 0).any() or adhesive(contact) != adhesion:
+            return None
+        fixed = float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0
+        return ContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact),
+                             contact_substeps(model), float(contact["work_of_adhesion"]),
+                             stiffness_ratio(contact["poisson_ratio"]), fixed, float(contact["friction"]),
+                             float(contact["rolling_friction"]), float(contact["twisting_friction"]),
+                             float(contact["rolling_damping"]), contact_inertia(model),
+                             SPRINGS + 1 if adhesion else SPRINGS)
+
+    return setup
 
 
 def _state(model, params):
     n = model.n_bodies
     return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
-                        np.zeros((n, UPPER)))
+                        np.zeros((n, UPPER)), np.zeros(n))
 
 
 _NORMAL_STEP = normal_critical_step("normal contact particle–particle", 1.0, 2.0)
@@ -361,7 +429,19 @@ CONTACT_PP = Interaction(
         "pair in one pass (where friction or rolling resistance acts).",
     columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
     keys={"contact": {**NORMAL_KEYS["contact"], **FRICTION_KEYS["contact"], **ROLLING_KEYS["contact"]}},
-    setup=_setup, state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
+    setup=_setup(False), state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=contact_pp_update, critical_step=_critical_step, fast_pairs=True,
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
+)
+#: the pipeline under an adhesive normal law (JKR, DMT): the adhesion's energy and the JKR
+#: contacts' hysteresis are columns of their own, the history keeps whether each JKR contact is
+#: formed, and the contacts are not sub-stepped
+ADHESIVE_PP = Interaction(
+    name="adhesive_pp", kind=ROW,
+    doc="Particle–particle contact pipeline under an adhesive normal law (JKR or DMT): as contact_pp, with the "
+        "adhesion's energy and the JKR hysteresis booked.",
+    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated"),
+    internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=contact_pp_forces,
+    energy=adhesive_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=contact_pp_update,
+    critical_step=_critical_step, localize=CONTACT_PP.localize,
 )

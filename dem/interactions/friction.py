@@ -83,17 +83,15 @@ from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
-from .hertz import (
-    RESTITUTION, contact_critical_step, damping_from_restitution, inverse_masses,
-    normal_code, normal_law, normal_stiffness,
-)
+from .hertz import RESTITUTION, contact_critical_step, contact_scales, inverse_masses, normal_code, normal_damping
 from .walls import add_wall_load, wall_velocity_at
 
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
 #: array: each array a row kernel takes out of a named tuple costs reference counts,
 #: `dem.interactions.contract`); ``planes`` the number of plane walls (rows ``0 … planes − 1``,
-#: then the meshes), ``meshes`` whether a mesh has friction
-FrictionWallParams = namedtuple("FrictionWallParams", "law stiffness ratio damping walls planes meshes")
+#: then the meshes), ``meshes`` whether a mesh has friction, ``work`` the work of adhesion of an
+#: adhesive normal law, ``fixed`` the linear spring's ``k_t`` (0: Mindlin's)
+FrictionWallParams = namedtuple("FrictionWallParams", "law stiffness ratio damping walls planes meshes work fixed")
 #: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle,
 #: and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
 #: ``wall_spring (n, s, width)``, and ``mesh_contact (n, s, 4)`` the unit normal and gap of a
@@ -117,7 +115,24 @@ FRICTION = Key("float", 0.0, "Coulomb friction coefficient μ of particle–part
                "|F_t| ≤ μ F_n (0: frictionless; a wall may set its own)", "", non_negative)
 POISSON_RATIO = Key("float", 0.25, "Poisson's ratio ν of the particles; it sets the Mindlin tangential stiffness "
                     "k_t = 2(1 − ν)/(2 − ν) · k_n (6/7 k_n for 0.25), also used by twisting", "", _poisson_ratio)
-KEYS = {"contact": {"friction": FRICTION, "poisson_ratio": POISSON_RATIO, "restitution": RESTITUTION}}
+#: the tangential sub-models of ``[contact] tangential``
+TANGENTIAL_MODELS = ("mindlin", "linear_history", "none")
+KEYS = {"contact": {
+    "friction": FRICTION, "poisson_ratio": POISSON_RATIO, "restitution": RESTITUTION,
+    "tangential": Key("str", "mindlin", "tangential spring (sub-model) of the contacts with friction: 'mindlin', "
+                      "k_t = 2(1 − ν)/(2 − ν) k_n on the normal law's contact stiffness; 'linear_history', a constant "
+                      "k_t = tangential_stiffness; both with Cundall–Strack history and the Coulomb limit μ F_n; "
+                      "'none': no tangential force (then friction must be 0)", "", choices=TANGENTIAL_MODELS),
+    "tangential_stiffness": Key("float", 0.0, "k_t of the 'linear_history' tangential spring (a force per length)",
+                                "force/length", non_negative),
+}}
+
+
+@njit(inline="always")
+def tangential_stiffness(p, k_n):
+    """``k_t`` of the tangential spring: the linear spring's own (``p.fixed``), or Mindlin's
+    ``κ k_n``."""
+    return p.fixed if p.fixed > 0.0 else p.ratio * k_n
 
 
 def stiffness_ratio(poisson_ratio):
@@ -424,9 +439,9 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
     energy, booked, power)``. With ``advance`` the spring first takes the step (turned with the
     frame when ``turn``: by the smallest rotation from ``old`` to ``n`` and the wall's spin
     about ``n``) and the force's reaction is booked on the wall."""
-    delta = 1.0 - gap / radius
-    k_t = p.ratio * normal_stiffness(p.law, delta, p.stiffness, radius)
-    limit = mu * normal_law(p.law, delta, p.stiffness, radius)[1]
+    coulomb, k_n = contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)
+    k_t = tangential_stiffness(p, k_n)
+    limit = mu * coulomb
     arm, r, u = wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_spin)
     relative = (v[0] - u[0], v[1] - u[1], v[2] - u[2])
     xi = _wall3(springs, i, slot)
@@ -434,7 +449,8 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
     if advance:
         if turn:
             xi = turned(xi, old, n, h * (wall_spin[w, 0] * n[0] + wall_spin[w, 1] * n[1] + wall_spin[w, 2] * n[2]))
-        k_old = p.ratio * normal_stiffness(p.law, 1.0 - gap_old / radius, p.stiffness, radius)
+        k_old = tangential_stiffness(p, contact_scales(p.law, 1.0 - gap_old / radius, p.stiffness, radius, radius,
+                                                      p.work)[1])
         mean = _mean(arm, _lever(radius, old, radius - gap_old))
         xi, booked = _step_spring(xi, k_old, k_t, _tangential_velocity(relative, omega, mean, (0.0, 0.0, 0.0), mean, n),
                                   h, limit)
@@ -451,6 +467,15 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
         add_wall_load(partial, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
     return (gx, gy, gz, arm[1] * gz - arm[2] * gy, arm[2] * gx - arm[0] * gz, arm[0] * gy - arm[1] * gx,
             0.5 * k_t * squared, booked, power)
+
+
+@njit(inline="always")
+def _released(p, half, gap, radius):
+    """``½ |ξ|² k_t`` (``half = ½ |ξ|²``) of a wall contact that opened at ``gap`` (its energy
+    leaves at the stiffness it had there)."""
+    if p.fixed > 0.0:
+        return half * p.fixed
+    return half * p.ratio * contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1]
 
 
 @njit(inline="always")
@@ -477,8 +502,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
                 if squared != 0.0:
-                    booked += 0.5 * squared * p.ratio * normal_stiffness(p.law, 1.0 - gap_old / radius, p.stiffness,
-                                                                         radius)
+                    booked += _released(p, 0.5 * squared, gap_old, radius)
             continue
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
@@ -491,8 +515,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
         ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
         for s in range(keys.shape[1]):
             if (ended >> s) & 1:
-                booked += 0.5 * release_slot(i, s, keys, springs)[0] * p.ratio * normal_stiffness(
-                    p.law, 1.0 - previous[i, s, 3] / radius, p.stiffness, radius)
+                booked += _released(p, 0.5 * release_slot(i, s, keys, springs)[0], previous[i, s, 3], radius)
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
@@ -563,10 +586,12 @@ def _setup_pw(model):
     walls = wall_table(model, [(0, contact["friction"])])
     if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any():
         return None
-    planes, law = len(model.wall_normal), normal_code(contact)
-    return FrictionWallParams(law, float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                              damping_from_restitution(contact["restitution"], law), walls, planes,
-                              bool((walls[planes:, 3] > 0).any()))
+    planes = len(model.wall_normal)
+    return FrictionWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
+                              normal_damping(contact), walls, planes, bool((walls[planes:, 3] > 0).any()),
+                              float(contact["work_of_adhesion"]),
+                              float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history"
+                              else 0.0)
 
 
 def _state_pw(model, params):

@@ -32,7 +32,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..schema import Key, non_negative, restitution
+from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
 from ..meshes import MAX_CONTACTS
@@ -40,25 +40,41 @@ from .walls import add_wall_load, wall_velocity_at
 
 #: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then);
 #: ``substeps``: the contact sub-steps per step of `hertz_pp` (`dem.integrators.respa`; 1 for `hertz_pw`).
-HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshes substeps")
+HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshes substeps work")
 #: ``dissipated (n,)``: the damping work booked to each particle so far; `hertz_pp` only: ``active
 #: (n,)``, how many of the particle's contacts are active at the last force evaluation
 #: (`ACTIVE_OVERLAP`), and ``fast (n, 3)``, the fast force of contact sub-stepping
 #: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force), and ``mean (n,
-#: 3)``, its scratch (the drifts' mean velocity).
-HertzState = namedtuple("HertzState", "dissipated active fast mean")
+#: 3)``, its scratch (the drifts' mean velocity); ``adhered (n, planes)``, whether the particle's JKR
+#: contact with each plane is formed (``(n, 0)`` for other laws), and ``hysteresis (n,)``, the energy
+#: its JKR contacts lost forming and breaking (`adhesive_law`; 0 for other laws).
+HertzState = namedtuple("HertzState", "dissipated active fast mean adhered hysteresis")
 #: A contact is *active* (the next step sub-steps the contacts, `dem.integrators.respa`) when its
 #: overlap δ, now or as its approach speed would carry it over two steps, exceeds this: pairs that
 #: touch only by round-off (a block of spheres at rest spacing in flight) do not count.
 ACTIVE_OVERLAP = 1e-9
 
-#: the normal laws of ``[contact] normal``, by their codes in the kernels' parameters (``law``)
-NORMAL_LAWS = ("hertz", "hooke")
-HERTZ, HOOKE = 0, 1
+#: the normal laws of ``[contact] normal``, by their codes in the kernels' parameters (``law``);
+#: the codes from `JKR` on are the adhesive laws (`adhesive_law`)
+NORMAL_LAWS = ("hertz", "hooke", "jkr", "dmt")
+HERTZ, HOOKE, JKR, DMT = 0, 1, 2, 3
 NORMAL = Key("str", "hertz", "normal contact law (sub-model) of every particle–particle and particle–wall contact: "
              "'hertz', F = (K/L) δ^{3/2} of the dimensionless overlap δ = ξ_n/L; 'hooke', a linear spring F = k_n ξ_n "
-             "(k_pp and k_pw are then k_n, a force per length); friction, rolling resistance and the damping act on "
-             "either", "", choices=NORMAL_LAWS)
+             "(k_pp and k_pw are then k_n, a force per length); 'jkr' and 'dmt', Hertz with the adhesion of "
+             "work_of_adhesion (Johnson–Kendall–Roberts: contacts form at touch and break stretched, pull-off "
+             "1.5 π w R*; Derjaguin–Muller–Toporov: a constant pull 2 π w R* while they overlap); friction, rolling "
+             "resistance and the damping act on each", "", choices=NORMAL_LAWS)
+#: the damping sub-models of ``[contact] damping``
+DAMPING_MODELS = ("restitution", "tsuji", "none")
+DAMPING = Key("str", "restitution", "normal damping (sub-model): a dashpot −γ √(m* k_n) v_n on the contact stiffness "
+              "k_n; 'restitution' sets γ so that a head-on collision rebounds at exactly the restitution e "
+              "(Hertz and Hooke); 'tsuji' takes Tsuji's γ(e) (Marshall 2009's fit, as LAMMPS's 'damping tsuji'); "
+              "'none': no damping (then restitution must be 1)", "", choices=DAMPING_MODELS)
+
+
+WORK_OF_ADHESION = Key("float", 0.0, "work of adhesion w of the adhesive normal laws 'jkr' and 'dmt' (an energy per "
+                       "area; w = 2γ for like surfaces of surface energy γ, so LAMMPS's cohesion parameter is w/2)",
+                       "energy/area", non_negative)
 RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of the contacts, which sets the damping ratio of "
                   "the normal law's dashpot (Hooke: exactly e in a head-on collision; 1: no damping; the damping "
                   "work is logged as 'dissipated'); with friction that ratio also damps the tangential spring "
@@ -68,6 +84,8 @@ RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of the cont
 SUBSTEPS = 3
 KEYS_PP = {"contact": {
     "normal": NORMAL,
+    "damping": DAMPING,
+    "work_of_adhesion": WORK_OF_ADHESION,
     "k_pp": Key("float", 0.0, "particle–particle stiffness: Hertz K_pp (an energy), or with normal = 'hooke' the "
                 "spring constant k_n (a force per length) (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
@@ -81,6 +99,8 @@ KEYS_PP = {"contact": {
 }}
 KEYS_PW = {"contact": {
     "normal": NORMAL,
+    "damping": DAMPING,
+    "work_of_adhesion": WORK_OF_ADHESION,
     "k_pw": Key("float", 0.0, "particle–wall stiffness: Hertz K_pw (an energy), or with normal = 'hooke' the spring "
                 "constant k_n (a force per length) (0: off)", "energy", non_negative),
     "restitution": RESTITUTION,
@@ -97,9 +117,118 @@ def damping_from_restitution(restitution, law=HERTZ):
     return -2.0 * factor * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
 
 
+def tsuji_damping(restitution, law=HERTZ):
+    """``γ`` of Tsuji's damping (``damping = "tsuji"``) for a coefficient of restitution ``e``:
+    Tsuji et al. (1992) write the dashpot ``α(e) √(m k)`` on the spring's secant stiffness in
+    their effective-mass convention (``√2`` here); Marshall (2009, eq. 53) fits ``α(e)`` by a
+    polynomial. The secant stiffness is ``k_n/1.5`` of Hertz's tangent stiffness (``k_n`` for
+    Hooke), so ``γ = √2 α(e)/√1.5`` (``√2 α(e)``). A Hertz collision rebounds at ``e`` to about 10⁻³
+    (0.1: 0.0995, 0.8: 0.7989, 0.9: 0.9002), where ``"restitution"`` gives ``e`` exactly."""
+    if restitution >= 1.0:
+        return 0.0
+    e = restitution
+    alpha = 1.2728 - 4.2783 * e + 11.087 * e ** 2 - 22.348 * e ** 3 + 27.467 * e ** 4 - 18.022 * e ** 5 \
+        + 4.8218 * e ** 6
+    return math.sqrt(2.0) * alpha / (1.0 if law == HOOKE else math.sqrt(1.5))
+
+
+def normal_damping(contact):
+    """``γ`` of the normal dashpot of a ``[contact]`` table (its ``damping`` sub-model)."""
+    law = normal_code(contact)
+    if contact["damping"] == "none":
+        return 0.0
+    if contact["damping"] == "tsuji":
+        return tsuji_damping(contact["restitution"], law)
+    return damping_from_restitution(contact["restitution"], law)
+
+
 def normal_code(contact):
-    """The code (`HERTZ`, `HOOKE`) of the normal law a ``[contact]`` table chooses."""
+    """The code (`HERTZ`, `HOOKE`, `JKR`, `DMT`) of the normal law a ``[contact]`` table chooses."""
     return NORMAL_LAWS.index(contact["normal"])
+
+
+def adhesive(contact):
+    """Whether a ``[contact]`` table chooses an adhesive normal law (`JKR`, `DMT`)."""
+    return normal_code(contact) >= JKR
+
+
+@njit(inline="always")
+def hertz_modulus(stiffness, length, reduced):
+    """``E*`` of the Hertz law ``(K/L) δ^{3/2} = (4/3) E* √R* ξ^{3/2}`` (``ξ = L δ``):
+    ``E* = 3 K / (4 L^{5/2} √R*)``."""
+    return 0.75 * stiffness / (length * length * np.sqrt(length * reduced))
+
+
+@njit(inline="always")
+def pull_off(law, reduced, work):
+    """The pull-off force of an adhesive law: ``1.5 π w R*`` (JKR, under force control) or
+    ``2 π w R*`` (DMT)."""
+    return (1.5 if law == JKR else 2.0) * np.pi * work * reduced
+
+
+@njit(inline="always")
+def jkr_energy(a, modulus, reduced, work):
+    """``U(a)`` of a JKR contact of radius ``a``: ``∫ F dξ`` along the JKR curve from ``a = 0``
+    (``ξ = 0``, no force), ``8E*a⁵/(15R*²) − (4/3)E* s a^{7/2}/R* + π w a²``, ``s = √(2πw/E*)``."""
+    s = np.sqrt(2.0 * np.pi * work / modulus)
+    a2 = a * a
+    return (8.0 * modulus * a2 * a2 * a / (15.0 * reduced * reduced) - 4.0 / 3.0 * modulus * s * a2 * a * np.sqrt(a)
+            / reduced + np.pi * work * a2)
+
+
+@njit(cache=True)
+def jkr_separation(stiffness, length, reduced, work):
+    """``(ξ_c, U_c)``: the overlap ``ξ_c < 0`` at which a JKR contact breaks (under displacement
+    control: ``dξ/da = 0`` at ``a_c = (π w R*²/(8E*))^{1/3}``, ``ξ_c = −3 a_c²/R*``) and its energy
+    there (`jkr_energy`), which the contact loses when it snaps off."""
+    modulus = hertz_modulus(stiffness, length, reduced)
+    a_c = np.cbrt(np.pi * work * reduced * reduced / (8.0 * modulus))
+    return -3.0 * a_c * a_c / reduced, jkr_energy(a_c, modulus, reduced, work)
+
+
+@njit(cache=True)
+def adhesive_law(law, delta, stiffness, length, reduced, work):
+    """``(U_H, U_a, F, k)`` of an adhesive normal law at the dimensionless overlap ``δ`` (``ξ =
+    L δ``; JKR: ``ξ ≥ ξ_c`` on the stable branch, DMT: ``δ > 0``): the Hertz energy ``U_H`` (0 for
+    ``ξ ≤ 0``), the adhesion's part ``U_a`` (the law's energy is ``U_H + U_a``), the force ``F``
+    (repulsive positive) and the contact stiffness ``k = 2 E* a`` of the contact radius ``a``
+    (Hertz's ``dF/dξ``; it scales the damping and the tangential spring).
+
+    DMT: ``F = F_H − 2π w R*``, ``U_a = −2π w R* ξ``. JKR: ``ξ = a²/R* − s √a`` with ``s =
+    √(2π w/E*)``, ``F = 4E*a³/(3R*) − 2E* s a^{3/2}``, ``U = `jkr_energy`(a)``. The contact radius
+    solves ``x⁴ − R* s x − R* ξ = 0`` for ``x = √a`` (Ferrari: the resolvent ``m³ + R*ξ m −
+    (R* s)²/8 = 0`` has one real root for ``ξ > ξ_c``, Cardano's, written without cancellation as
+    ``m = C/(u² + P/3 + P²/(9u²))``; then ``x = (√(2m) + √(2R* s/√(2m) − 2m))/2``)."""
+    xi = length * delta
+    u_hertz = f_hertz = 0.0
+    if delta > 0.0:
+        u_hertz, f_hertz = hertz(delta, stiffness, length)
+    if law == DMT:
+        pull = 2.0 * np.pi * work * reduced
+        return u_hertz, -pull * xi, f_hertz - pull, hertz_stiffness(delta, stiffness, length)
+    modulus = hertz_modulus(stiffness, length, reduced)
+    s = np.sqrt(2.0 * np.pi * work / modulus)
+    c = 0.125 * reduced * reduced * s * s
+    p = reduced * xi
+    u = np.cbrt(0.5 * c + np.sqrt(max(0.25 * c * c + p * p * p / 27.0, 0.0)))
+    m = c / (u * u + p / 3.0 + p * p / (9.0 * u * u))
+    root = np.sqrt(2.0 * m)
+    x = 0.5 * (root + np.sqrt(max(2.0 * reduced * s / root - 2.0 * m, 0.0)))
+    a = x * x
+    force = 4.0 * modulus * a * a * a / (3.0 * reduced) - 2.0 * modulus * s * a * x
+    return u_hertz, jkr_energy(a, modulus, reduced, work) - u_hertz, force, 2.0 * modulus * a
+
+
+@njit(inline="always")
+def contact_scales(law, delta, stiffness, length, reduced, work):
+    """``(F_c, k_n)`` of a contact that overlaps (``δ > 0``): the normal force that bounds its
+    friction and rolling resistance (the elastic force; ``F + 2 F_pull-off`` for an adhesive law,
+    so that an adhesive contact resists sliding under tension as Thornton and Yin (1991) have
+    it) and its contact stiffness (`normal_stiffness`; ``2 E* a`` for an adhesive law)."""
+    if law >= JKR:
+        force, k = adhesive_law(law, delta, stiffness, length, reduced, work)[2:]
+        return force + 2.0 * pull_off(law, reduced, work), k
+    return normal_law(law, delta, stiffness, length)[1], normal_stiffness(law, delta, stiffness, length)
 
 
 @njit(inline="always")
@@ -281,6 +410,60 @@ def _wall_row(i, st, bodies, p, walls, damping):
     return fx, fy, fz, power, energy
 
 
+@njit(cache=True)
+def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
+    """`_wall_row` for an adhesive normal law: ``(fx, fy, fz, power, U_H, U_a, lost)``, the
+    force and damping power of the walls' contacts on particle ``i``, their Hertz and adhesion
+    energies and, with ``advance``, the energy lost by the JKR contacts that formed or broke at
+    this evaluation (their flags ``own.adhered`` updated, the reactions booked on the walls; a
+    formed contact stays while ``ξ > ξ_c``, `jkr_separation`)."""
+    position, velocity, wall_point, wall_normal = st.position, st.velocity, walls.point, p.wall_normal
+    inverse_mass = bodies.inverse_mass[i]
+    radius = 0.5 * bodies.diameter[i]
+    fx = fy = fz = power = u_hertz = u_adhesion = lost = 0.0
+    if radius <= 0.0:
+        return fx, fy, fz, power, u_hertz, u_adhesion, lost
+    jkr = p.law == JKR
+    xi_c, u_c = jkr_separation(p.stiffness, radius, radius, p.work) if jkr else (0.0, 0.0)
+    contacts = wall_normal.shape[0] + (min(walls.mesh_count[i], MAX_CONTACTS) if p.meshes else 0)
+    for c in range(contacts):
+        if c < wall_normal.shape[0]:
+            w = c
+            nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+            gap = _wall_gap(i, w, position, wall_point, wall_normal)
+        else:
+            m = c - wall_normal.shape[0]
+            w = walls.mesh_wall[i, m]
+            nx, ny, nz = walls.mesh_normal[i, m, 0], walls.mesh_normal[i, m, 1], walls.mesh_normal[i, m, 2]
+            gap = walls.mesh_gap[i, m]
+        formed = jkr and c < wall_normal.shape[0] and own.adhered[i, w] != 0
+        touching = gap < radius or (formed and radius - gap > xi_c)
+        if advance and jkr and c < wall_normal.shape[0]:
+            own.adhered[i, w] = 1 if touching else 0
+        if formed and not touching:  # the contact snaps off: its energy at ξ_c is lost
+            lost += u_c
+        if not touching:
+            continue
+        delta = 1.0 - gap / radius
+        u_h, u_a, force, k = adhesive_law(p.law, delta, p.stiffness, radius, radius, p.work)
+        if jkr and not formed:  # it snaps on: the energy the JKR branch has below Hertz's is lost
+            lost -= u_a
+        u_hertz += u_h
+        u_adhesion += u_a
+        px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz
+        if p.damping != 0.0 and inverse_mass != 0.0:
+            vx, vy, vz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
+            speed = (velocity[i, 0] - vx) * nx + (velocity[i, 1] - vy) * ny + (velocity[i, 2] - vz) * nz
+            f_d = -p.damping * np.sqrt(k / inverse_mass) * speed
+            force += f_d
+            power -= f_d * speed
+        if advance:
+            add_wall_load(walls.partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
+                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
+        fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
+    return fx, fy, fz, power, u_hertz, u_adhesion, lost
+
+
 @njit(inline="always")
 def _elastic_over_r(r2, reach, law, stiffness):
     """``|F|/r`` of the elastic normal force of two spheres overlapping at squared distance ``r2``
@@ -371,7 +554,11 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
 @njit(inline="always")
 def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     """Hertz forces of all walls on particle ``i`` (``walls``: the walls' state); books the
-    damping work and the reactions on the walls."""
+    damping work and the reactions on the walls (and the hysteresis of adhesive contacts)."""
+    if p.law >= JKR:
+        row = _adhesive_wall_row(i, h, st, bodies, p, own, walls, True)
+        own.hysteresis[i] += row[6]
+        return _booked(i, h, own, row)
     return _booked(i, h, own, _wall_row(i, st, bodies, p, walls, p.damping))
 
 
@@ -405,44 +592,110 @@ def hertz_pw_energy(st, bodies, contacts, p, own, walls):
     return energy, np.sum(own.dissipated)
 
 
+@njit(cache=True)
+def adhesive_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, adhesion, hysteresis, dissipated)`` of the walls' contacts under an adhesive
+    normal law."""
+    u_hertz = u_adhesion = 0.0
+    for i in range(st.position.shape[0]):
+        row = _adhesive_wall_row(i, 0.0, st, bodies, p, own, walls, False)
+        u_hertz += row[4]
+        u_adhesion += row[5]
+    return u_hertz, u_adhesion, np.sum(own.hysteresis), np.sum(own.dissipated)
+
+
 def contact_substeps(model):
     """The contact sub-steps ``M`` of ``model``: ``[contact] substeps``, or, when it is 0 (the
     default), `SUBSTEPS` where a bond law whose axial spring is part of the fast force acts (the
     seed binder's, `dem.interactions.binder.BINDER`'s ``fast``: a bonded assembly whose contacts open
     and close next to its stiff bonds) and 1, the plain map, elsewhere (granular matter, whose
-    contacts the time step resolves: there the sub-steps cost their price and change little)."""
+    contacts the time step resolves: there the sub-steps cost their price and change little) and
+    under an adhesive law (whose force depends on the contact's history, which the sub-steps do
+    not carry: `check_sub_models` refuses ``substeps > 1`` with it)."""
     substeps = int(model.sections["contact"]["substeps"])
     if substeps > 0:
         return substeps
+    if adhesive(model.sections["contact"]):
+        return 1
     return SUBSTEPS if BINDER.fast is not None and BINDER.setup(model) is not None else 1
 
 
 def carries_springs(contact):
-    """Whether the particle–particle contacts of a ``[contact]`` table carry friction or rolling
-    resistance: then `dem.interactions.contact`'s pipeline acts for them instead of ``hertz_pp``."""
+    """Whether the particle–particle contacts of a ``[contact]`` table carry friction, rolling
+    resistance or adhesion: then `dem.interactions.contact`'s pipeline acts for them instead of
+    ``hertz_pp``."""
     return contact["k_pp"] > 0.0 and (contact["friction"] > 0.0 or contact["rolling_friction"] > 0.0
-                                      or contact["twisting_friction"] > 0.0)
+                                      or contact["twisting_friction"] > 0.0 or adhesive(contact))
 
 
-def _setup(stiffness_key, needs_walls):
+def check_sub_models(contact, wall_friction):
+    """The one-line error (``"contact.key: problem"``) of a ``[contact]`` table whose sub-models
+    and parameters disagree, or None: a sub-model set to ``"none"`` whose parameters are set
+    (``wall_friction (w, 3)``: the walls' own friction coefficients, NaN where a wall has none), an
+    adhesive law without a work of adhesion or a work of adhesion without one, contact
+    sub-stepping under an adhesive law, a linear tangential spring without its stiffness."""
+    walls = np.nan_to_num(np.asarray(wall_friction, float).reshape(-1, 3))
+    law = contact["normal"]
+    if contact["damping"] == "none" and contact["restitution"] < 1.0:
+        return f"contact.damping: 'none' leaves contact.restitution = {contact['restitution']} unused: set " \
+               f"restitution = 1 or choose 'restitution' or 'tsuji'"
+    if law in ("jkr", "dmt") and contact["work_of_adhesion"] <= 0.0:
+        return f"contact.work_of_adhesion: the '{law}' normal law needs a work of adhesion w > 0"
+    if law not in ("jkr", "dmt") and contact["work_of_adhesion"] > 0.0:
+        return f"contact.work_of_adhesion: only the adhesive normal laws 'jkr' and 'dmt' use it (contact.normal is " \
+               f"'{law}')"
+    if law in ("jkr", "dmt") and contact["substeps"] > 1:
+        return f"contact.substeps: contact sub-stepping needs a normal law without history ('hertz' or 'hooke'), " \
+               f"not '{law}'"
+    for model, keys, column in (("tangential", ("friction",), 0), ("rolling", ("rolling_friction",), 1),
+                                ("twisting", ("twisting_friction",), 2)):
+        if contact[model] == "none" and (contact[keys[0]] > 0.0 or (walls[:, column] > 0.0).any()):
+            return f"contact.{model}: 'none' leaves contact.{keys[0]} (or a wall's) unused: set it to 0 or choose " \
+                   f"a {model} model"
+    if contact["tangential"] == "linear_history" and contact["tangential_stiffness"] <= 0.0:
+        return "contact.tangential_stiffness: the 'linear_history' tangential spring needs its stiffness k_t > 0"
+    if contact["tangential"] != "linear_history" and contact["tangential_stiffness"] > 0.0:
+        return f"contact.tangential_stiffness: only the 'linear_history' tangential spring uses it " \
+               f"(contact.tangential is '{contact['tangential']}')"
+    return None
+
+
+def jkr_skin(contact, diameter):
+    """The Verlet skin a JKR law needs so that every formed contact stays listed until it breaks
+    (`dem.neighbors`: a pair within ``reach + skin`` at a build is listed until the next): 1.1 ×
+    the largest separation ``−ξ_c`` (`jkr_separation`) among pairs of the smallest and largest
+    particles (0 for other laws)."""
+    sizes = diameter[diameter > 0]
+    if normal_code(contact) != JKR or contact["k_pp"] <= 0.0 or not len(sizes):
+        return 0.0
+    radii = (0.5 * sizes.min(), 0.5 * sizes.max())
+    stiffness, work = float(contact["k_pp"]), float(contact["work_of_adhesion"])
+    return 1.1 * max(-jkr_separation(stiffness, a + b, a * b / (a + b), work)[0] for a in radii for b in radii)
+
+
+def _setup(stiffness_key, needs_walls, adhesion):
     def setup(model):
         substeps = 1 if needs_walls else contact_substeps(model)
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs) \
-                or (not needs_walls and carries_springs(contact)):
+                or (not needs_walls and carries_springs(contact)) or adhesive(contact) != adhesion:
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
         law = normal_code(contact)
-        return HertzParams(law, float(stiffness), damping_from_restitution(contact["restitution"], law),
-                           model.wall_normal, meshes, substeps)
+        if law == JKR and meshes:
+            raise SceneError("contact.normal: the 'jkr' law acts on particles and planes; mesh walls take 'hertz', "
+                             "'hooke' or 'dmt'")
+        return HertzParams(law, float(stiffness), normal_damping(contact), model.wall_normal, meshes, substeps,
+                           float(contact["work_of_adhesion"]))
 
     return setup
 
 
 def initial_state(model, params):
     n = model.n_bodies
-    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)))
+    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
+                      np.zeros((n, params.wall_normal.shape[0] if params.law == JKR else 0), np.uint8), np.zeros(n))
 
 
 def contact_critical_step(model, state, p, reach_factor, scale):
@@ -485,14 +738,21 @@ def _critical_step(what, reach_factor, pair_factor):
 HERTZ_PP = Interaction(
     name="hertz_pp", kind=ROW,
     doc="Normal contact (Hertz or Hooke) between every pair of touching particles (bonded or not).",
-    columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False),
+    columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False, False),
     state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True, fast_pairs=True,
     critical_step=_critical_step("normal contact particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
     name="hertz_pw", kind=ROW,
     doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
-    columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True),
+    columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True, False),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
     critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),
+)
+ADHESIVE_PW = Interaction(
+    name="adhesive_pw", kind=ROW,
+    doc="Normal contact with adhesion (JKR or DMT) between particles and the walls (JKR: planes only).",
+    columns=("hertz_pw", "adhesion", "hysteresis", "dissipated"), internal=False, keys=KEYS_PW,
+    setup=_setup("k_pw", True, True), state=initial_state, forces=hertz_pw_forces, energy=adhesive_pw_energy,
+    walls=True, critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),
 )

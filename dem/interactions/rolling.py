@@ -41,12 +41,14 @@ from .friction import (
     mesh_spring, release_slot, release_wall, restiffen, slip,
     stiffness_ratio, turned, wall_now_and_before, wall_slots, wall_table,
 )
-from .hertz import contact_critical_step, inverse_masses, normal_code, normal_law, normal_stiffness
+from .hertz import contact_critical_step, contact_scales, inverse_masses, normal_code
 from .walls import add_wall_couple
 
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
-#: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting
-RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio damping walls contact_inertia planes meshes")
+#: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting,
+#: ``work`` the work of adhesion of an adhesive normal law
+RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio damping walls contact_inertia planes meshes "
+                                                  "work")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -60,6 +62,12 @@ KEYS = {"contact": {
                            "their critical damping 2 √(I k), active below their limits (Ai et al. 2011 use 0.3)", "",
                            non_negative),
     "poisson_ratio": POISSON_RATIO,
+    "rolling": Key("str", "epsd", "rolling resistance (sub-model): 'epsd', the elastic–plastic spring–dashpot of "
+                   "rolling_friction and rolling_damping; 'none' (then rolling_friction must be 0)", "",
+                   choices=("epsd", "none")),
+    "twisting": Key("str", "epsd", "twisting resistance (sub-model): 'epsd', the spring–dashpot of twisting_friction "
+                    "(Marshall's twisting stiffness); 'none' (then twisting_friction must be 0)", "",
+                    choices=("epsd", "none")),
 }}
 
 
@@ -150,8 +158,8 @@ def contact_inertia(model):
 @njit(inline="always")
 def _wall_stiffnesses(gap, radius, mu, p):
     """``(k_r, k_tw)`` of a wall contact at ``gap`` (``R* = R``)."""
-    return _stiffnesses(normal_stiffness(p.law, 1.0 - gap / radius, p.stiffness, radius), radius, radius - gap, mu[0],
-                        p.ratio)
+    return _stiffnesses(contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1], radius,
+                        radius - gap, mu[0], p.ratio)
 
 
 @njit(inline="always")
@@ -169,7 +177,7 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inver
     ``advance`` the springs first take the step (turned with the frame when ``turn``, as
     `dem.interactions.friction`) and the couple's reaction is booked on the wall."""
     k = _wall_stiffnesses(gap, radius, mu, p)
-    limit = radius * normal_law(p.law, 1.0 - gap / radius, p.stiffness, radius)[1]
+    limit = radius * contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[0]
     spring = _wall4(springs, i, slot)
     booked = 0.0
     if advance:
@@ -278,7 +286,7 @@ def _setup_pw(model):
     planes = len(model.wall_normal)
     return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
                              float(contact["rolling_damping"]), walls, contact_inertia(model), planes,
-                             bool((walls[planes:, 3:] > 0).any()))
+                             bool((walls[planes:, 3:] > 0).any()), float(contact["work_of_adhesion"]))
 
 
 def _state_pw(model, params):
