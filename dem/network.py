@@ -26,7 +26,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .interactions.contact import LOADS, lower_slot
+from .interactions.contact import LOADS, lower_slot, upper_entries
 from .interactions.hertz import _damped, _pair_overlap, normal_law
 
 #: The touching pairs (``m`` of them) of a state: bodies ``i < j`` (m,), ``force`` on ``i`` (m, 3),
@@ -113,6 +113,51 @@ def _elastic_forces(law, stiffness, distance, reach):
     return elastic
 
 
+@njit(cache=True)
+def _lower_loads(contacts, position, diameter, history, width, held):
+    """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
+    ``j`` and the scratch columns of their lower slots (``history[:, width:]``)."""
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
+    m = 0
+    for b in range(position.shape[0]):
+        if not held[b]:
+            continue
+        for k in range(start[b], upper_entries(contacts, b)):  # the partners a < b: b's lower slots
+            a = index[k]
+            r2, reach = _pair_overlap(a, b, 0.5 * diameter[a], position, diameter)[3:]
+            if r2 < reach * reach:
+                keys[m, 0], keys[m, 1] = a, b
+                for c in range(LOADS):
+                    values[m, c] = history[k - owner_start[b], width + c]
+                m += 1
+    return keys[:m].copy(), values[:m].copy()
+
+
+@njit(cache=True)
+def _put_lower_loads(contacts, keys, values, history, width):
+    """``values`` (`_lower_loads`'s) into the scratch columns of their pairs' lower slots."""
+    for m in range(keys.shape[0]):
+        slot = lower_slot(contacts, keys[m, 0], keys[m, 1])
+        for c in range(LOADS):
+            history[slot, width + c] = values[m, c]
+
+
+def pair_loads(table, position, diameter, held):
+    """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
+    body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
+    whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
+    ranks hold the loads of their own bodies' lower slots)."""
+    history = table.histories["contact_pp"]
+    return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held)
+
+
+def put_pair_loads(table, keys, values):
+    """Put `pair_loads`' ``values`` back at their pairs' lower slots in ``table``."""
+    history = table.histories["contact_pp"]
+    _put_lower_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
+
+
 def touching_pairs(model, state, contacts):
     """``(i, j, r, reach)``: the touching pairs of ``state`` in the neighbour list ``contacts`` (a
     `dem.contacts.ContactTable` current for ``state``: the simulation's), with their distances
@@ -125,30 +170,25 @@ def contact_network(model, state, contacts):
     `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or
     what `dem.engine.compute_forces` returned). Empty without particle–particle contacts."""
     first, second, distance, reach = touching_pairs(model, state, contacts)
-    if "contact_pp" in model.interactions:
-        p = model.interactions["contact_pp"]
+    pipeline, normal_only = model.interactions.get("contact_pp"), model.interactions.get("hertz_pp")
+    if pipeline is not None:
         history = contacts.histories["contact_pp"]
         force = _stored_forces(contacts.contacts(), first, second, history, history.shape[1] - LOADS)
-        law, stiffness, friction = p.law, p.stiffness, p.friction
-    elif "hertz_pp" in model.interactions:
-        p = model.interactions["hertz_pp"]
+    elif normal_only is not None:
         force = _normal_forces(first, second, state.position, state.velocity, model.diameter,
-                               model.body_arrays().inverse_mass, p.law, p.stiffness, p.damping)
-        law, stiffness, friction = p.law, p.stiffness, 0.0
-    else:
-        first = second = np.zeros(0, np.int64)
-        distance = reach = np.zeros(0)
+                               model.body_arrays().inverse_mass, normal_only.law, normal_only.stiffness,
+                               normal_only.damping)
+    else:  # no contact law: nothing is loaded
+        first, second, distance, reach = first[:0], second[:0], distance[:0], reach[:0]
         force = np.zeros((0, 3))
-        law, stiffness, friction = 0, 0.0, 0.0
     normal = (state.position[first] - state.position[second]) / distance[:, None]
     normal_force = np.einsum("mc,mc->m", force, normal)
     tangential_force = np.linalg.norm(force - normal_force[:, None] * normal, axis=1)
-    if friction > 0.0:
-        sliding = tangential_force >= SLIDING * friction * _elastic_forces(law, stiffness, distance, reach)
-    else:
-        sliding = np.zeros(len(first), bool)
-    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance,
-                   sliding.astype(np.uint8))
+    sliding = np.zeros(len(first), np.uint8)
+    if pipeline is not None and pipeline.friction > 0.0:
+        limit = pipeline.friction * _elastic_forces(pipeline.law, pipeline.stiffness, distance, reach)
+        sliding[tangential_force >= SLIDING * limit] = 1
+    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding)
 
 
 def fabric(model, state, contacts):
@@ -159,7 +199,7 @@ def fabric(model, state, contacts):
     with_diameter = model.diameter > 0.0
     particles = int(np.count_nonzero(with_diameter))
     touching = len(first)
-    count = (np.bincount(first, minlength=model.n_bodies) + np.bincount(second, minlength=model.n_bodies))[with_diameter]
+    count = np.bincount(np.concatenate((first, second)), minlength=model.n_bodies)[with_diameter]
     none, one = int(np.count_nonzero(count == 0)), int(np.count_nonzero(count == 1))
     bearing = particles - none - one
     coordination = 2.0 * touching / particles if particles else 0.0

@@ -189,7 +189,8 @@ def load_scene(path, overrides=()):
     if not builders:
         fail("(builders)", f"the scene builds nothing: add at least one of {', '.join(f'[[{b}]]' for b in BUILDERS)}")
     if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
-        fail("output.contacts", "asks for the contact network, but the particles do not touch: contact.k_pp is 0")
+        fail("output.contacts", "asks for the contact network, but particle–particle contacts are off: "
+             "contact.k_pp is 0")
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")

@@ -1,7 +1,10 @@
 """The contact network (`dem.network`): its VTK lines (``contacts.pvd``) read back carry every
 particle's contact force, frictionless and frictional; the fabric of an FCC block and of a
-chain; ``[output] contacts`` in a run (``contacts.pvd``, ``fabric.csv``) and its bad values."""
+chain; ``[output] contacts`` in a run (``contacts.pvd``, ``fabric.csv``), the same on two MPI
+ranks, and its bad values."""
 
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +22,10 @@ from dem.runner import run
 from dem.system import SystemBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = Path(sys.executable).with_name("mpiexec")
+#: the column collapse shrunk to 100 spheres in a column of diameter 5, logged and drawn often
+SMALL_COLUMN = ["output.vtk_every=200", "output.log_every=100", "output.contacts=true", "assembly.0.n_particles=100",
+                "assembly.0.diameter=5.0", "assembly.0.height=6.0", "assembly.0.center=[0.0, 0.0, 3.01]"]
 LINE_ARRAYS = {"force": 3, "normal_force": 1, "tangential_force": 1, "overlap": 1, "sliding": 1, "i": 1, "j": 1}
 
 
@@ -168,11 +175,7 @@ def test_a_run_writes_the_network_and_the_fabric_log(tmp_path):
     ``[output] contacts``: ``contacts.pvd`` lists a network at every snapshot, ``fabric.csv`` a row
     at every log row, and where they meet the row counts the snapshot's lines."""
     out = tmp_path / "run"
-    run(ROOT / "scenes/column_collapse.toml", ["simulation.t_end=0.3", "output.vtk_every=200",
-                                               "output.log_every=100", "output.contacts=true",
-                                               "assembly.0.n_particles=100", "assembly.0.diameter=5.0",
-                                               "assembly.0.height=6.0", "assembly.0.center=[0.0, 0.0, 3.01]"],
-        out=out, quiet=True)
+    run(ROOT / "scenes/column_collapse.toml", ["simulation.t_end=0.3", *SMALL_COLUMN], out=out, quiet=True)
     entries = read_collection(out / "contacts.pvd")
     assert [step for step, _, _ in entries] == [0, 200, 400, 600]
     log = np.genfromtxt(out / "fabric.csv", delimiter=",", names=True)
@@ -185,6 +188,27 @@ def test_a_run_writes_the_network_and_the_fabric_log(tmp_path):
     assert log["contacts"][-1] > 50
     np.testing.assert_allclose(log["phi_xx"] + log["phi_yy"] + log["phi_zz"], 1.0, rtol=1e-12)
     assert np.all(log["coordination"] == 2.0 * log["contacts"] / 100)
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="needs the mpi extra (mpi4py, mpiexec): pip install '.[mpi]'")
+def test_two_ranks_write_the_network_of_one_process(tmp_path):
+    """On two MPI ranks the gathered snapshot carries the contact pipeline's pair loads: the
+    contact files and fabric.csv are those of one process, byte for byte (the small column
+    without its tube: MPI takes fixed walls only)."""
+    scene, settings = ROOT / "scenes/column_collapse.toml", ["simulation.t_end=0.3", "mesh=[]", *SMALL_COLUMN]
+    run(scene, settings, out=tmp_path / "one", quiet=True)
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", str(scene), "--quiet", "--out",
+                           str(tmp_path / "two"), *[f"--set={s}" for s in settings]],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = ["fabric.csv", "contacts.pvd"] + [name for _, _, name in read_collection(tmp_path / "one/contacts.pvd")]
+    assert len(files) == 6
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    reader = vtkXMLPolyDataReader()
+    reader.SetFileName(str(tmp_path / "two" / files[-1]))
+    reader.Update()
+    assert np.abs(vtk_to_numpy(reader.GetOutput().GetCellData().GetArray("force"))).max() > 0.0
 
 
 PENDULUM = """[simulation]
@@ -202,7 +226,8 @@ inertia = 1.0
 
 @pytest.mark.parametrize("value, problem", [
     ('"yes"', "output.contacts: must be true or false, got 'yes'"),
-    ("true", "output.contacts: asks for the contact network, but the particles do not touch: contact.k_pp is 0"),
+    ("true", "output.contacts: asks for the contact network, but particle–particle contacts are off: "
+             "contact.k_pp is 0"),
 ], ids=["not a boolean", "no contacts"])
 def test_bad_contacts_key_gives_one_line(tmp_path, capsys, value, problem):
     scene = tmp_path / "bad.toml"

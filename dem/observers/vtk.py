@@ -348,9 +348,8 @@ def _contacts(model, state, table):
     data = [("force", network.force, f64), ("normal_force", network.normal_force, f64),
             ("tangential_force", network.tangential_force, f64), ("overlap", network.overlap, f64),
             ("sliding", network.sliding, np.uint8), ("i", network.i, np.int32), ("j", network.j, np.int32)]
-    count = len(network.i)
-    return Frame(state.position, lines=(np.arange(0, 2 * count + 1, 2), np.column_stack((network.i, network.j)).ravel()),
-                 cell_data=data, scalars="normal_force")
+    ends = np.column_stack((network.i, network.j)).ravel()
+    return Frame(state.position, lines=(np.arange(0, len(ends) + 1, 2), ends), cell_data=data, scalars="normal_force")
 
 
 def wall_square(model, state):
