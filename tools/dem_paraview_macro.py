@@ -34,11 +34,11 @@ it says so in the Output Messages window.
   optionally in a slab through the middle of the scene (``slab``).
 
 Colour ranges are those of the shown snapshot: ``[0, max]`` for speed and for the contacts'
-normal force, ``[-max, max]`` of ``|axial_strain|`` for bonds, where max is the 99th percentile once there are 200 values or more
-(the few beyond get the end colours), so that a handful of outliers does not wash the rest out. A
-field that is round-off at the shown time (the largest speed would move a body by less than a
-billionth of the scene over the run; strains below 1e-12) is drawn in a solid colour, with no
-colour bar. Spheres use a glyph resolution fitted to their size on the screen.
+normal force, ``[-max, max]`` of ``|axial_strain|`` for bonds, where max is the 99th percentile
+once there are 200 values or more (the few beyond get the end colours), so that a handful of
+outliers does not wash the rest out. A field that is round-off at the shown time (the largest
+speed would move a body by less than a billionth of the scene over the run; strains below 1e-12)
+is drawn in a solid colour, with no colour bar. Spheres use a glyph resolution fitted to their size on the screen.
 """
 
 import math
@@ -603,7 +603,7 @@ def point_camera(view, sources, direction, time):
     view.CameraViewUp = list(up)
     view.CameraParallelProjection = 0 if direction == "iso" else 1
     pvs.ResetCamera(view)  # (fits everything shown, and centres on it: the sources' centre again)
-    distance = math.sqrt(sum((p - c) ** 2 for p, c in zip(_values(view.CameraPosition), _values(view.CameraFocalPoint))))
+    distance = math.dist(_values(view.CameraPosition), _values(view.CameraFocalPoint))
     view.CameraFocalPoint = centre
     view.CameraPosition = [c + distance * d for c, d in zip(centre, toward)]
     if direction != "iso":
