@@ -226,8 +226,8 @@ inertia = 1.0
 
 @pytest.mark.parametrize("value, problem", [
     ('"yes"', "output.contacts: must be true or false, got 'yes'"),
-    ("true", "output.contacts: asks for the contact network, but particle–particle contacts are off: "
-             "contact.k_pp is 0"),
+    ("true", ("output.contacts: asks for the contact network, but particle–particle contacts are off: "
+              "contact.k_pp is 0")),
 ], ids=["not a boolean", "no contacts"])
 def test_bad_contacts_key_gives_one_line(tmp_path, capsys, value, problem):
     scene = tmp_path / "bad.toml"
