@@ -41,7 +41,8 @@ the same bits as one process.
 
 Outputs: observers run on rank 0 on `DistributedSimulation.snapshot`, the state gathered in
 global-id order into a one-process `dem.simulation.Simulation` (its contact table rebuilt at the
-gathered reference positions, as a checkpoint restores it): the energy log, VTK snapshots and
+gathered reference positions, as a checkpoint restores it, and the contact pipeline's pair loads
+put back for the contact network, `dem.network.pair_loads`): the energy log, VTK snapshots and
 checkpoints are those of the serial run, and a checkpoint restarts on any number of ranks.
 """
 
@@ -58,6 +59,7 @@ from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
 from .neighbors import N_BUILDS, _bounds, _grid_of_bounds, _needs_rebuild
+from .network import pair_loads, put_pair_loads
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
 
@@ -629,6 +631,9 @@ class DistributedSimulation(Simulation):
                                          self.histories[name])
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
+        if "contact_pp" in self.histories:  # its pair loads (scratch, not in the keyed histories) for the network
+            keys, piece["loads.values"] = pair_loads(table, st.position, self.bodies.diameter, is_owned)
+            piece["loads.keys"] = part.bodies[keys]
         pieces = self.comm.gather(piece, root=0)
         if self.rank != 0:
             return None
@@ -665,7 +670,11 @@ class DistributedSimulation(Simulation):
         for name, width in self.histories.items():
             contacts[f"history_keys.{name}"] = _concatenated(pieces, f"keys.{name}", np.zeros((0, 2), np.int32))
             contacts[f"history_values.{name}"] = _concatenated(pieces, f"values.{name}", np.zeros((0, width)))
-        return Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
+        view = Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
+        if "contact_pp" in self.histories:
+            put_pair_loads(view.contacts, np.concatenate([p["loads.keys"] for p in pieces]),
+                           np.concatenate([p["loads.values"] for p in pieces]))
+        return view
 
     def sample(self):
         """The `dem.diagnostics.Sample` of the whole system (`Simulation.sample` of the

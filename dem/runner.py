@@ -17,7 +17,7 @@ from . import _numba_cache, distributed
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
-from .observers import Checkpointer, EnergyGuard, EnergyLog, VTKWriter, WallLog
+from .observers import Checkpointer, EnergyGuard, EnergyLog, FabricLog, VTKWriter, WallLog
 from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
@@ -128,7 +128,10 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                                 guard)
     # the guard after the writers: the row that set it off is in the logs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
-                 VTKWriter(output_dir, scene.output["vtk_every"], square=square), guard, checkpointer]
+                 VTKWriter(output_dir, scene.output["vtk_every"], square=square, contacts=scene.output["contacts"]),
+                 guard, checkpointer]
+    if scene.output["contacts"]:
+        observers.insert(1, FabricLog(output_dir / "fabric.csv", scene.output["log_every"], resume_step))
     if "walls" in model.inputs:
         observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
@@ -200,7 +203,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"outputs      {output_dir}/ (energy.csv every {scene.output['log_every']} steps, VTK every "
         f"{scene.output['vtk_every'] or 'start and end only'}, checkpoint "
         + (f"every {scene.output['checkpoint_every']} steps" if scene.output["checkpoint_every"] else "at the end")
-        + ")",
+        + (", contact network: contacts.pvd, fabric.csv" if scene.output["contacts"] else "") + ")",
     ]
     if show_loop:
         parallel = model.n_bodies >= PARALLEL_THRESHOLD

@@ -36,6 +36,12 @@ FRAMEWORK = {
         "log_every": Key("int", 10, "steps between rows of energy.csv", "steps", positive),
         "checkpoint_every": Key("int", 0, "steps between checkpoints (0: only when the run ends or is "
                                 "interrupted)", "steps", non_negative),
+        "contacts": Key("bool", False, "write the particle–particle contact network: at every VTK snapshot "
+                        "vtk/contacts_<step>.vtp (contacts.pvd), one line per touching pair (r < R_i + R_j) between "
+                        "the centres with its force on the first body, normal force (positive in compression), "
+                        "tangential force, overlap, sliding flag and the ids i < j; at every log row fabric.csv "
+                        "(coordination number, fabric tensor, its anisotropy). Needs contact.k_pp > 0; the run "
+                        "returns from compiled code at every log row (docs/guide.md, contact network)"),
     },
 }
 #: Every section of a scene file: ``{section: {key: Key}}``.
@@ -182,6 +188,9 @@ def load_scene(path, overrides=()):
             builders.append((name, k, params))
     if not builders:
         fail("(builders)", f"the scene builds nothing: add at least one of {', '.join(f'[[{b}]]' for b in BUILDERS)}")
+    if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
+        fail("output.contacts", "asks for the contact network, but particle–particle contacts are off: "
+             "contact.k_pp is 0")
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")

@@ -155,6 +155,10 @@ PICTURES = {  # scene, overrides, options of paraview_state.py
               ["--view", "iso", "--show-broken", "--cut"]),
     "pendulum": ("pendulum.toml", ["simulation.t_end=1.0", "output.vtk_every=10"], []),
     "tetra_chain": ("tetra_chain.toml", ["simulation.t_end=0.2", "output.vtk_every=100"], ["--view", "xz"]),
+    "force chains": ("column_collapse.toml", ["simulation.t_end=0.2", "output.contacts=true",
+                                              "assembly.0.n_particles=100", "assembly.0.diameter=5.0",
+                                              "assembly.0.height=6.0", "assembly.0.center=[0.0, 0.0, 3.01]"],
+                     ["--contacts", "--slab", "3"]),
 }
 
 
@@ -167,6 +171,32 @@ def test_paraview_script_saves_a_picture(tmp_path, display, case):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1] == str(run_dir / "paraview.png")
     _assert_picture(run_dir / "paraview.png")
+
+
+def test_paraview_default_view_looks_across_gravity(tmp_path, display):
+    """The default view is xz (looking along y, z up) for gravity along z, read from the run's
+    checkpoint with its --set overrides; xy for gravity along y and without gravity."""
+    runs = {"z": ("pendulum.toml", []), "y": ("pendulum.toml", ["fields.gravity=[0.0, -1.0, 0.0]"]),
+            "none": ("torus_impact.toml", [])}
+    for name, (scene, overrides) in runs.items():
+        run(ROOT / "scenes" / scene, overrides=["simulation.t_end=0.1", *overrides], out=tmp_path / name, quiet=True)
+    driver = tmp_path / "views.py"
+    driver.write_text(f"""
+import sys
+sys.path.insert(0, {str(PARAVIEW_MACRO.parent)!r})
+import dem_paraview_macro as recipe
+print([recipe.default_view({str(tmp_path)!r} + "/" + name) for name in ("z", "y", "none")])
+""", encoding="utf-8")
+    result = _pvbatch([driver], tmp_path, display)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "['xz', 'xy', 'xy']"
+
+
+def test_paraview_contacts_need_the_network(tmp_path, display):
+    run(ROOT / "scenes" / "torus_impact.toml", overrides=["simulation.t_end=0.1"], out=tmp_path / "torus", quiet=True)
+    result = _pvbatch([PARAVIEW_SCRIPT, tmp_path / "torus", "--contacts"], tmp_path, display)
+    assert result.returncode == 2
+    assert "no contacts.pvd (run the scene with [output] contacts = true)" in result.stderr
 
 
 def test_paraview_script_refuses_a_folder_without_a_run(tmp_path, display):

@@ -7,8 +7,9 @@ A ParaView GUI macro and the module behind ``tools/paraview_state.py``. Needs Pa
 it into its settings; it appears as ``dem_paraview_macro`` in the *Macros* menu and toolbar).
 Then, for a run: *File ▸ Open* its ``particles.pvd``, *Apply*, and click the macro. It opens the
 run's other series (``bonds.pvd``, ``walls.pvd``, ``meshes.pvd``, ``sites.pvd``, those present) next to it and
-builds the pipeline below in the active view at the current time; the filters stay in the
-Pipeline Browser to adjust, and play with the time controls. Without a ``particles.pvd`` opened
+builds the pipeline below in the active view at the current time, looking across the run's
+gravity (`default_view`); the filters stay in the Pipeline Browser to adjust, and play with the
+time controls. Without a ``particles.pvd`` opened
 it says so in the Output Messages window.
 
 **What it draws** (``show_run``):
@@ -26,17 +27,22 @@ it says so in the Output Messages window.
 * other bodies without a diameter as small spheres with their body axes ``axis_1``, ``axis_2``,
   ``axis_3`` as red, green and blue arrows;
 * walls as translucent squares with a dark outline (a line when seen edge-on), mesh walls as
-  translucent surfaces with their sharp edges (``FeatureEdges``) drawn dark.
+  translucent surfaces with their sharp edges (``FeatureEdges``) drawn dark;
+* on request (``contacts``, the scripted route's ``--contacts``) the contact network
+  (``contacts.pvd``) as force chains: compressed contacts as tubes coloured by their normal
+  force, thicker the larger it is, over particles veiled in light grey (`_draw_chains`),
+  optionally in a slab through the middle of the scene (``slab``).
 
-Colour ranges are those of the shown snapshot: ``[0, max]`` for speed, ``[-max, max]`` of
-``|axial_strain|`` for bonds, where max is the 99th percentile once there are 200 values or more
-(the few beyond get the end colours), so that a handful of outliers does not wash the rest out. A
-field that is round-off at the shown time (the largest speed would move a body by less than a
-billionth of the scene over the run; strains below 1e-12) is drawn in a solid colour, with no
-colour bar. Spheres use a glyph resolution fitted to their size on the screen.
+Colour ranges are those of the shown snapshot: ``[0, max]`` for speed and for the contacts'
+normal force, ``[-max, max]`` of ``|axial_strain|`` for bonds, where max is the 99th percentile
+once there are 200 values or more (the few beyond get the end colours), so that a handful of
+outliers does not wash the rest out. A field that is round-off at the shown time (the largest
+speed would move a body by less than a billionth of the scene over the run; strains below 1e-12)
+is drawn in a solid colour, with no colour bar. Spheres use a glyph resolution fitted to their size on the screen.
 """
 
 import math
+import tomllib
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -64,6 +70,12 @@ PATH_COLOR = (0.85, 0.35, 0.1)
 INTACT_COLOR = (0.72, 0.72, 0.74)
 SPEED_PRESET = "Viridis (matplotlib)"
 STRAIN_PRESET = "Cool to Warm"
+FORCE_PRESET = "Inferno (matplotlib)"
+#: particles under the contact network: light grey and this opaque
+VEILED_OPACITY = 0.12
+#: the contact lines' tube radius, as a fraction of the smallest particle diameter, at zero and at
+#: the largest normal force (the 99th percentile once there are 200 lines or more)
+CHAIN_RADII = (0.02, 0.25)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,11 +213,54 @@ def open_run(run_dir):
     for series in SERIES:
         path = run_dir / f"{series}.pvd"
         if path.is_file():
-            readers[series] = open_readers.get(path) or pvs.PVDReader(registrationName=f"{series}.pvd",
-                                                                        FileName=str(path))
+            readers[series] = open_readers.get(path) or _reader(path, f"{series}.pvd")
     if "particles" not in readers:
         raise FileNotFoundError(f"{run_dir}: no particles.pvd (is this the output folder of a dem run?)")
     return readers
+
+
+def _reader(path, name):
+    return pvs.PVDReader(registrationName=name, FileName=str(path))
+
+
+def run_gravity(run_dir):
+    """The run's gravity ``[gx, gy, gz]`` (``[fields] gravity`` of its scene with its ``--set``
+    overrides, which its ``checkpoint.npz`` keeps, text and all), or None when the folder has no
+    readable checkpoint or the scene sets none."""
+    import numpy
+
+    try:
+        with numpy.load(Path(run_dir) / "checkpoint.npz") as checkpoint:
+            scene = tomllib.loads(str(checkpoint["scene_text"]))
+            overrides = [str(text) for text in checkpoint["overrides"]]
+    except (OSError, KeyError, ValueError, tomllib.TOMLDecodeError):
+        return None
+    for text in overrides:  # as dem.scene applies them: PATH=VALUE, VALUE in TOML or a bare string
+        path, _, raw = text.partition("=")
+        keys = path.strip().split(".")
+        try:
+            value = tomllib.loads(f"value = {raw}")["value"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        node = scene
+        try:
+            for key in keys[:-1]:
+                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+            node[int(keys[-1]) if isinstance(node, list) else keys[-1]] = value
+        except (IndexError, ValueError, TypeError, AttributeError):
+            continue  # (the run accepted it: a path this reading does not follow, not gravity's)
+    gravity = scene.get("fields", {}).get("gravity") if isinstance(scene.get("fields"), dict) else None
+    return [float(g) for g in gravity] if isinstance(gravity, list) and len(gravity) == 3 else None
+
+
+def default_view(run_dir):
+    """The view across the run's gravity (`run_gravity`), so that down is down: ``xz`` (looking
+    along y, z up) when gravity is mostly along z, else ``xy`` (looking down z; gravity along x
+    or y lies in the picture, along y pointing down), also without gravity."""
+    gravity = run_gravity(run_dir)
+    if gravity is None or not any(gravity):
+        return "xy"
+    return "xz" if max(range(3), key=lambda c: abs(gravity[c])) == 2 else "xy"
 
 
 def snapshot_times(reader):
@@ -232,16 +287,25 @@ def _center_of_mass_paths(run_dir, shown, bodies):
     return points
 
 
-def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, show_broken=False, trace=True,
-             cut=False):
+def show_run(run_dir, view=None, time=None, direction=None, sphere_scale=None, show_broken=False, trace=True,
+             cut=False, contacts=False, slab=None):
     """Draw the run in ``run_dir`` in ``view`` (default: the active render view) at the snapshot
     nearest ``time`` (default: the last) and point the camera along ``direction`` (a key of
-    `VIEWS`). ``sphere_scale``: sphere diameter / particle diameter (default 0.5 with bonds, 1
-    without). ``trace``: draw the path of the centre of mass of bodies on a pivot. ``cut``: drop
-    the bodies, bonds and sites on the camera's side of the plane through the middle of the scene
-    (perpendicular to the view), to see inside a granule. Returns the time shown."""
+    `VIEWS`; default `default_view`). ``sphere_scale``: sphere diameter / particle diameter
+    (default 0.5 with bonds, 1 without). ``trace``: draw the path of the centre of mass of bodies
+    on a pivot. ``cut``: drop the bodies, bonds, sites and contacts on the camera's side of the
+    plane through the middle of the scene (perpendicular to the view), to see inside a granule.
+    ``slab``: keep only those within ``slab / 2`` of that plane (a slice of that thickness).
+    ``contacts``: draw the contact network (``contacts.pvd``) as force chains over veiled
+    particles (`_draw_chains`), the camera fitted to the particles. Returns the time shown."""
     run_dir = Path(run_dir).resolve()
     readers = open_run(run_dir)
+    if contacts:
+        path = run_dir / "contacts.pvd"
+        if not path.is_file():
+            raise FileNotFoundError(f"{run_dir}: no contacts.pvd (run the scene with [output] contacts = true)")
+        readers["contacts"] = _reader(path, "contacts.pvd")
+    direction = direction or default_view(run_dir)
     view = view or pvs.GetActiveViewOrCreate("RenderView")
     particles = readers["particles"]
     times = snapshot_times(particles)
@@ -264,19 +328,24 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
     pixels = min(width, height) / extent  # pixels per length unit, roughly
 
     sources = dict(readers)
-    if cut:
-        centre = [0.5 * (box[2 * k] + box[2 * k + 1]) for k in range(3)]
-        for series in ("particles", "bonds", "sites"):
+    centre = [0.5 * (box[2 * k] + box[2 * k + 1]) for k in range(3)]
+    toward = [c / math.sqrt(sum(d * d for d in VIEWS[direction][0])) for c in VIEWS[direction][0]]
+    planes = [("cut", centre, toward)] if cut else []  # (name, point, normal): what lies beyond is dropped
+    if slab is not None:
+        planes += [("slab front", [c + 0.5 * slab * d for c, d in zip(centre, toward)], toward),
+                   ("slab back", [c - 0.5 * slab * d for c, d in zip(centre, toward)], [-d for d in toward])]
+    for name, point, normal in planes:
+        for series in ("particles", "bonds", "sites", "contacts"):
             if series in sources:
-                clip = pvs.Clip(registrationName=f"{series} cut", Input=sources[series])
+                clip = pvs.Clip(registrationName=f"{series} {name}", Input=sources[series])
                 _set_enum(clip, "ClipType", "Plane")
-                clip.ClipType.Origin = centre
-                clip.ClipType.Normal = list(VIEWS[direction][0])
+                clip.ClipType.Origin = point
+                clip.ClipType.Normal = normal
                 clip.Crinkleclip = 1  # whole bodies and bonds, not cut ones
                 _set_enum(clip, "Invert", 1)
                 clip.UpdatePipeline(shown)
                 sources[series] = clip
-        particles = sources["particles"]
+    particles = sources["particles"]
     speed_max = _robust_max([_array_values(particles, "POINTS", "speed")]
                             + ([_array_values(sources["sites"], "POINTS", "speed")] if "sites" in sources else []))
     shown_sources = []
@@ -293,7 +362,11 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
         spheres = _sphere_glyph(with_diameter, "particle spheres", "diameter", scale, resolution)
         display = pvs.Show(spheres, view)
         _shiny(display)
-        speed_displays.append(display)
+        if contacts:  # veiled: the network is the picture
+            _solid(display, INTACT_COLOR)
+            display.Opacity = VEILED_OPACITY
+        else:
+            speed_displays.append(display)
         shown_sources.append(spheres)
 
     # bodies without a diameter: on a pivot (rod and ball), or free (ball and body axes)
@@ -397,6 +470,11 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
             bar.Visibility = 1
             _place(bar, 1)
 
+    if contacts:
+        smallest = diameters[0] if diameters[0] > 0.0 else diameters[1]
+        _draw_chains(sources["contacts"], view, CHAIN_RADII[0] * smallest, CHAIN_RADII[1] * smallest, shown)
+    framed = list(shown_sources)  # (with the contact network: the particles fill the picture, not the walls)
+
     # walls: translucent squares with a dark outline; meshes: translucent surfaces, sharp edges dark
     for series, edges, width in (("walls", "wall outlines", 3.0), ("meshes", "mesh edges", 2.0)):
         if series in readers:
@@ -408,8 +486,39 @@ def show_run(run_dir, view=None, time=None, direction="xy", sphere_scale=None, s
             outline.LineWidth = width
             shown_sources.append(readers[series])
 
-    point_camera(view, shown_sources, direction, shown)
+    point_camera(view, framed if contacts else shown_sources, direction, shown)
     return shown
+
+
+def _draw_chains(lines, view, thin, thick, time):
+    """The compressed contacts of ``lines`` (``contacts.pvd``) as tubes whose radius grows
+    linearly with the normal force from ``thin`` to ``thick`` at the largest force (the 99th
+    percentile from 200 contacts on; stronger ones are drawn as that), coloured by it: the force
+    chains. Each line first gets points of its own (``Shrink`` by a factor 1), so that the force
+    of a line becomes the point scalar of its two ends alone, which the tube's radius follows."""
+    force = _array_values(lines, "CELLS", "normal_force")
+    if force is None or not (force > 0.0).any():
+        return
+    top = _robust_max([force[force > 0.0]])
+    compressed = _threshold(lines, "compressed contacts", "CELLS", "normal_force", 0.0, float(force.max()))
+    apart = pvs.Shrink(registrationName="contacts apart", Input=compressed)
+    apart.ShrinkFactor = 1.0
+    ends = pvs.CellDatatoPointData(registrationName="contact forces at their ends", Input=apart)
+    capped = pvs.Calculator(registrationName="chain forces", Input=ends)
+    _set_enum(capped, "AttributeType", "Point Data")
+    capped.ResultArrayName = "chain"
+    capped.Function = f"min(normal_force, {top!r})"
+    tube = pvs.Tube(registrationName="force chains", Input=pvs.ExtractSurface(Input=capped))
+    tube.Scalars = ["POINTS", "chain"]
+    _set_enum(tube, "VaryRadius", "By Scalar")
+    tube.Radius = thin
+    tube.RadiusFactor = thick / thin
+    tube.NumberofSides = 10
+    tube.Capping = 1
+    tube.UpdatePipeline(time)
+    display = pvs.Show(tube, view)
+    _place(_color_by(display, view, "POINTS", "chain", 0.0, top, FORCE_PRESET, "normal force"), 1)
+    pvs.GetColorTransferFunction("chain").InvertTransferFunction()  # strong chains dark on white, weak ones pale
 
 
 def _draw_pivoted(pinned, view, arm_max):
@@ -493,7 +602,10 @@ def point_camera(view, sources, direction, time):
     view.CameraPosition = [c + 4.0 * size * d for c, d in zip(centre, toward)]
     view.CameraViewUp = list(up)
     view.CameraParallelProjection = 0 if direction == "iso" else 1
-    pvs.ResetCamera(view)
+    pvs.ResetCamera(view)  # (fits everything shown, and centres on it: the sources' centre again)
+    distance = math.dist(_values(view.CameraPosition), _values(view.CameraFocalPoint))
+    view.CameraFocalPoint = centre
+    view.CameraPosition = [c + distance * d for c, d in zip(centre, toward)]
     if direction != "iso":
         # fit the box projected on the screen's axes (ResetCamera fits the bounding sphere)
         right = [toward[1] * up[2] - toward[2] * up[1], toward[2] * up[0] - toward[0] * up[2],
@@ -529,7 +641,7 @@ def macro():
         return
     view = pvs.GetActiveViewOrCreate("RenderView")
     current = pvs.GetAnimationScene().AnimationTime
-    show_run(run_dir, view, time=current, direction="xy")
+    show_run(run_dir, view, time=current)
     pvs.Render(view)
 
 

@@ -2,7 +2,7 @@
 
     xvfb-run -a pvbatch tools/paraview_state.py RUN_DIR [--out PNG] [--time T] [--view xy|xz|yz|iso]
                                                 [--size W H] [--sphere-scale S] [--show-broken]
-                                                [--cut] [--no-path] [--dark]
+                                                [--contacts] [--cut] [--slab W] [--no-path] [--dark]
     pvbatch tools/paraview_state.py RUN_DIR ...            (on a machine with a display)
 
 Opens the run's ``particles.pvd``, ``bonds.pvd``, ``walls.pvd``, ``meshes.pvd`` and ``sites.pvd``
@@ -11,9 +11,14 @@ macro for the ParaView GUI): particles as smooth spheres coloured by ``speed``, 
 diameter when there are bonds so that the bonds show; intact bonds as tubes coloured by
 ``axial_strain`` on a range symmetric about 0; bodies on a pivot as rod and ball with the path of
 their centre of mass; rigid clusters as their sites and edges; walls as translucent squares with an
-outline, mesh walls as translucent surfaces with their sharp edges.
-Fields that are round-off at the shown time are drawn in a solid colour. The axis views (``xy``,
-the default, looks down z; ``xz``; ``yz``) use a parallel projection, ``iso`` a perspective one.
+outline, mesh walls as translucent surfaces with their sharp edges. ``--contacts`` draws the
+contact network (``contacts.pvd``, written with ``[output] contacts = true``) over veiled
+particles: the compressed contacts as tubes coloured by their normal force, thicker the larger
+it is (force chains); ``--slab W`` keeps a slice of thickness W through the middle of the scene,
+across the view, so that the chains of one layer show.
+Fields that are round-off at the shown time are drawn in a solid colour. The axis views (``xy``
+looks down z; ``xz``; ``yz``) use a parallel projection, ``iso`` a perspective one; the default
+looks across the run's gravity (``xz`` for gravity along z, else ``xy``).
 It goes to the last snapshot (or the one nearest ``--time``), writes ``RUN_DIR/paraview.png`` (or
 ``--out``) on a white background (``--dark``: ParaView's dark one), prints its path and exits 0;
 2 for a folder that is not a run.
@@ -49,23 +54,31 @@ VIEW_NAMES = ("xy", "xz", "yz", "iso")
 def _parser():
     parser = argparse.ArgumentParser(
         prog="pvbatch tools/paraview_state.py",
-        description="Render a dem run (particles.pvd, bonds.pvd, walls.pvd, meshes.pvd, sites.pvd) with ParaView and save a PNG.",
+        description="Render a dem run (particles.pvd, bonds.pvd, walls.pvd, meshes.pvd, sites.pvd, contacts.pvd) with "
+                    "ParaView and save a PNG.",
     )
     parser.add_argument("run_dir", type=Path, help="output folder of a run (holds particles.pvd)")
     parser.add_argument("--out", type=Path, help="image to write (default RUN_DIR/paraview.png)")
     parser.add_argument("--time", type=float, help="simulation time to show (nearest snapshot; default: the last)")
-    parser.add_argument("--view", choices=VIEW_NAMES, default="xy",
-                        help="look down z (xy, default), along y (xz), along x (yz): parallel projection; "
-                             "or obliquely in perspective (iso)")
+    parser.add_argument("--view", choices=VIEW_NAMES,
+                        help="look down z (xy), along y (xz), along x (yz): parallel projection; or obliquely in "
+                             "perspective (iso); default: across the run's gravity (xz for gravity along z), "
+                             "else xy")
     parser.add_argument("--size", type=int, nargs=2, default=(1600, 1000), metavar=("W", "H"),
                         help="image size in pixels (default 1600 1000)")
     parser.add_argument("--sphere-scale", type=float, metavar="S",
                         help="sphere diameter / particle diameter (default 0.5 when the run has bonds, else 1)")
     parser.add_argument("--show-broken", action="store_true",
                         help="draw broken bonds too, thin and coloured by why they broke")
+    parser.add_argument("--contacts", action="store_true",
+                        help="draw the contact network (contacts.pvd) as force chains: tubes coloured by the normal "
+                             "force, thicker the larger it is, over veiled particles")
     parser.add_argument("--cut", action="store_true",
                         help="leave out what lies between the camera and the middle of the scene, to see inside "
                              "a granule (whole particles and bonds, not sliced ones)")
+    parser.add_argument("--slab", type=float, metavar="W",
+                        help="draw only the particles, bonds and contacts within W/2 of the plane through the middle "
+                             "of the scene, across the view (a slice: one layer of force chains)")
     parser.add_argument("--no-path", action="store_true",
                         help="do not draw the path of the centre of mass of bodies on a pivot")
     parser.add_argument("--dark", action="store_true", help="ParaView's dark background instead of white")
@@ -87,8 +100,8 @@ def _white_background(view):
         view.OrientationAxesLabelColor = [0.1, 0.1, 0.1]
 
 
-def render(run_dir, out=None, time=None, view_name="xy", size=(1600, 1000), sphere_scale=None, show_broken=False,
-           path=True, dark=False, cut=False):
+def render(run_dir, out=None, time=None, view_name=None, size=(1600, 1000), sphere_scale=None, show_broken=False,
+           path=True, dark=False, cut=False, contacts=False, slab=None):
     """Draw the run and save a screenshot; returns the image path."""
     run_dir = Path(run_dir).resolve()
     out = Path(out) if out is not None else run_dir / "paraview.png"
@@ -101,7 +114,7 @@ def render(run_dir, out=None, time=None, view_name="xy", size=(1600, 1000), sphe
         _white_background(view)
     text_color = [1.0, 1.0, 1.0] if dark else [0.1, 0.1, 0.1]
     shown = recipe.show_run(run_dir, view, time=time, direction=view_name, sphere_scale=sphere_scale,
-                            show_broken=show_broken, trace=path, cut=cut)
+                            show_broken=show_broken, trace=path, cut=cut, contacts=contacts, slab=slab)
     for representation in view.Representations:  # the colour bars show_run made
         if representation.GetXMLName() == "ScalarBarWidgetRepresentation":
             representation.TitleColor = text_color
@@ -125,7 +138,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         out = render(args.run_dir, args.out, args.time, args.view, tuple(args.size), args.sphere_scale,
-                     args.show_broken, not args.no_path, args.dark, args.cut)
+                     args.show_broken, not args.no_path, args.dark, args.cut, args.contacts, args.slab)
     except FileNotFoundError as error:
         print(f"paraview_state.py: error: {error}", file=sys.stderr)
         return 2

@@ -1,10 +1,12 @@
 """The CSV logs of a run, appended while it goes: ``energy.csv`` (the energy budget and momenta,
-docs/theory.md §4) and ``walls.csv`` (where each wall is and the force the particles exert on it)."""
+docs/theory.md §4), ``walls.csv`` (where each wall is and the force the particles exert on it)
+and ``fabric.csv`` (the contact network's coordination numbers and fabric tensor)."""
 
 import numpy as np
 
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 from ..meshes import MAX_CONTACTS
+from ..network import fabric
 
 #: docs/theory.md §4's columns, in its order; `columns` appends the others.
 COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
@@ -117,3 +119,30 @@ class WallLog(CsvLog):
         for w, values in enumerate(sample.walls.tolist()):  # point, then the force and moment
             out += [repr(v) for v in values[:6 if w < n_planes else 9]]
         return out
+
+
+#: ``fabric.csv``'s columns (`dem.network.Fabric`): touching pairs ``N_c``, ``Z``, ``Z_m``, rattlers,
+#: the fabric tensor's six components and its anisotropy ``a``
+FABRIC_COLUMNS = ("step", "t", "contacts", "coordination", "mechanical_coordination", "rattlers", "phi_xx", "phi_yy",
+                  "phi_zz", "phi_xy", "phi_xz", "phi_yz", "anisotropy")
+
+
+class FabricLog(CsvLog):
+    """``fabric.csv`` (`FABRIC_COLUMNS`): the statistics of the touching particle pairs
+    (`dem.network.fabric`) of the state at each row. They are not part of the loop's sample, so
+    the loop comes back to Python at every row (``sampled`` False)."""
+
+    sampled = False
+
+    def header(self, model):
+        return FABRIC_COLUMNS
+
+    def report(self, sim):
+        self.record(sim, sim.state.step, sim.state.time, None)
+
+    def values(self, sim, sample):
+        found = fabric(sim.model, sim.state, sim.contacts)
+        tensor = found.tensor
+        return [str(found.contacts), repr(found.coordination), repr(found.mechanical), str(found.rattlers)] \
+            + [repr(float(tensor[a, b])) for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))] \
+            + [repr(found.anisotropy)]

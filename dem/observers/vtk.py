@@ -8,6 +8,7 @@ Layout under the run's output folder::
     vtk/walls_000000100.vtp                     walls as finite squares, where they are now (if any)
     vtk/meshes_000000100.vtp                    mesh walls as their triangles, where they are now (if any)
     sites.pvd, vtk/sites_000000100.vtp          rigid clusters' interaction sites (if any)
+    contacts.pvd, vtk/contacts_000000100.vtp    touching particle pairs as lines (``[output] contacts``)
 
 Walls that do not move are written once, at the run's first snapshot, and every entry of their
 ``.pvd`` names that file (a restart's entries too). Each plane is drawn as a square centred at
@@ -46,6 +47,12 @@ and a line between every pair of sites of the same body for bodies of at most
 data: ``id`` (the body's index, as ``id`` in the particles), ``body`` (its group, as ``body`` in
 the particles), ``site`` (index among the body's sites), ``velocity`` (``v + Ω × R·offset``),
 ``speed``. Cell data (vertices first, then lines): ``id``.
+
+Contacts (only when asked for, ``contacts``: the scene's ``[output] contacts``): every touching
+particle–particle pair ``i < j`` as a line between the two centres (the points are the bodies'
+positions, as for bonds), with the cell data of `dem.network.contact_network`: ``force`` (on
+``i``), ``normal_force`` (positive in compression), ``tangential_force``, ``overlap``, ``sliding``
+(uint8), ``i`` and ``j``.
 """
 
 import os
@@ -64,10 +71,11 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..interactions.walls import FIXED
+from ..network import contact_network
 from ..rotations import quat_matrix
 
-SERIES = ("particles", "bonds", "walls", "meshes", "sites")
-_FILE_NAME = re.compile(r"(particles|bonds|walls|meshes|sites)_(\d{9})\.vtp")
+SERIES = ("particles", "bonds", "walls", "meshes", "sites", "contacts")
+_FILE_NAME = re.compile(rf"({'|'.join(SERIES)})_(\d{{9}})\.vtp")
 #: bodies with at most this many sites get a line between every pair of them in ``sites``
 MAX_SITES_JOINED = 8
 
@@ -82,12 +90,14 @@ class VTKWriter:
     of an earlier run are overwritten as the run goes, and those it did not overwrite are removed
     at `close` (unlinking is slow on some file systems, so a rerun into the same folder should not
     start by deleting everything). ``square``: how to draw the planes (`wall_square`; by default
-    that of the first snapshot).
+    that of the first snapshot). ``contacts``: write the contact network too (the reporting
+    simulation's ``contacts`` is its contact table).
     """
 
-    def __init__(self, directory, every, collection_interval=0.5, square=None):
+    def __init__(self, directory, every, collection_interval=0.5, square=None, contacts=False):
         self.directory = Path(directory)
         self.every = every
+        self.contacts = contacts
         self.collection_interval = collection_interval
         self._entries = None  # series -> [(step, time, relative file name)]
         self._first_step = None  # step of the first snapshot of this run
@@ -127,6 +137,8 @@ class VTKWriter:
             written["meshes"] = lambda: _meshes(model, state)
         if model.n_sites:
             written["sites"] = lambda: _sites(model, state)
+        if self.contacts:
+            written["contacts"] = lambda: _contacts(model, state, sim.contacts)
         for series, frame in written.items():  # (frame: makes the series' arrays, when they are written)
             name = self._static.get(series)
             if name is None:
@@ -327,6 +339,17 @@ def _bonds(model, state):
         data += [(name, measures[name], np.float64) for name in PARALLEL_ONLY]
     return Frame(state.position, lines=(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()),
                  cell_data=data, scalars="axial_strain")
+
+
+def _contacts(model, state, table):
+    """The touching particle pairs (`dem.network.contact_network`) as lines between their centres."""
+    network = contact_network(model, state, table)
+    f64 = np.float64
+    data = [("force", network.force, f64), ("normal_force", network.normal_force, f64),
+            ("tangential_force", network.tangential_force, f64), ("overlap", network.overlap, f64),
+            ("sliding", network.sliding, np.uint8), ("i", network.i, np.int32), ("j", network.j, np.int32)]
+    ends = np.column_stack((network.i, network.j)).ravel()
+    return Frame(state.position, lines=(np.arange(0, len(ends) + 1, 2), ends), cell_data=data, scalars="normal_force")
 
 
 def wall_square(model, state):

@@ -1,0 +1,214 @@
+"""The contact network of the particles (docs/guide.md, contact network): every touching
+particle–particle pair with the force it carries (`contact_network`, drawn as lines in
+``contacts.pvd`` by `dem.observers.vtk`), and its statistics: coordination numbers and the
+fabric tensor (`fabric`, logged in ``fabric.csv`` by `dem.observers.csv_log.FabricLog`).
+
+A pair ``i < j`` *touches* when ``r < R_i + R_j`` (``r = |x_i − x_j|``): the test, to the bit,
+by which the contact kernels load a pair. Pairs are listed in the neighbour list's owner order
+(``i`` ascending, then ``j``). The force of a pair is the force on its first body ``i`` (``j``
+feels its negative), from the last force evaluation:
+
+* where `dem.interactions.contact`'s ``contact_pp`` acts (friction or rolling resistance), its
+  update pass has left the force on ``j`` in the scratch columns of its history, at the pair's
+  lower slot (`dem.interactions.contact.lower_slot`); it is read from there, so that it holds
+  everything the pipeline added (the normal law, its damping, the friction spring and its
+  dashpot) exactly as the particles received it;
+* where `dem.interactions.hertz`'s ``hertz_pp`` acts alone (frictionless), the normal force is
+  computed here with the expressions of its rows (`dem.interactions.hertz._pair_row`): the
+  elastic law and, with ``restitution < 1``, its damping at the state's velocities. The loop
+  evaluated the damping with the velocities of its force evaluation (half a kick earlier, in
+  the velocity-Verlet schemes), so with damping the pair forces of a run's snapshot differ from
+  those the particles received by O(dt); without damping they are the same.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .interactions.contact import LOADS, lower_slot, upper_entries
+from .interactions.hertz import _damped, _pair_overlap, normal_law
+
+#: The touching pairs (``m`` of them) of a state: bodies ``i < j`` (m,), ``force`` on ``i`` (m, 3),
+#: ``normal`` ``n = (x_i − x_j)/r`` (m, 3), ``normal_force`` ``F·n`` (positive in compression),
+#: ``tangential_force`` ``|F − (F·n) n|``, ``overlap`` ``R_i + R_j − r`` and ``sliding`` (1 where the
+#: friction force is at its Coulomb limit, `SLIDING`; else 0), each (m,).
+Network = namedtuple("Network", "i j force normal normal_force tangential_force overlap sliding")
+#: a pair slides when its tangential force is at least this fraction of its Coulomb limit ``μ F_e``
+#: (``F_e`` the elastic normal force, the limit the friction spring slips at; the spring is held
+#: at the limit to round-off)
+SLIDING = 1.0 - 1e-9
+#: The network's statistics (`fabric`): ``contacts`` ``N_c`` (touching pairs), ``particles``
+#: ``N_p`` (bodies with a diameter), ``coordination`` ``Z = 2 N_c / N_p``, ``mechanical``
+#: ``Z_m = (2 N_c − N_1)/(N_p − N_0 − N_1)`` (Thornton 2000; ``N_0``, ``N_1``: particles with 0
+#: and 1 contacts), ``rattlers`` ``N_0 + N_1``, ``tensor`` the fabric tensor ``φ = (1/N_c) Σ n⊗n``
+#: (3, 3), ``anisotropy`` ``a = (15/2) √(⅔ φ':φ')`` (``φ'`` its deviatoric part).
+Fabric = namedtuple("Fabric", "contacts particles coordination mechanical rattlers tensor anisotropy")
+
+
+@njit(cache=True)
+def _touching(contacts, position, diameter):
+    """``(i, j, r, reach)`` of the touching pairs ``i < j`` of the list ``contacts``
+    (`dem.contacts.Contacts`; its ``owner_start`` is kept only where an interaction keeps
+    histories, so the rows are scanned for their partners ``j > i``), in owner order."""
+    start, index = contacts.start, contacts.index
+    pairs = start[-1] // 2  # (the list is full: each pair is in both rows)
+    first, second = np.empty(pairs, np.int64), np.empty(pairs, np.int64)
+    distance, reaches = np.empty(pairs), np.empty(pairs)
+    m = 0
+    for a in range(position.shape[0]):
+        radius = 0.5 * diameter[a]
+        for k in range(start[a], start[a + 1]):
+            b = index[k]
+            if b < a:
+                continue
+            r2, reach = _pair_overlap(a, b, radius, position, diameter)[3:]
+            if r2 < reach * reach:
+                first[m], second[m], distance[m], reaches[m] = a, b, np.sqrt(r2), reach
+                m += 1
+    return first[:m].copy(), second[:m].copy(), distance[:m].copy(), reaches[:m].copy()
+
+
+@njit(cache=True)
+def _stored_forces(contacts, first, second, history, width):
+    """The force on ``first[m]`` of each pair: minus the force on ``second[m]`` that
+    ``contact_pp``'s update left in the columns ``width:width + 3`` of ``history`` at the pair's
+    lower slot."""
+    force = np.empty((first.shape[0], 3))
+    for m in range(first.shape[0]):
+        slot = lower_slot(contacts, first[m], second[m])
+        for c in range(3):
+            force[m, c] = -history[slot, width + c]
+    return force
+
+
+@njit(cache=True)
+def _normal_forces(first, second, position, velocity, diameter, inverse_mass, law, stiffness, damping):
+    """The normal force on ``first[m]`` of each touching pair, elastic and damped, by
+    `dem.interactions.hertz._pair_row`'s expressions (the same bits as its term in the row of
+    ``first[m]``)."""
+    force = np.empty((first.shape[0], 3))
+    for m in range(first.shape[0]):
+        i, j = first[m], second[m]
+        dx, dy, dz, r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
+        r = np.sqrt(r2)
+        delta = 1.0 - r / reach
+        f = normal_law(law, delta, stiffness, reach)[1]
+        if damping != 0.0:
+            speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
+                     + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+            f = _damped(f, 0.0, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j], speed,
+                        damping)[0]
+        f /= r
+        force[m, 0], force[m, 1], force[m, 2] = f * dx, f * dy, f * dz
+    return force
+
+
+@njit(cache=True)
+def _elastic_forces(law, stiffness, distance, reach):
+    """The elastic normal force ``|F_e|`` of the normal ``law`` of each pair at ``distance``."""
+    elastic = np.empty(distance.shape[0])
+    for m in range(distance.shape[0]):
+        elastic[m] = normal_law(law, 1.0 - distance[m] / reach[m], stiffness, reach[m])[1]
+    return elastic
+
+
+@njit(cache=True)
+def _lower_loads(contacts, position, diameter, history, width, held):
+    """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
+    ``j`` and the scratch columns of their lower slots (``history[:, width:]``)."""
+    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
+    m = 0
+    for b in range(position.shape[0]):
+        if not held[b]:
+            continue
+        for k in range(start[b], upper_entries(contacts, b)):  # the partners a < b: b's lower slots
+            a = index[k]
+            r2, reach = _pair_overlap(a, b, 0.5 * diameter[a], position, diameter)[3:]
+            if r2 < reach * reach:
+                keys[m, 0], keys[m, 1] = a, b
+                for c in range(LOADS):
+                    values[m, c] = history[k - owner_start[b], width + c]
+                m += 1
+    return keys[:m].copy(), values[:m].copy()
+
+
+@njit(cache=True)
+def _put_lower_loads(contacts, keys, values, history, width):
+    """``values`` (`_lower_loads`'s) into the scratch columns of their pairs' lower slots."""
+    for m in range(keys.shape[0]):
+        slot = lower_slot(contacts, keys[m, 0], keys[m, 1])
+        for c in range(LOADS):
+            history[slot, width + c] = values[m, c]
+
+
+def pair_loads(table, position, diameter, held):
+    """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
+    body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
+    whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
+    ranks hold the loads of their own bodies' lower slots)."""
+    history = table.histories["contact_pp"]
+    return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held)
+
+
+def put_pair_loads(table, keys, values):
+    """Put `pair_loads`' ``values`` back at their pairs' lower slots in ``table``."""
+    history = table.histories["contact_pp"]
+    _put_lower_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
+
+
+def touching_pairs(model, state, contacts):
+    """``(i, j, r, reach)``: the touching pairs of ``state`` in the neighbour list ``contacts`` (a
+    `dem.contacts.ContactTable` current for ``state``: the simulation's), with their distances
+    and radii sums."""
+    return _touching(contacts.contacts(), state.position, model.diameter)
+
+
+def contact_network(model, state, contacts):
+    """The `Network` of ``state`` (module docstring): ``contacts`` is the
+    `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or
+    what `dem.engine.compute_forces` returned). Empty without particle–particle contacts."""
+    first, second, distance, reach = touching_pairs(model, state, contacts)
+    pipeline, normal_only = model.interactions.get("contact_pp"), model.interactions.get("hertz_pp")
+    if pipeline is not None:
+        history = contacts.histories["contact_pp"]
+        force = _stored_forces(contacts.contacts(), first, second, history, history.shape[1] - LOADS)
+    elif normal_only is not None:
+        force = _normal_forces(first, second, state.position, state.velocity, model.diameter,
+                               model.body_arrays().inverse_mass, normal_only.law, normal_only.stiffness,
+                               normal_only.damping)
+    else:  # no contact law: nothing is loaded
+        first, second, distance, reach = first[:0], second[:0], distance[:0], reach[:0]
+        force = np.zeros((0, 3))
+    normal = (state.position[first] - state.position[second]) / distance[:, None]
+    normal_force = np.einsum("mc,mc->m", force, normal)
+    tangential_force = np.linalg.norm(force - normal_force[:, None] * normal, axis=1)
+    sliding = np.zeros(len(first), np.uint8)
+    if pipeline is not None and pipeline.friction > 0.0:
+        limit = pipeline.friction * _elastic_forces(pipeline.law, pipeline.stiffness, distance, reach)
+        sliding[tangential_force >= SLIDING * limit] = 1
+    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding)
+
+
+def fabric(model, state, contacts):
+    """The `Fabric` of the touching pairs of ``state`` (``contacts``: a neighbour list current for
+    it, as for `touching_pairs`). ``mechanical`` is NaN when every particle is a rattler,
+    ``tensor`` and ``anisotropy`` when nothing touches."""
+    first, second, distance, _ = touching_pairs(model, state, contacts)
+    with_diameter = model.diameter > 0.0
+    particles = int(np.count_nonzero(with_diameter))
+    touching = len(first)
+    count = np.bincount(np.concatenate((first, second)), minlength=model.n_bodies)[with_diameter]
+    none, one = int(np.count_nonzero(count == 0)), int(np.count_nonzero(count == 1))
+    bearing = particles - none - one
+    coordination = 2.0 * touching / particles if particles else 0.0
+    mechanical = (2.0 * touching - one) / bearing if bearing else float("nan")
+    if touching:
+        normal = (state.position[first] - state.position[second]) / distance[:, None]
+        tensor = np.einsum("mi,mj->ij", normal, normal) / touching
+        deviator = tensor - np.trace(tensor) / 3.0 * np.eye(3)
+        anisotropy = 7.5 * float(np.sqrt(2.0 / 3.0 * np.sum(deviator * deviator)))
+    else:
+        tensor, anisotropy = np.full((3, 3), np.nan), float("nan")
+    return Fabric(touching, particles, coordination, mechanical, none + one, tensor, anisotropy)
