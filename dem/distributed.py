@@ -59,7 +59,7 @@ from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
 from .neighbors import N_BUILDS, _bounds, _grid_of_bounds, _needs_rebuild
-from .network import pair_loads, put_pair_loads
+from .network import pair_loads, pipeline_name, put_pair_loads
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
 
@@ -631,7 +631,7 @@ class DistributedSimulation(Simulation):
                                          self.histories[name])
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
-        if "contact_pp" in self.histories:  # its pair loads (scratch, not in the keyed histories) for the network
+        if pipeline_name(self.histories):  # its pair loads (scratch, not in the keyed histories) for the network
             keys, piece["loads.values"] = pair_loads(table, st.position, self.bodies.diameter, is_owned)
             piece["loads.keys"] = part.bodies[keys]
         pieces = self.comm.gather(piece, root=0)
@@ -671,7 +671,7 @@ class DistributedSimulation(Simulation):
             contacts[f"history_keys.{name}"] = _concatenated(pieces, f"keys.{name}", np.zeros((0, 2), np.int32))
             contacts[f"history_values.{name}"] = _concatenated(pieces, f"values.{name}", np.zeros((0, width)))
         view = Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
-        if "contact_pp" in self.histories:
+        if pipeline_name(self.histories):
             put_pair_loads(view.contacts, np.concatenate([p["loads.keys"] for p in pieces]),
                            np.concatenate([p["loads.values"] for p in pieces]))
         return view

@@ -8,11 +8,12 @@ by which the contact kernels load a pair. Pairs are listed in the neighbour list
 (``i`` ascending, then ``j``). The force of a pair is the force on its first body ``i`` (``j``
 feels its negative), from the last force evaluation:
 
-* where `dem.interactions.contact`'s ``contact_pp`` acts (friction or rolling resistance), its
-  update pass has left the force on ``j`` in the scratch columns of its history, at the pair's
-  lower slot (`dem.interactions.contact.lower_slot`); it is read from there, so that it holds
-  everything the pipeline added (the normal law, its damping, the friction spring and its
-  dashpot) exactly as the particles received it;
+* where `dem.interactions.contact`'s ``contact_pp`` acts (friction or rolling resistance; or
+  ``adhesive_pp``, under an adhesive normal law), its update pass has left the force on ``j`` in
+  the scratch columns of its history, at the pair's lower slot
+  (`dem.interactions.contact.lower_slot`); it is read from there, so that it holds everything the
+  pipeline added (the normal law, its damping, the friction spring and its dashpot) exactly as
+  the particles received it (a JKR contact stretched apart, ``r ≥ R_i + R_j``, is not listed);
 * where `dem.interactions.hertz`'s ``hertz_pp`` acts alone (frictionless), the normal force is
   computed here with the expressions of its rows (`dem.interactions.hertz._pair_row`): the
   elastic law and, with ``restitution < 1``, its damping at the state's velocities. The loop
@@ -27,7 +28,10 @@ import numpy as np
 from numba import njit
 
 from .interactions.contact import LOADS, lower_slot, upper_entries
-from .interactions.hertz import _damped, _pair_overlap, normal_law
+from .interactions.hertz import _damped, _pair_overlap, contact_scales, normal_law
+
+#: the particle pipelines whose update leaves each pair's loads in scratch columns
+PIPELINES = ("contact_pp", "adhesive_pp")
 
 #: The touching pairs (``m`` of them) of a state: bodies ``i < j`` (m,), ``force`` on ``i`` (m, 3),
 #: ``normal`` ``n = (x_i − x_j)/r`` (m, 3), ``normal_force`` ``F·n`` (positive in compression),
@@ -105,11 +109,12 @@ def _normal_forces(first, second, position, velocity, diameter, inverse_mass, la
 
 
 @njit(cache=True)
-def _elastic_forces(law, stiffness, distance, reach):
-    """The elastic normal force ``|F_e|`` of the normal ``law`` of each pair at ``distance``."""
+def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
+    """The normal force that bounds the friction of each pair at ``distance`` (its elastic normal
+    force; under an adhesive law plus twice the pull-off force: `contact_scales`)."""
     elastic = np.empty(distance.shape[0])
     for m in range(distance.shape[0]):
-        elastic[m] = normal_law(law, 1.0 - distance[m] / reach[m], stiffness, reach[m])[1]
+        elastic[m] = contact_scales(law, 1.0 - distance[m] / reach[m], stiffness, reach[m], reduced[m], work)[0]
     return elastic
 
 
@@ -143,18 +148,24 @@ def _put_lower_loads(contacts, keys, values, history, width):
             history[slot, width + c] = values[m, c]
 
 
+def pipeline_name(names):
+    """The contact pipeline among ``names`` (`dem.interactions.contact`'s ``contact_pp``, or
+    ``adhesive_pp`` under an adhesive normal law), or None."""
+    return next((name for name in PIPELINES if name in names), None)
+
+
 def pair_loads(table, position, diameter, held):
     """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
     body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
     whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
     ranks hold the loads of their own bodies' lower slots)."""
-    history = table.histories["contact_pp"]
+    history = table.histories[pipeline_name(table.histories)]
     return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held)
 
 
 def put_pair_loads(table, keys, values):
     """Put `pair_loads`' ``values`` back at their pairs' lower slots in ``table``."""
-    history = table.histories["contact_pp"]
+    history = table.histories[pipeline_name(table.histories)]
     _put_lower_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
 
 
@@ -170,9 +181,10 @@ def contact_network(model, state, contacts):
     `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or
     what `dem.engine.compute_forces` returned). Empty without particle–particle contacts."""
     first, second, distance, reach = touching_pairs(model, state, contacts)
-    pipeline, normal_only = model.interactions.get("contact_pp"), model.interactions.get("hertz_pp")
+    name = pipeline_name(model.interactions)
+    pipeline, normal_only = model.interactions.get(name), model.interactions.get("hertz_pp")
     if pipeline is not None:
-        history = contacts.histories["contact_pp"]
+        history = contacts.histories[name]
         force = _stored_forces(contacts.contacts(), first, second, history, history.shape[1] - LOADS)
     elif normal_only is not None:
         force = _normal_forces(first, second, state.position, state.velocity, model.diameter,
@@ -186,7 +198,9 @@ def contact_network(model, state, contacts):
     tangential_force = np.linalg.norm(force - normal_force[:, None] * normal, axis=1)
     sliding = np.zeros(len(first), np.uint8)
     if pipeline is not None and pipeline.friction > 0.0:
-        limit = pipeline.friction * _elastic_forces(pipeline.law, pipeline.stiffness, distance, reach)
+        radius_i, radius_j = 0.5 * model.diameter[first], 0.5 * model.diameter[second]
+        limit = pipeline.friction * _coulomb_forces(pipeline.law, pipeline.stiffness, pipeline.work, distance, reach,
+                                                    radius_i * radius_j / (radius_i + radius_j))
         sliding[tangential_force >= SLIDING * limit] = 1
     return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding)
 

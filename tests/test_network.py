@@ -94,15 +94,18 @@ def test_frictionless_lines_carry_the_hertz_forces(tmp_path):
     assert arrays["normal_force"].min() < 0.0 < arrays["normal_force"].max()  # damping pulls separating pairs
 
 
-def test_frictional_lines_carry_the_pipeline_forces(tmp_path):
-    """``contact_pp`` (friction, rolling, twisting, damping): five force evaluations of 0.05 each
-    stretch the tangential springs until some slide; the lines, read from the pipeline's scratch
-    columns, add up to every particle's force, and a line is flagged sliding exactly where its
-    tangential force is at the Coulomb limit μ F_e."""
+@pytest.mark.parametrize("adhesion", [0.0, 0.3])
+def test_frictional_lines_carry_the_pipeline_forces(tmp_path, adhesion):
+    """``contact_pp`` (friction, rolling, twisting, damping; with ``adhesion``, ``adhesive_pp``
+    under the DMT law of that work of adhesion): five force evaluations of 0.05 each stretch the
+    tangential springs until some slide; the lines, read from the pipeline's scratch columns, add
+    up to every particle's force, and a line is flagged sliding exactly where its tangential force
+    is at the Coulomb limit μ (F_e + 2 F_pull-off), F_pull-off = 2π w R*."""
     mu = 0.4
+    law = {"normal": "dmt", "work_of_adhesion": adhesion} if adhesion else {}
     model, state = cloud(2, friction=mu, rolling_friction=0.1, twisting_friction=0.05, restitution=0.7,
-                         poisson_ratio=0.3)
-    assert list(model.interactions) == ["contact_pp"]
+                         poisson_ratio=0.3, **law)
+    assert list(model.interactions) == ["adhesive_pp" if adhesion else "contact_pp"]
     contacts = new_contacts(model)
     contacts.rebuild(state.position, model.diameter)
     for _ in range(5):
@@ -112,8 +115,9 @@ def test_frictional_lines_carry_the_pipeline_forces(tmp_path):
     i, j, points, arrays = lines
     r = np.linalg.norm(points[i] - points[j], axis=1)
     reach = 0.5 * (model.diameter[i] + model.diameter[j])
-    elastic = 50.0 / reach * (1.0 - r / reach) ** 1.5  # Hertz
-    ratio = arrays["tangential_force"] / (mu * elastic)
+    elastic = 50.0 / reach * (1.0 - r / reach) ** 1.5  # Hertz (DMT: less the pull-off force, which the limit adds twice)
+    radius_i, radius_j = 0.5 * model.diameter[i], 0.5 * model.diameter[j]
+    ratio = arrays["tangential_force"] / (mu * (elastic + 2 * np.pi * adhesion * radius_i * radius_j / (radius_i + radius_j)))
     sliding = arrays["sliding"] == 1
     assert 0 < sliding.sum() < len(sliding)
     np.testing.assert_allclose(ratio[sliding], 1.0, rtol=1e-9)
