@@ -50,8 +50,8 @@ def _vectors(values, n, name):
 
 #: The bond laws a bond may follow (`Bonds.law` is an index into this tuple): the seed 001 binder
 #: (`dem.interactions.binder`) and the parallel bond (`dem.interactions.parallel_bond`).
-BOND_LAWS = ("seed001", "parallel_bond")
-#: Per-bond parameters of the laws that have their own (beyond the seed binder's stiffnesses).
+BOND_LAWS = ("three_spring", "parallel_bond")
+#: Per-bond parameters of the laws that have their own (beyond the three-spring binder's stiffnesses).
 LAW_PARAMETERS = {"parallel_bond": ("modulus", "shear_modulus", "radius", "tensile_strength", "shear_strength")}
 
 
@@ -65,7 +65,7 @@ class Bonds:
     ``rest_dir_i = R_i0ᵀ n0`` and ``rest_dir_j = R_j0ᵀ n0`` are the rest bond direction
     ``n0 = (x_i0 − x_j0)/r0`` in each end's body frame; ``rest_relative`` is the quaternion of
     ``R_j0ᵀ R_i0``, so that the relative rotation is ``log(R_j R_j0ᵀ R_i0 R_iᵀ)``.
-    Seed-binder stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.; 0 for bonds of other
+    Three-spring stiffnesses are energies (``U = ½ K_a (r/r0 − 1)²`` etc.; 0 for bonds of other
     laws); ``law_parameters[law][name]`` holds the per-bond parameters of the bonds of a law
     that has its own (`LAW_PARAMETERS`; arrays over the law's block). Whether a bond is broken
     is time-varying: its law's interaction state.

@@ -96,9 +96,9 @@ class SystemBuilder:
         return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
                              angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
 
-    def add_bonds(self, i, j, *, k_axial=0.0, k_shear=0.0, k_bending=0.0, law="seed001", **parameters):
+    def add_bonds(self, i, j, *, k_axial=0.0, k_shear=0.0, k_bending=0.0, law="three_spring", **parameters):
         """Bond bodies ``i[b]`` and ``j[b]`` under ``law`` (a name of `dem.state.BOND_LAWS`): the
-        seed binder with stiffnesses ``k_axial``, ``k_shear``, ``k_bending``, or a law with its own
+        three-spring binder with stiffnesses ``k_axial``, ``k_shear``, ``k_bending``, or a law with its own
         per-bond ``parameters`` (`dem.state.LAW_PARAMETERS`, e.g. the parallel bond's ``modulus``,
         ``shear_modulus``, ``radius``, ``tensile_strength``, ``shear_strength``). Values are scalars
         or per bond."""

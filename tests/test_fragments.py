@@ -16,7 +16,7 @@ from dem.observers.vtk import VTKWriter
 from dem.runfiles import read_snapshot
 from dem.runner import run
 
-#: particles 0–3: a seed-binder chain; 4–6: a parallel-bonded triangle; 7–10: a seed-binder chain
+#: particles 0–3: a three-spring chain; 4–6: a parallel-bonded triangle; 7–10: a three-spring chain
 #: whose middle bond 8–9 breaks; 11: alone
 SEED_BONDS = [(0, 1), (1, 2), (2, 3), (7, 8), (8, 9), (9, 10)]
 PARALLEL_BONDS = [(4, 5), (5, 6), (6, 4)]
@@ -57,7 +57,7 @@ def snapshots(folder):
     writer = VTKWriter(folder, every=1)
     writer.report(sim)
     bonds = model.bonds
-    seed = bonds.block("seed001")
+    seed = bonds.block("three_spring")
     index = next(b for b in range(seed.start, seed.stop) if {bonds.i[b], bonds.j[b]} == {8, 9})
     state.interactions["binder"].broken[index - seed.start] = 1
     state.step, state.time = 10, 1.0

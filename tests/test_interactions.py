@@ -50,7 +50,7 @@ def random_quaternions(rng, n, angle=np.pi):
 
 def bonded_chain(**bond):
     """Four bonded spheres at rest in a random configuration, then displaced and turned; ``bond``
-    is what `SystemBuilder.add_bond` takes (the seed binder's stiffnesses, or a law and its
+    is what `SystemBuilder.add_bond` takes (the three-spring binder's stiffnesses, or a law and its
     parameters)."""
     def make(rng):
         system = SystemBuilder()

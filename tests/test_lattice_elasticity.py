@@ -12,7 +12,7 @@ static response is checked too: the interior spheres carry no net force or momen
 Theory (spheres of diameter ``D`` touching, bonds to the six neighbours; cubic symmetry, so
 ``E = C11 − 2 C12²/(C11 + C12)`` and ``ν = C12/(C11 + C12)``):
 
-* seed binder, axial springs only (``U = ½ K_a (r/r0 − 1)²``, i.e. a spring ``k = K_a/r0²`` in
+* three-spring binder, axial springs only (``U = ½ K_a (r/r0 − 1)²``, i.e. a spring ``k = K_a/r0²`` in
   force per length): a strain ε_xx stretches the x bonds only, ``σ_xx = k ε D / D² ``, so
   ``C11 = E = k/D`` and ``C12 = 0``, ``ν = 0`` (and ``C44 = 0``: the lattice has no shear
   stiffness without bending or shear springs);

@@ -139,7 +139,7 @@ def test_the_strengths_match_the_stresses_they_are_checked_against():
 
 
 def test_both_laws_in_one_system_act_independently():
-    """Seed-binder and parallel bonds share the bond table (sorted by law); the loads of the
+    """Three-spring and parallel bonds share the bond table (sorted by law); the loads of the
     mixed system are the sum of each law's alone, and of the bonds' ``force`` measures."""
     rng = np.random.default_rng(2)
     position = np.cumsum(rng.normal(scale=0.2, size=(6, 3)) + [1.0, 0, 0], axis=0)
@@ -255,8 +255,8 @@ binder_radius_ratio = 0.8
     ("chain.0.binder_shear_modulus=-4e3", "chain.0.binder_shear_modulus: must be positive, got -4000"),
     ("chain.0.binder_radius_ratio=0", "chain.0.binder_radius_ratio: must be in (0, 1], got 0"),
     ("chain.0.binder_radius_ratio=1.2", "chain.0.binder_radius_ratio: must be in (0, 1], got 1.2"),
-    ("chain.0.binder='parallel'", "chain.0.binder: must be one of seed001, parallel_bond, got 'parallel'"),
-    ("chain.0.k_axial=3", "chain.0.k_axial: is a seed001 stiffness; binder = 'parallel_bond' takes"),
+    ("chain.0.binder='parallel'", "chain.0.binder: must be one of three_spring, parallel_bond, seed001, got 'parallel'"),
+    ("chain.0.k_axial=3", "chain.0.k_axial: is a three_spring stiffness; binder = 'parallel_bond' takes"),
     ("chain.0.binder_tensile_strength=-1", "chain.0.binder_tensile_strength: must be zero or positive"),
     ("chain.0.clamped=30", "chain.0.clamped: must be at most n_particles = 21, got 30"),
 ])
@@ -268,7 +268,22 @@ def test_bad_bond_input_is_one_line_and_writes_nothing(tmp_path, capsys, overrid
     assert "Traceback" not in error and not out.exists()
 
 
-def test_seed_binder_keys_refuse_parallel_bond_strengths(tmp_path):
+def test_the_former_name_seed001_builds_the_three_spring_binder(caplog):
+    """``binder = "seed001"`` still builds the three-spring binder's bonds, and says once that
+    the name has changed."""
+    from dem.system import build_system
+
+    torus = ROOT / "scenes" / "torus_impact.toml"
+    with caplog.at_level("WARNING"):
+        old, _ = build_system(load_scene(torus, ["torus.0.binder='seed001'"]))
+    assert caplog.text.count("'seed001' is the former name of 'three_spring'") == 1
+    new, _ = build_system(load_scene(torus))
+    assert list(old.interactions) == list(new.interactions)
+    for field in ("i", "j", "law", "k_axial", "k_shear", "k_bending"):
+        assert np.array_equal(getattr(old.bonds, field), getattr(new.bonds, field)), field
+
+
+def test_three_spring_binder_keys_refuse_parallel_bond_strengths(tmp_path):
     with pytest.raises(SceneError, match="torus.0.binder_shear_strength: is a parallel-bond strength"):
         load_scene(ROOT / "scenes" / "torus_impact.toml", ["torus.0.binder_shear_strength=2"])
     scene = tmp_path / "chain.toml"

@@ -19,7 +19,7 @@ from dem.rig import affine_fit, analyse, inside_fraction, virial_stress
 
 ROOT = Path(__file__).resolve().parents[1]
 D = 1.0
-K_AXIAL = 50.0          # seed binder U = ½ K_a (r/r0 − 1)²: a spring k = K_a/D² along each bond
+K_AXIAL = 50.0          # three-spring binder U = ½ K_a (r/r0 − 1)²: a spring k = K_a/D² along each bond
 #: platen force per snapshot: a rise, a peak, a drop to 40 % (a failure)
 FORCE = [0.0, 2.0, 4.0, 5.5, 6.0, 3.0, 2.4]
 

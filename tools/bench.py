@@ -66,13 +66,13 @@ def peak_rss_bytes():
 
 #: Bond parameters of the block per ``--binder``.
 BINDERS = {
-    "seed001": dict(k_axial=200.0, k_shear=200.0, k_bending=10.0),
+    "three_spring": dict(k_axial=200.0, k_shear=200.0, k_bending=10.0),
     "parallel_bond": dict(law="parallel_bond", modulus=255.0, shear_modulus=100.0, radius=0.5, tensile_strength=0.0,
                           shear_strength=0.0),
 }
 
 
-def build_block(n_target, binder="seed001", friction=0.0, rolling=0.0, substeps=None):
+def build_block(n_target, binder="three_spring", friction=0.0, rolling=0.0, substeps=None):
     position = fcc_block(n_target, diameter=1.0)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -121,7 +121,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=1,
                         help="time this many runs of STEPS steps and report the best (shared machines are noisy)")
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS, help="numba threads")
-    parser.add_argument("--binder", choices=tuple(BINDERS), default="seed001", help="bond law of the block")
+    parser.add_argument("--binder", choices=tuple(BINDERS), default="three_spring", help="bond law of the block")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     parser.add_argument("--pile", action="store_true", help="time the frictional pile instead of the block")
     parser.add_argument("--frictionless", action="store_true", help="with --pile: the frictionless, elastic pile")

@@ -150,7 +150,7 @@ def assembly_arrays(p):
     ``velocity (n, 3) = v0 + ω × (x − x_cm)``, ``angular_velocity (n, 3) = ω``, ``bonds (m, 2)``
     (`bond_pairs` with ``bond_gap_tolerance``; none when ``bonded`` is false) and
     ``bond_properties``, what `dem.system.SystemBuilder.add_bonds` takes for them under the
-    table's bond law (`dem.builders.binders.bond_properties`: the seed binder's ``k_axial``,
+    table's bond law (`dem.builders.binders.bond_properties`: the three-spring binder's ``k_axial``,
     ``k_shear``, ``k_bending`` ``(m,)``, given or from the binder material, or the parallel
     bond's parameters)."""
     position, diameter = assembly_positions(p)
@@ -174,7 +174,7 @@ def build_assembly(system, p):
     bonded to neighbours whose surface gap is at most ``bond_gap_tolerance`` × their mean
     diameter (docs/theory.md §5); arrays from `assembly_arrays`. Solid spheres of ``density``: ``m = ρ π
     D³/6``, ``J = m D²/10``. ``angular_velocity`` ω spins the assembly rigidly about its centre
-    of mass and each particle at ω. The bond law (`dem.builders.binders`): ``binder = "seed001"``
+    of mass and each particle at ω. The bond law (`dem.builders.binders`): ``binder = "three_spring"``
     with ``k_axial``, ``k_shear``, ``k_bending`` for every bond, or from the binder material
     (``binder_modulus`` E_b, ``binder_shear_modulus`` G_b, ``binder_radius_ratio`` λ): ``K_a = E_b
     A r0``, ``K_s = G_b A r0``, ``K_m = E_b I/r0`` with ``A = π a²``, ``I = π a⁴/4``, ``a = λ

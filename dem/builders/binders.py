@@ -3,7 +3,9 @@
 keys to the bonds' properties (`bond_properties`, what `dem.system.SystemBuilder.add_bonds`
 takes).
 
-``binder = "seed001"`` (default): seed 001's binder (`dem.interactions.binder`), with per-bond
+``binder = "three_spring"`` (default): Baker & Gonzalez's binder of an axial, a shear and a
+bending–torsion spring (`dem.interactions.binder`; ``"seed001"``, its former name, is accepted
+with a deprecation note), with per-bond
 stiffnesses ``k_axial``, ``k_shear``, ``k_bending`` (energies), or from the binder material
 (``binder_modulus`` E_b, ``binder_shear_modulus`` G_b, ``binder_radius_ratio`` λ, default 0.5) by
 `material_stiffness`. ``binder = "parallel_bond"``: the Potyondy–Cundall parallel bond
@@ -13,16 +15,21 @@ and strengths σ_c, τ_c (``binder_tensile_strength``, ``binder_shear_strength``
 never breaks).
 """
 
+import logging
+
 import numpy as np
 
 from ..schema import Key, non_negative, positive
 from ..state import BOND_LAWS
 
+#: former names of the bond laws, accepted with a deprecation note (`check_binder`)
+ALIASES = {"seed001": "three_spring"}
+
 PER_BOND_KEYS = ("k_axial", "k_shear", "k_bending")
 MATERIAL_KEYS = ("binder_modulus", "binder_shear_modulus", "binder_radius_ratio")
 STRENGTH_KEYS = ("binder_tensile_strength", "binder_shear_strength")
 #: default λ of each law
-DEFAULT_RADIUS_RATIO = {"seed001": 0.5, "parallel_bond": 1.0}
+DEFAULT_RADIUS_RATIO = {"three_spring": 0.5, "parallel_bond": 1.0}
 
 
 def _at_most_one(value):
@@ -30,22 +37,24 @@ def _at_most_one(value):
 
 
 KEYS = {
-    "binder": Key("str", "seed001", "bond law: seed 001's binder (stiffnesses k_axial, k_shear, k_bending, or the "
-                  "binder material) or the Potyondy–Cundall parallel bond (binder_modulus, binder_shear_modulus, "
-                  "binder_radius_ratio, strengths)", choices=BOND_LAWS),
-    "k_axial": Key("float", None, "axial stiffness K_a of every seed001 bond (per-bond mode; default 0)",
+    "binder": Key("str", "three_spring", "bond law: 'three_spring', Baker & Gonzalez's binder of axial, shear and "
+                  "bending–torsion springs (stiffnesses k_axial, k_shear, k_bending, or the binder material; "
+                  "'seed001' is its former name, accepted with a deprecation note), or 'parallel_bond', the "
+                  "Potyondy–Cundall parallel bond (binder_modulus, binder_shear_modulus, binder_radius_ratio, "
+                  "strengths)", choices=BOND_LAWS + tuple(ALIASES)),
+    "k_axial": Key("float", None, "axial stiffness K_a of every three_spring bond (per-bond mode; default 0)",
                    "energy", non_negative),
-    "k_shear": Key("float", None, "shear stiffness K_s of every seed001 bond (per-bond mode; default 0)",
+    "k_shear": Key("float", None, "shear stiffness K_s of every three_spring bond (per-bond mode; default 0)",
                    "energy", non_negative),
-    "k_bending": Key("float", None, "bending/torsion stiffness K_m of every seed001 bond (per-bond mode; "
+    "k_bending": Key("float", None, "bending/torsion stiffness K_m of every three_spring bond (per-bond mode; "
                      "default 0)", "energy", non_negative),
     "binder_modulus": Key("float", None, "binder Young's modulus E: the parallel bond's (k̄_n = E/L), or the "
-                          "seed001 material mode's (K_a = E A r0, K_m = E I/r0, A = π a², I = π a⁴/4, "
+                          "three_spring material mode's (K_a = E A r0, K_m = E I/r0, A = π a², I = π a⁴/4, "
                           "a = λ min(D_i, D_j)/2, r0 the rest centre distance)", "energy/length³", positive),
     "binder_shear_modulus": Key("float", None, "binder shear modulus G: the parallel bond's (k̄_s = G/L), or the "
-                                "seed001 material mode's (K_s = G A r0)", "energy/length³", positive),
+                                "three_spring material mode's (K_s = G A r0)", "energy/length³", positive),
     "binder_radius_ratio": Key("float", None, "binder radius over the smaller particle radius, λ: R̄ = λ min(R_i, R_j) "
-                               "(default 0.5 for seed001, 1 for parallel_bond)", "", _at_most_one),
+                               "(default 0.5 for three_spring, 1 for parallel_bond)", "", _at_most_one),
     "binder_tensile_strength": Key("float", None, "parallel bond tensile strength σ_c: breaks when F_n/A + |M_b| R̄/I "
                                    "exceeds it (0 or absent: never)", "energy/length³", non_negative),
     "binder_shear_strength": Key("float", None, "parallel bond shear strength τ_c: breaks when |F_s|/A + |M_t| R̄/J "
@@ -55,7 +64,7 @@ KEYS = {
 
 def material_stiffness(rest_length, diameter_i, diameter_j, binder_modulus, binder_shear_modulus,
                        binder_radius_ratio):
-    """Seed-binder stiffnesses ``(K_a, K_s, K_m)`` (energies, docs/theory.md §3) of a cylindrical binder of
+    """Three-spring stiffnesses ``(K_a, K_s, K_m)`` (energies, docs/theory.md §3) of a cylindrical binder of
     radius ``a = λ min(D_i, D_j)/2`` and length ``r0`` (the rest centre distance), moduli E_b and
     G_b:
 
@@ -75,25 +84,29 @@ def material_stiffness(rest_length, diameter_i, diameter_j, binder_modulus, bind
 
 
 def stiffness_mode(p):
-    """``"parallel_bond"``, or for the seed binder ``"material"`` when a binder modulus is given,
-    else ``"per_bond"``."""
+    """``"parallel_bond"``, or for the three-spring binder (or its former name) ``"material"`` when
+    a binder modulus is given, else ``"per_bond"``."""
     if p["binder"] == "parallel_bond":
         return "parallel_bond"
     return "material" if any(p.get(k) is not None for k in MATERIAL_KEYS) else "per_bond"
 
 
 def check_binder(p):
-    """``(key, problem)`` for an inconsistent set of bond-law keys, or None."""
+    """``(key, problem)`` for an inconsistent set of bond-law keys, or None (a former law name
+    logs its deprecation note)."""
+    if p["binder"] in ALIASES:
+        logging.getLogger(__name__).warning(f"binder = {p['binder']!r} is the former name of "
+                                            f"{ALIASES[p['binder']]!r}: it still works, but write the new name")
     mode = stiffness_mode(p)
     if mode == "parallel_bond":
         for name in PER_BOND_KEYS:
             if p[name] is not None:
-                return name, ("is a seed001 stiffness; binder = 'parallel_bond' takes binder_modulus, "
+                return name, ("is a three_spring stiffness; binder = 'parallel_bond' takes binder_modulus, "
                               "binder_shear_modulus, binder_radius_ratio and strengths")
     else:
         for name in STRENGTH_KEYS:
             if p[name] is not None:
-                return name, ("is a parallel-bond strength (binder = 'parallel_bond'); seed001 bonds break by "
+                return name, ("is a parallel-bond strength (binder = 'parallel_bond'); three_spring bonds break by "
                               "the [breakage] limits")
     if mode == "material":
         for name in PER_BOND_KEYS:
@@ -121,7 +134,7 @@ def bond_properties(p, i, j, position, diameter):
         rest_length = np.linalg.norm(position[i] - position[j], axis=1)
         stiffness = material_stiffness(rest_length, diameter[i], diameter[j], p["binder_modulus"],
                                        p["binder_shear_modulus"], ratio if ratio is not None else
-                                       DEFAULT_RADIUS_RATIO["seed001"])
+                                       DEFAULT_RADIUS_RATIO["three_spring"])
         return dict(zip(PER_BOND_KEYS, stiffness))
     ratio = ratio if ratio is not None else DEFAULT_RADIUS_RATIO["parallel_bond"]
     return dict(law="parallel_bond", modulus=p["binder_modulus"], shear_modulus=p["binder_shear_modulus"],

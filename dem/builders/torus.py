@@ -37,7 +37,7 @@ def check(p):
 def build(system, p):
     """A ring of ``n_particles`` spheres of diameter ``D_t sin(π/N)`` touching on a circle of
     diameter ``D_t``, each bonded to its two ring neighbours (docs/theory.md §5, seed 001 §4.1) by the bond
-    law of `dem.builders.binders` (seed 001's binder by default). An
+    law of `dem.builders.binders` (the three-spring binder by default). An
     ``angular_velocity`` ω spins the ring rigidly about its centre (v = v0 + ω × (x − c)) and each
     particle at the same rate."""
     count = p["n_particles"]

@@ -257,7 +257,7 @@ def _measures_kernel(position, orientation, p, out):
 def bond_measures(model, state):
     """Per-bond ``axial_strain``, ``shear``, ``bending_angle`` (rad), ``axial_force`` (positive in
     tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``; 0 once broken) and
-    ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the seed-binder
+    ``broken`` (0 intact, else the `BREAK_CRITERIA` number + 1) of the three-spring
     bonds (their block of ``model.bonds``); ``{}`` when the model has none
     (`dem.interactions.bonds.bond_measures` gathers every law's)."""
     params = model.interactions.get("binder")
@@ -272,16 +272,16 @@ def bond_measures(model, state):
 
 
 def setup(model):
-    """The seed-001 bonds of ``model.bonds`` (its block of law ``"seed001"``, views)."""
+    """The seed-001 bonds of ``model.bonds`` (its block of law ``"three_spring"``, views)."""
     b = model.bonds
-    block = b.block("seed001")
+    block = b.block("three_spring")
     if block.start == block.stop:
         return None
     limits = np.array([limit if limit > 0 else np.inf for limit in
                        (model.sections["breakage"][name] for name in BREAK_CRITERIA)])
     return BinderParams(b.i[block], b.j[block], b.k_axial[block], b.k_shear[block], b.k_bending[block],
                         b.rest_length[block], b.rest_dir_i[block], b.rest_dir_j[block], b.rest_relative[block],
-                        b.color_start("seed001"), limits, bool(np.isfinite(limits).any()))
+                        b.color_start("three_spring"), limits, bool(np.isfinite(limits).any()))
 
 
 def initial_state(model, params):
@@ -331,7 +331,7 @@ def extra_columns(model, p):
 BINDER = Interaction(
     name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
     keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy, fast=binder_axial_fast,
-    critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="seed001",
+    critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="three_spring",
     localize=functools.partial(localize_bonds, per_bond=("k_axial", "k_shear", "k_bending", "rest_length", "rest_dir_i",
                                                         "rest_dir_j", "rest_relative")),
 )

@@ -2,7 +2,7 @@
 (`bond_measures`, the VTK bond cells), which are broken (`broken_codes`) and the fragments they
 leave (`fragment_labels`: connected components of the intact bonds).
 
-Each law's interaction owns its block of ``model.bonds`` and its broken state: the seed binder
+Each law's interaction owns its block of ``model.bonds`` and its broken state: the three-spring binder
 (`dem.interactions.binder`) and the parallel bond (`dem.interactions.parallel_bond`).
 """
 
@@ -17,19 +17,19 @@ PARALLEL_ONLY = tuple(name for name in parallel_bond.MEASURES if name not in COM
 
 def bond_measures(model, state):
     """Per-bond arrays over ``model.bonds`` (its order): ``law`` (index into `BOND_LAWS`),
-    ``axial_strain`` (r/r0 − 1), ``shear`` (seed binder: max of 1 − s; parallel bond: |u_s|/L),
-    ``bending_angle`` (rad; seed binder: |θ|; parallel bond: |θ_b|), ``axial_force`` (positive in
+    ``axial_strain`` (r/r0 − 1), ``shear`` (three-spring binder: max of 1 − s; parallel bond: |u_s|/L),
+    ``bending_angle`` (rad; three-spring binder: |θ|; parallel bond: |θ_b|), ``axial_force`` (positive in
     tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``, 0 once broken: the
     bond's share of the virial stress, `dem.rig`), ``broken`` (0 intact, else the code of the criterion that broke it: 1 tension,
     2 compression, 3 shear, 4 bending), and the parallel bond's ``twist_angle``, ``shear_force``,
     ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and ``shear_stress`` (0 for
-    seed-binder bonds)."""
+    three-spring bonds)."""
     m = len(model.bonds)
     out = {name: np.zeros(m) for name in COMMON + PARALLEL_ONLY}
     out["force"] = np.zeros((m, 3))
     out["broken"] = np.zeros(m, np.int8)
     out["law"] = model.bonds.law.copy()
-    for law, measures in (("seed001", binder.bond_measures), ("parallel_bond", parallel_bond.measures)):
+    for law, measures in (("three_spring", binder.bond_measures), ("parallel_bond", parallel_bond.measures)):
         block = model.bonds.block(law)
         for name, values in measures(model, state).items():
             out[name][block] = values

@@ -94,7 +94,7 @@ KEYS_PP = {"contact": {
                     "centres move in steps of dt/M under them; every other force, the damping and every rotation "
                     "stay on the step); it cuts the energy error where contacts open and close next to stiff bonds "
                     "(an impact of a bonded assembly), at the price of M - 1 more contact passes. 1: the plain "
-                    "map (rrp1 always); 0, the default: M = 3 where seed-binder bonds act, the plain map elsewhere "
+                    "map (rrp1 always); 0, the default: M = 3 where three-spring bonds act, the plain map elsewhere "
                     "(docs/guide.md, contact sub-stepping)", "", non_negative),
 }}
 KEYS_PW = {"contact": {
@@ -607,7 +607,7 @@ def adhesive_pw_energy(st, bodies, contacts, p, own, walls):
 def contact_substeps(model):
     """The contact sub-steps ``M`` of ``model``: ``[contact] substeps``, or, when it is 0 (the
     default), `SUBSTEPS` where a bond law whose axial spring is part of the fast force acts (the
-    seed binder's, `dem.interactions.binder.BINDER`'s ``fast``: a bonded assembly whose contacts open
+    three-spring binder's, `dem.interactions.binder.BINDER`'s ``fast``: a bonded assembly whose contacts open
     and close next to its stiff bonds) and 1, the plain map, elsewhere (granular matter, whose
     contacts the time step resolves: there the sub-steps cost their price and change little) and
     under an adhesive law (whose force depends on the contact's history, which the sub-steps do

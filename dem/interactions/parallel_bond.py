@@ -14,12 +14,12 @@ Per bond ``ij`` (``d = x_i − x_j``, ``r = |d|``, ``n = d/r``; at rest ``L = r0
 
 * normal: ``e_n = r − L``;
 * shear: ``a_i = R_i R_i0ᵀ n0`` and ``a_j = R_j R_j0ᵀ n0`` are the rest direction carried by
-  each end (as in the seed binder's shear law), ``m = (a_i + a_j)/2`` their mean,
+  each end (as in the three-spring binder's shear law), ``m = (a_i + a_j)/2`` their mean,
   ``c = m·n`` and ``s = m − c n`` (``m`` with its part along the bond taken out). The shear
   displacement is ``u_s = P_n(d − L m) = −L s``: the displacement of the bond disc's centre as
   carried by ``i`` relative to as carried by ``j``, the contact-midpoint shear of the PFC parallel
   bond (to first order ``u_s = Δx_⊥ − L (φ_i + φ_j)/2 × n0``);
-* rotation: ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)`` (the seed binder's relative rotation, ``|θ| < π``),
+* rotation: ``θ = log(R_j R_j0ᵀ R_i0 R_iᵀ)`` (the three-spring binder's relative rotation, ``|θ| < π``),
   split along the bond into twist ``θ_t = θ·n`` and bending ``θ_b = θ − θ_t n``.
 
 **Potential** (docs/theory.md §3 conventions; ``U`` is the elastic energy of the bond disc):
@@ -58,7 +58,7 @@ disc's rim,
 
 against the tensile and shear strengths ``σ_c`` and ``τ_c``: a bond with ``σ > σ_c`` breaks in
 tension (code `BROKEN_TENSION`), else one with ``τ > τ_c`` in shear (`BROKEN_SHEAR`). As in the
-seed binder, its stored energy plus the half-step work ``(h/2)(F_i·(v_i − v_j) + τ_i·Ω_i +
+three-spring binder, its stored energy plus the half-step work ``(h/2)(F_i·(v_i − v_j) + τ_i·Ω_i +
 τ_j·Ω_j)`` is booked to the first particle's ``broken_energy`` (column ``broken``), so that the
 budget closes to the integrator's order.
 
