@@ -207,15 +207,29 @@ def slip(before, trial, k, limit):
 
 
 @njit(inline="always")
-def wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n):
-    """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, moving
-    at ``wall_velocity[w]``, the walls' state's arrays; unit normal ``n``) now and a step ago:
-    ``(gap, gap_old)``."""
-    gap = ((position[i, 0] - wall_point[w, 0]) * n[0] + (position[i, 1] - wall_point[w, 1]) * n[1]
-           + (position[i, 2] - wall_point[w, 2]) * n[2])
+def plane_gap(i, w, position, wall_point, n):
+    """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, the
+    walls' state's; unit normal ``n``)."""
+    return ((position[i, 0] - wall_point[w, 0]) * n[0] + (position[i, 1] - wall_point[w, 1]) * n[1]
+            + (position[i, 2] - wall_point[w, 2]) * n[2])
+
+
+@njit(inline="always")
+def gap_before(gap, i, w, h, velocity, wall_velocity, n):
+    """The distance `plane_gap` ``gap`` of particle ``i`` from plane ``w`` (moving at
+    ``wall_velocity[w]``) a step ago: ``gap − h (v − u)·n``."""
     speed = ((velocity[i, 0] - wall_velocity[w, 0]) * n[0] + (velocity[i, 1] - wall_velocity[w, 1]) * n[1]
              + (velocity[i, 2] - wall_velocity[w, 2]) * n[2])
-    return gap, gap - h * speed
+    return gap - h * speed
+
+
+@njit(inline="always")
+def holds_wall_springs(keys, i):
+    """Whether particle ``i`` keeps a spring in any of its wall slots."""
+    for s in range(keys.shape[1]):
+        if keys[i, s] >= 0:
+            return True
+    return False
 
 
 @njit(inline="always")
@@ -384,7 +398,7 @@ def ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, plan
 @njit(inline="always")
 def mesh_gap_before(i, w, h, n, gap, position, velocity, wall_point, wall_velocity, wall_spin):
     """Particle ``i``'s distance from mesh ``w`` a step ago along the normal ``n`` of its contact
-    at ``gap`` now, as `wall_now_and_before` takes a plane's: ``gap − h (v − u)·n``, ``u`` the
+    at ``gap`` now, as `gap_before` takes a plane's: ``gap − h (v − u)·n``, ``u`` the
     mesh's velocity at the contact's point on its surface, ``x − gap n`` (the walls' state's
     arrays): for a contact that starts this step, the gap beyond the radius it had a step ago
     (over a flat mesh, the plane's number to the bit)."""
@@ -493,11 +507,15 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     inverse_mass = bodies.inverse_mass[i]
     v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    held = holds_wall_springs(keys, i)
     for w in range(p.planes):
         if table[w, 3] == 0.0 or radius <= 0.0:
             continue
         n = (table[w, 0], table[w, 1], table[w, 2])
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n)
+        gap = plane_gap(i, w, position, wall_point, n)
+        if gap >= radius and not held:  # apart, and no spring to drop
+            continue
+        gap_old = gap_before(gap, i, w, h, velocity, wall_velocity, n)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]

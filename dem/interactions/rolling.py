@@ -39,7 +39,7 @@ from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     POISSON_RATIO, FrictionWallState, book, damped, dashpot, ended_mesh_slots, find_wall_slot,
     mesh_spring, release_slot, release_wall, restiffen, slip,
-    stiffness_ratio, turned, wall_now_and_before, wall_slots, wall_table,
+    stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots, wall_table,
 )
 from .hertz import contact_critical_step, contact_scales, inverse_masses, normal_code
 from .walls import add_wall_couple
@@ -210,12 +210,16 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     radius = 0.5 * bodies.diameter[i]
     inverse = (inertia[i, 0], inertia[i, 1])
     omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
+    held = holds_wall_springs(keys, i)
     for w in range(p.planes):
         mu = (table[w, 3], table[w, 4])
         if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
             continue
         n = (table[w, 0], table[w, 1], table[w, 2])
-        gap, gap_old = wall_now_and_before(i, w, h, position, velocity, wall_point, wall_velocity, n)
+        gap = plane_gap(i, w, position, wall_point, n)
+        if gap >= radius and not held:  # apart, and no spring to drop
+            continue
+        gap_old = gap_before(gap, i, w, h, velocity, wall_velocity, n)
         if gap >= radius:
             if advance:  # the contact opened: its elastic energy leaves with it
                 theta, twist = release_wall(i, w, keys, springs)
