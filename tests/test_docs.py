@@ -228,3 +228,41 @@ pvs.Disconnect()
     result = _pvbatch([driver], tmp_path, display)
     assert result.returncode == 0, result.stdout + result.stderr
     _assert_picture(tmp_path / "gui.png")
+
+
+#: the concrete ``python -m dem …`` commands of the README and the guide (a command's name alone,
+#: placeholders in capitals, optional parts in brackets and a checkpoint a run must have written
+#: first are not concrete)
+COMMAND = re.compile(r"python -m dem ([^`|\n]*)")
+
+
+def _documented_commands():
+    commands = set()
+    for path in (ROOT / "README.md", ROOT / "docs" / "guide.md"):
+        for match in COMMAND.finditer(path.read_text(encoding="utf-8")):
+            for part in match.group(1).split("&&"):
+                text = part.split("  #")[0].replace("python -m dem ", "").strip()
+                if (" " in text or text.endswith(".toml")) and not re.search(r"[A-Z]{3,}|\[--|\[run\]|\.\.\.|--restart", text):
+                    commands.add(text)
+    return sorted(commands)
+
+
+@pytest.mark.parametrize("command", _documented_commands())
+def test_a_documented_command_still_runs(command, tmp_path):
+    """Each command the docs show still parses, and the scene it names (with its ``--set``
+    overrides, and for a sweep each point of its grid) still validates; nothing is run or
+    written (``validate`` builds the scene; the analyses only need their arguments)."""
+    import shlex
+
+    from dem.cli import _parser
+    from dem.runner import describe
+    from dem.sweep import plan_sweep
+
+    argv = shlex.split(command)
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "sweep"):
+        argv = ["run"] + argv
+    args = _parser().parse_args(argv)
+    if argv[0] == "sweep":
+        plan_sweep(ROOT / args.scene, args.grids, tmp_path, args.overrides)
+    elif argv[0] in ("run", "validate"):
+        assert describe(ROOT / args.scene, args.overrides, tmp_path / "out")
