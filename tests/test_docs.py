@@ -242,7 +242,8 @@ def _documented_commands():
         for match in COMMAND.finditer(path.read_text(encoding="utf-8")):
             for part in match.group(1).split("&&"):
                 text = part.split("  #")[0].replace("python -m dem ", "").strip()
-                if (" " in text or text.endswith(".toml")) and not re.search(r"[A-Z]{3,}|\[--|\[run\]|\.\.\.|--restart", text):
+                concrete = not re.search(r"[A-Z]{3,}|\[--|\[run\]|\.\.\.|--restart", text)
+                if (" " in text or text.endswith(".toml")) and concrete:
                     commands.add(text)
     return sorted(commands)
 
