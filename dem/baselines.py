@@ -58,13 +58,13 @@ from scipy.integrate import solve_ivp
 
 from .interactions.ortolan_saccon import ortolan_saccon
 from .rotations import (
-    _matrix_quat,
-    _quat_from_rotvec,
-    _quat_from_rrp,
-    _quat_matrix,
-    _quat_multiply,
-    _quat_normalize,
-    _quat_rotate,
+    matrix_quat_one,
+    quat_from_rotvec_one,
+    quat_from_rrp_one,
+    quat_matrix_one,
+    quat_multiply_one,
+    quat_normalize_one,
+    quat_rotate_one,
 )
 
 __all__ = [
@@ -135,7 +135,7 @@ def _potential_of_matrix(kind, rotation, parameters):
 @njit(cache=True)
 def _potential(kind, q, parameters):
     """``(U, M_body)`` at the attitude of the unit quaternion ``q``."""
-    return _potential_of_matrix(kind, _quat_matrix(q), parameters)
+    return _potential_of_matrix(kind, quat_matrix_one(q), parameters)
 
 
 @njit(cache=True, inline='always')
@@ -156,25 +156,25 @@ def _cross(a, b):
 @njit(cache=True, inline='always')
 def _exp_apply(x, v):
     """``exp(x̂) v``."""
-    return np.array(_quat_rotate(_quat_from_rotvec(x), v))
+    return np.array(quat_rotate_one(quat_from_rotvec_one(x), v))
 
 
 @njit(cache=True, inline='always')
 def _cay_apply(x, v):
     """``cay(x) v``."""
-    return np.array(_quat_rotate(_quat_from_rrp(x), v))
+    return np.array(quat_rotate_one(quat_from_rrp_one(x), v))
 
 
 @njit(cache=True, inline='always')
 def _times_exp(q, x):
     """Quaternion of ``Q exp(x̂)``."""
-    return _quat_normalize(_quat_multiply(q, _quat_from_rotvec(x)))
+    return quat_normalize_one(quat_multiply_one(q, quat_from_rotvec_one(x)))
 
 
 @njit(cache=True, inline='always')
 def _times_cay(q, x):
     """Quaternion of ``Q cay(x)``."""
-    return _quat_normalize(_quat_multiply(q, (1.0, 0.5 * x[0], 0.5 * x[1], 0.5 * x[2])))
+    return quat_normalize_one(quat_multiply_one(q, (1.0, 0.5 * x[0], 0.5 * x[1], 0.5 * x[2])))
 
 
 @njit(cache=True, inline='always')
@@ -412,7 +412,7 @@ class Trajectory(NamedTuple):
 
 def rotation_matrix(rotation_vector):
     """``exp(θ̂)``: the 3×3 rotation of the rotation vector ``θ``."""
-    return _quat_matrix(_quat_from_rotvec(np.asarray(rotation_vector, dtype=np.float64)))
+    return quat_matrix_one(quat_from_rotvec_one(np.asarray(rotation_vector, dtype=np.float64)))
 
 
 @njit(cache=True)
@@ -420,7 +420,7 @@ def _matrices(quaternions):
     """``(K, 4)`` unit quaternions -> ``(K, 3, 3)`` rotation matrices."""
     out = np.empty((quaternions.shape[0], 3, 3))
     for k in range(quaternions.shape[0]):
-        out[k] = _quat_matrix(quaternions[k])
+        out[k] = quat_matrix_one(quaternions[k])
     return out
 
 
@@ -442,7 +442,7 @@ def _quaternion(rotation):
     rotation = np.asarray(rotation, dtype=np.float64)
     if rotation.shape != (3, 3) or np.abs(rotation.T @ rotation - np.eye(3)).max() > 1e-10:
         raise ValueError("Q0 must be a 3x3 rotation matrix")
-    return np.asarray(_matrix_quat(np.ascontiguousarray(rotation)))
+    return np.asarray(matrix_quat_one(np.ascontiguousarray(rotation)))
 
 
 def integrate(method, J, potential, Q0, omega0, h, n_steps, sample_every=1):

@@ -33,7 +33,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .neighbors import N_BUILDS, NeighborList, _update_serial
+from .neighbors import N_BUILDS, NeighborList, update_serial
 from .schema import Key, non_negative
 
 KEYS = {"contact": {
@@ -58,7 +58,7 @@ def contact_skin(skin, diameter):
 
 
 @njit(cache=True)
-def _owner_offsets(start, index, owner_start):
+def owner_offsets(start, index, owner_start):
     """``owner_start[i]``: owner entries (``j > i``) in the rows before ``i``."""
     owner_start[0] = 0
     for i in range(start.shape[0] - 1):
@@ -145,7 +145,7 @@ def _gather_history(start, index, owner_start, history, width, keys, values):
 
 
 @njit(cache=True)
-def _save_history(start, index, owner_start, history, width):
+def save_history(start, index, owner_start, history, width):
     """``(keys (m, 2), values (m, width))`` of the owner slots whose history (the first ``width``
     columns of ``history``) is not all zero (a copy: the history is left as it is)."""
     live = _live_slots(owner_start, history, width)
@@ -155,7 +155,7 @@ def _save_history(start, index, owner_start, history, width):
 
 
 @njit(cache=True)
-def _restore_history(start, index, owner_start, keys, values, history):
+def restore_history(start, index, owner_start, keys, values, history):
     """Zero the slots of the rebuilt list and put ``values`` back at their keys' slots (in its first
     columns: the history without scratch columns); returns the history array (``history``
     reused, or a larger one)."""
@@ -173,10 +173,10 @@ def _restore_history(start, index, owner_start, keys, values, history):
 
 
 @njit(cache=True)
-def _compact_history(start, index, owner_start, history, width):
+def compact_history(start, index, owner_start, history, width):
     """Before a rebuild: move the owner slots whose history (the first ``width`` columns) is not
     all zero to the front of ``history`` (in slot order) and return their keys ``(m, 2)``, for
-    `_spread_history` after it. Unlike `_save_history` nothing is copied out: a rebuild's memory
+    `spread_history` after it. Unlike `save_history` nothing is copied out: a rebuild's memory
     stays that of the list."""
     keys = np.empty((_live_slots(owner_start, history, width), 2), np.int32)
     _gather_history(start, index, owner_start, history, width, keys, history)
@@ -184,8 +184,8 @@ def _compact_history(start, index, owner_start, history, width):
 
 
 @njit(cache=True)
-def _spread_history(start, index, owner_start, keys, history):
-    """After a rebuild: the values `_compact_history` left at the front of ``history`` go to
+def spread_history(start, index, owner_start, keys, history):
+    """After a rebuild: the values `compact_history` left at the front of ``history`` go to
     their keys' slots in the rebuilt list, every other slot zero (a key whose pair left the list
     is dropped); returns the history array (``history``, or a larger one). In place: first the
     kept values close up (moving only to lower slots), then rows are filled from the last: a
@@ -251,21 +251,21 @@ class ContactTable(NeighborList):
 
     def rebuild(self, position, diameter):
         """Build the list at ``position`` (outside a run), carrying the histories over."""
-        keys = {name: _compact_history(self.start, self.index, self.owner_start, h, self.widths[name])
+        keys = {name: compact_history(self.start, self.index, self.owner_start, h, self.widths[name])
                 for name, h in self.histories.items()}
         self.counters[N_BUILDS] = 0
-        self.index = _update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
-                                    self.cell_start, self.cell_particles, self.counters)
-        _owner_offsets(self.start, self.index, self.owner_start)
+        self.index = update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
+                                   self.cell_start, self.cell_particles, self.counters)
+        owner_offsets(self.start, self.index, self.owner_start)
         for name, live in keys.items():
-            self.histories[name] = _spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
+            self.histories[name] = spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
 
     def export(self):
         """The table as a checkpoint holds it: the reference positions of the last build, the
         number of builds, and each history's live entries by key."""
         out = {"reference_position": self.reference_position.copy(), "builds": int(self.counters[N_BUILDS])}
         for name, history in self.histories.items():
-            out[f"history_keys.{name}"], out[f"history_values.{name}"] = _save_history(
+            out[f"history_keys.{name}"], out[f"history_values.{name}"] = save_history(
                 self.start, self.index, self.owner_start, history, self.widths[name])
         return out
 
@@ -275,11 +275,11 @@ class ContactTable(NeighborList):
         builds = int(saved["builds"])
         if builds > 0:
             self.counters[N_BUILDS] = 0
-            self.index = _update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
-                                        self.start, self.index, self.cell_start, self.cell_particles, self.counters)
-            _owner_offsets(self.start, self.index, self.owner_start)
+            self.index = update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
+                                       self.start, self.index, self.cell_start, self.cell_particles, self.counters)
+            owner_offsets(self.start, self.index, self.owner_start)
         self.counters[N_BUILDS] = builds
         for name in self.histories:
-            self.histories[name] = _restore_history(
+            self.histories[name] = restore_history(
                 self.start, self.index, self.owner_start, np.ascontiguousarray(saved[f"history_keys.{name}"]),
                 np.ascontiguousarray(saved[f"history_values.{name}"]), self.histories[name])

@@ -53,12 +53,12 @@ import os
 import numpy as np
 from numba import njit
 
-from .contacts import ContactTable, _owner_offsets, _restore_history, _save_history
-from .engine import FAILED, NOT_FINITE, OK, _substepped, distributed_module, fast_pair_law
+from .contacts import ContactTable, owner_offsets, restore_history, save_history
+from .engine import FAILED, NOT_FINITE, OK, distributed_module, fast_pair_law, substeps_contacts
 from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
-from .neighbors import N_BUILDS, _bounds, _grid_of_bounds, _needs_rebuild
+from .neighbors import N_BUILDS, bounds, grid_of_bounds, needs_rebuild
 from .network import pair_loads, pipeline_name, put_pair_loads
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
@@ -264,7 +264,7 @@ class DistributedSimulation(Simulation):
         #: the interaction whose elastic pair force is sub-stepped (`dem.engine.fast_pair_law`)
         self.fast_law = fast_pair_law(names)
         #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
-        self.substeps = model.interactions[self.fast_law].substeps if _substepped(scheme, names) else 1
+        self.substeps = model.interactions[self.fast_law].substeps if substeps_contacts(scheme, names) else 1
         self._first_calls = set()
         #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
         self.migrated = self.rebalanced = 0
@@ -382,7 +382,7 @@ class DistributedSimulation(Simulation):
         keys = {name: (_concatenated(received, f"keys.{name}", histories[name][0]),
                        _concatenated(received, f"values.{name}", histories[name][1])) for name in histories}
         # ghosts: owned bodies within the halo width of other boxes, and the shared bodies
-        largest = self.comm.allreduce(float(_bounds(reference, model.diameter[ids])[2]), op=self._mpi.MAX)
+        largest = self.comm.allreduce(float(bounds(reference, model.diameter[ids])[2]), op=self._mpi.MAX)
         width = max(largest + model.skin if self.neighbors else 0.0, bond_length)
         shared = np.isin(ids, self.shared)
         pieces = [{"ids": ids[:0]} for _ in range(self.size)]
@@ -460,19 +460,19 @@ class DistributedSimulation(Simulation):
         the received histories (global keys) put back."""
         model, part, table = self.model, self.part, self.contacts
         MPI = self._mpi
-        lo, hi, largest = _bounds(positions[part.owned], self.bodies.diameter[part.owned])
+        lo, hi, largest = bounds(positions[part.owned], self.bodies.diameter[part.owned])
         self.comm.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
         self.comm.Allreduce(MPI.IN_PLACE, hi, op=MPI.MAX)
         largest = self.comm.allreduce(float(largest), op=MPI.MAX)
-        grid = _grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8)
+        grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8)
         table.build_part(positions, self.bodies.diameter, model.skin, grid)
         table.counters[N_BUILDS] = self._builds
-        _owner_offsets(table.start, table.index, table.owner_start)
+        owner_offsets(table.start, table.index, table.owner_start)
         for name, (keys, values) in histories.items():
             held = np.isin(keys, part.bodies).all(axis=1)  # (a pair whose other body is not here is not in the list)
-            table.histories[name] = _restore_history(table.start, table.index, table.owner_start,
-                                                     np.ascontiguousarray(part.local(keys[held]), np.int32),
-                                                     np.ascontiguousarray(values[held]), table.histories[name])
+            table.histories[name] = restore_history(table.start, table.index, table.owner_start,
+                                                    np.ascontiguousarray(part.local(keys[held]), np.int32),
+                                                    np.ascontiguousarray(values[held]), table.histories[name])
 
     # -- stepping ---------------------------------------------------------------------------------
 
@@ -507,7 +507,7 @@ class DistributedSimulation(Simulation):
                                                                                self.bodies, self.aux))
                 failed = self.part.bodies[failed] if failed >= 0 else NOBODY
             st = self.state
-            moved = self.neighbors and (self._builds == 0 or _needs_rebuild(
+            moved = self.neighbors and (self._builds == 0 or needs_rebuild(
                 st.position, self.bodies.diameter, self.model.skin, self.contacts.reference_position))
             flags[0] = failed
             flags[1] = 0 if moved else 1
@@ -554,8 +554,8 @@ class DistributedSimulation(Simulation):
         for sub in range(self.substeps - 1):
             if sub > 0:
                 self._drift(h, fraction, False)
-            moved[0] = self.neighbors and _needs_rebuild(self.state.position, self.bodies.diameter, self.model.skin,
-                                                         self.contacts.reference_position)
+            moved[0] = self.neighbors and needs_rebuild(self.state.position, self.bodies.diameter, self.model.skin,
+                                                        self.contacts.reference_position)
             request = self.comm.Iallreduce(MPI.IN_PLACE, moved, op=MPI.MAX)
             self._exchange()  # (while the flag travels)
             request.Wait()
@@ -580,8 +580,8 @@ class DistributedSimulation(Simulation):
         is_owned[owned] = True
         histories = {}
         for name in self.histories:
-            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name],
-                                         self.histories[name])
+            keys, values = save_history(table.start, table.index, table.owner_start, table.histories[name],
+                                        self.histories[name])
             held = is_owned[keys[:, 0]]
             histories[name] = (part.bodies[keys[held]], values[held], st.position[keys[held, 1]])
         bonds = self.model.bonds
@@ -627,8 +627,8 @@ class DistributedSimulation(Simulation):
         piece.update({f"summed.{n}.{f}": self.shared_state[(n, f)] for n, f in self.shared_state
                       if f in INTERACTIONS[n].summed_state})
         for name in self.histories:
-            keys, values = _save_history(table.start, table.index, table.owner_start, table.histories[name],
-                                         self.histories[name])
+            keys, values = save_history(table.start, table.index, table.owner_start, table.histories[name],
+                                        self.histories[name])
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
         if pipeline_name(self.histories):  # its pair loads (scratch, not in the keyed histories) for the network

@@ -59,15 +59,15 @@ import numba
 from .contacts import (
     Contacts,
     ContactTable,
-    _compact_history,
-    _owner_offsets,
-    _spread_history,
+    compact_history,
+    owner_offsets,
+    spread_history,
 )
 from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
 from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
-from .neighbors import _build_kernel, _rebuild_due
+from .neighbors import build_kernel, rebuild_due
 from .state import motion
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
@@ -262,21 +262,21 @@ def _forces_text(names, parallel):
       'contact sub-steps); returns '
       '``(index, *histories)``."""', 1)
     if neighbors:
-        w.use(_rebuild_due, "_rebuild_due")
-        w.use(_build_kernel, "_build_kernel")
-        w("if _rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
+        w.use(rebuild_due, "rebuild_due")
+        w.use(build_kernel, "build_kernel")
+        w("if rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
         for name in (n for n in names if INTERACTIONS[n].history):
-            w.use(_compact_history, "_compact_history")
-            w(f"keys_{name} = _compact_history(table.start, index, table.owner_start, hist_{name}, "
+            w.use(compact_history, "compact_history")
+            w(f"keys_{name} = compact_history(table.start, index, table.owner_start, hist_{name}, "
               f"{INTERACTIONS[name].history})", 2)
-        w(f"index = _build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
+        w(f"index = build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters)", 2)
         if histories:
-            w.use(_owner_offsets, "_owner_offsets")
-            w("_owner_offsets(table.start, index, table.owner_start)", 2)
+            w.use(owner_offsets, "owner_offsets")
+            w("owner_offsets(table.start, index, table.owner_start)", 2)
         for name in (n for n in names if INTERACTIONS[n].history):
-            w.use(_spread_history, "_spread_history")
-            w(f"hist_{name} = _spread_history(table.start, index, table.owner_start, keys_{name}, "
+            w.use(spread_history, "spread_history")
+            w(f"hist_{name} = spread_history(table.start, index, table.owner_start, keys_{name}, "
               f"hist_{name})", 2)
     w(f"return ({''.join(a + ', ' for a in carried.split(', '))})".replace(", )", ",)"), 1)
     w()
@@ -363,7 +363,7 @@ def _distributed_text(scheme, names):
             w("return -1", 1)
         w()
         w()
-    if _substepped(scheme, names):
+    if substeps_contacts(scheme, names):
         _distributed_substeps_text(w, scheme, names, signature)
     return w
 
@@ -492,7 +492,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
     w("sampled = 0", 1)
-    respa = _substepped(scheme, names)
+    respa = substeps_contacts(scheme, names)
     if respa:
         law = fast_pair_law(names)
         stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
@@ -583,7 +583,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     return w
 
 
-def _substepped(scheme, names):
+def substeps_contacts(scheme, names):
     """Whether the loop of ``scheme`` with ``names`` sub-steps the particle–particle contacts
     (`fast_pair_law`) when their ``substeps`` > 1 (`dem.integrators.respa`): a scheme with the rotational stages
     ``turn``/``spin`` (``rrp2``, ``rrp``, ``lgvi``; not ``rrp1``)."""

@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .rotations import _quat_rotate, _quat_rotate_inverse, quat_from_rotvec, quat_matrix
+from .rotations import quat_from_rotvec, quat_matrix, quat_rotate_inverse_one, quat_rotate_one
 from .schema import SceneError
 
 #: contact slots per particle (a sphere touching more mesh features at once is an error)
@@ -425,7 +425,7 @@ def _vertex_contact(x, v, radius, mesh):
 def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls):
     """Store a contact (normal in the mesh frame, turned to the world's) unless this mesh already
     has one at the same point; returns the new count."""
-    n = _quat_rotate(rotation, (nx, ny, nz))
+    n = quat_rotate_one(rotation, (nx, ny, nz))
     same = (SAME_POINT * radius) ** 2
     for k in range(min(count, walls.mesh_gap.shape[1])):
         if walls.mesh_wall[i, k] != w:
@@ -449,8 +449,8 @@ def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
     """Record particle ``i``'s contacts (centre ``x``, radius ``radius``) with mesh ``m``."""
     w = mesh.wall[m]
     rotation = walls.rotation[w]
-    xl = _quat_rotate_inverse(rotation, (x[0] - walls.point[w, 0], x[1] - walls.point[w, 1],
-                                         x[2] - walls.point[w, 2]))
+    xl = quat_rotate_inverse_one(rotation, (x[0] - walls.point[w, 0], x[1] - walls.point[w, 1],
+                                            x[2] - walls.point[w, 2]))
     cell = mesh.grid_cell[m]
     k = 0
     stride = 1

@@ -32,7 +32,7 @@ def _active(position, diameter, i):
 
 
 @njit(cache=True)
-def _bounds(position, diameter):
+def bounds(position, diameter):
     """``(lo, hi, largest)``: the corners of the box of the active particles and their largest
     diameter."""
     lo = np.full(3, np.inf)
@@ -49,9 +49,9 @@ def _bounds(position, diameter):
 
 
 @njit(cache=True)
-def _grid_of_bounds(lo, hi, largest, skin, max_cells):
+def grid_of_bounds(lo, hi, largest, skin, max_cells):
     """Origin, cell size and dimensions covering the box ``lo``–``hi`` with at most ``max_cells``
-    cells (`_bounds`)."""
+    cells (`bounds`)."""
     size = largest + skin
     dims = np.ones(3, np.int64)
     if largest == 0.0:
@@ -67,8 +67,8 @@ def _grid_of_bounds(lo, hi, largest, skin, max_cells):
 @njit(cache=True)
 def _cell_grid(position, diameter, skin, max_cells):
     """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
-    lo, hi, largest = _bounds(position, diameter)
-    return _grid_of_bounds(lo, hi, largest, skin, max_cells)
+    lo, hi, largest = bounds(position, diameter)
+    return grid_of_bounds(lo, hi, largest, skin, max_cells)
 
 
 @njit(cache=True)
@@ -125,8 +125,8 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
 
 
 @njit(inline="always")
-def _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
-                  counters):
+def build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
+                 counters):
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
     lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1)
     return _build_on_grid(position, diameter, skin, parallel, _whole_grid(lo, size, dims), reference_position, start,
@@ -217,7 +217,7 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
 
 
 @njit(cache=True)
-def _needs_rebuild(position, diameter, skin, reference_position):
+def needs_rebuild(position, diameter, skin, reference_position):
     """True once a particle has moved more than ``skin/2`` since the last build."""
     limit = 0.25 * skin * skin
     for i in range(position.shape[0]):
@@ -232,9 +232,9 @@ def _needs_rebuild(position, diameter, skin, reference_position):
 
 
 @njit(inline="always")
-def _rebuild_due(position, diameter, skin, reference_position, counters):
+def rebuild_due(position, diameter, skin, reference_position, counters):
     """Whether the list must be (re)built: never built, or a particle moved more than ``skin/2``."""
-    return counters[N_BUILDS] == 0 or _needs_rebuild(position, diameter, skin, reference_position)
+    return counters[N_BUILDS] == 0 or needs_rebuild(position, diameter, skin, reference_position)
 
 
 @njit(inline="always")
@@ -243,9 +243,9 @@ def _update_kernel(position, diameter, skin, parallel, reference_position, start
     """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
     (its ``prange`` loops become part of the caller's parallel region: a separately compiled
     parallel function called from compiled code is costly)."""
-    if _rebuild_due(position, diameter, skin, reference_position, counters):
-        return _build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
-                             cell_particles, counters)
+    if rebuild_due(position, diameter, skin, reference_position, counters):
+        return build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
+                            cell_particles, counters)
     return index
 
 
@@ -256,7 +256,7 @@ def _update_parallel(position, diameter, skin, reference_position, start, index,
 
 
 @njit(cache=True)
-def _update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
+def update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
     return _update_kernel(position, diameter, skin, False, reference_position, start, index, cell_start,
                           cell_particles, counters)
 
@@ -287,12 +287,12 @@ class NeighborList:
         return np.stack((rows[keep], columns[keep]), axis=1)
 
     def update(self, position, diameter, skin, parallel=False):
-        update = _update_parallel if parallel else _update_serial
+        update = _update_parallel if parallel else update_serial
         self.index = update(position, diameter, float(skin), *self.arrays())
 
     def build_part(self, position, diameter, skin, grid):
         """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the
-        cells ``grid = (lo, size, dims)`` of the whole system (`_grid_of_bounds`)."""
+        cells ``grid = (lo, size, dims)`` of the whole system (`grid_of_bounds`)."""
         part = _part_grid(position, diameter, *grid)
         cells = int(np.prod(part[4]))
         if cells + 1 > len(self.cell_start):

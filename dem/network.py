@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from .interactions.contact import LOADS, lower_slot, upper_entries
-from .interactions.hertz import _damped, _pair_overlap, contact_scales, normal_law
+from .interactions.hertz import contact_scales, normal_damped, normal_law, pair_overlap
 
 #: the particle pipelines whose update leaves each pair's loads in scratch columns
 PIPELINES = ("contact_pp", "adhesive_pp")
@@ -66,7 +66,7 @@ def _touching(contacts, position, diameter):
             b = index[k]
             if b < a:
                 continue
-            r2, reach = _pair_overlap(a, b, radius, position, diameter)[3:]
+            r2, reach = pair_overlap(a, b, radius, position, diameter)[3:]
             if r2 < reach * reach:
                 first[m], second[m], distance[m], reaches[m] = a, b, np.sqrt(r2), reach
                 m += 1
@@ -94,15 +94,15 @@ def _normal_forces(first, second, position, velocity, diameter, inverse_mass, la
     force = np.empty((first.shape[0], 3))
     for m in range(first.shape[0]):
         i, j = first[m], second[m]
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
         f = normal_law(law, delta, stiffness, reach)[1]
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-            f = _damped(f, 0.0, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j], speed,
-                        damping)[0]
+            f = normal_damped(f, 0.0, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j], speed,
+                              damping)[0]
         f /= r
         force[m, 0], force[m, 1], force[m, 2] = f * dx, f * dy, f * dz
     return force
@@ -130,7 +130,7 @@ def _lower_loads(contacts, position, diameter, history, width, held):
             continue
         for k in range(start[b], upper_entries(contacts, b)):  # the partners a < b: b's lower slots
             a = index[k]
-            r2, reach = _pair_overlap(a, b, 0.5 * diameter[a], position, diameter)[3:]
+            r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter)[3:]
             if r2 < reach * reach:
                 keys[m, 0], keys[m, 1] = a, b
                 for c in range(LOADS):

@@ -12,9 +12,11 @@ Conventions (docs/theory.md §1, seed 001 eqs. 3–5):
 Orientations are *stored* as unit quaternions, which have no singularity at ``|θ| = π``; an RRP
 increment ``Δα`` is applied as ``q⁺ ∝ (1, Δα/2) ⊗ q`` (the homogeneous form of ``α ⊕ Δα``).
 
-The ``_*`` functions are numba kernels on one body (3-vectors, 4-quaternions, 3×3 matrices) that
-the integrators and interactions call. The public functions take arrays of shape ``(..., 3)``,
-``(..., 4)`` or ``(..., 3, 3)`` and loop over the leading axes in compiled code.
+The ``*_one`` functions are numba kernels on one body (3-vectors, 4-quaternions, 3×3 matrices)
+that the integrators and interactions call (``quat_rotate_one(q, v)`` is ``quat_rotate``'s
+arithmetic on one body; the ``_*`` ones serve this module only). The functions without the suffix
+take arrays of shape ``(..., 3)``, ``(..., 4)`` or ``(..., 3, 3)`` and loop over the leading axes
+in compiled code.
 """
 
 import numpy as np
@@ -27,12 +29,12 @@ from numba import njit
 
 
 @njit(inline="always")
-def _dot(a, b):
+def dot_one(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @njit(inline="always")
-def _cross(a, b):
+def cross_one(a, b):
     """``a × b`` for 3-vectors."""
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
@@ -55,8 +57,8 @@ def _rrp_matrix(alpha):
 @njit(cache=True)
 def _rrp_compose(alpha1, alpha2):
     """``α1 ⊕ α2`` (seed 001 eq. 5): rotation ``α1`` first, then ``α2``."""
-    scale = 4.0 / (4.0 - _dot(alpha1, alpha2))
-    c = _cross(alpha1, alpha2)
+    scale = 4.0 / (4.0 - dot_one(alpha1, alpha2))
+    c = cross_one(alpha1, alpha2)
     return (
         scale * (alpha1[0] + alpha2[0] - 0.5 * c[0]),
         scale * (alpha1[1] + alpha2[1] - 0.5 * c[1]),
@@ -65,7 +67,7 @@ def _rrp_compose(alpha1, alpha2):
 
 
 @njit(inline="always")
-def _quat_multiply(p, q):
+def quat_multiply_one(p, q):
     """Hamilton product ``p ⊗ q``; ``R(p ⊗ q) = R(p) R(q)``."""
     return (
         p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3],
@@ -76,13 +78,13 @@ def _quat_multiply(p, q):
 
 
 @njit(inline="always")
-def _quat_conjugate(q):
+def quat_conjugate_one(q):
     """Inverse of a unit quaternion."""
     return (q[0], -q[1], -q[2], -q[3])
 
 
 @njit(inline="always")
-def _quat_normalize(q):
+def quat_normalize_one(q):
     norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
@@ -90,34 +92,34 @@ def _quat_normalize(q):
 @njit(inline="always")
 def _rotate_scaled(q, v, scale):
     """``v + w t + u × t`` with ``t = scale (u × v)``: ``R(q) v`` for ``scale = 2/|q|²``."""
-    t = _cross((q[1], q[2], q[3]), v)
+    t = cross_one((q[1], q[2], q[3]), v)
     t = (scale * t[0], scale * t[1], scale * t[2])
-    c = _cross((q[1], q[2], q[3]), t)
+    c = cross_one((q[1], q[2], q[3]), t)
     return (v[0] + q[0] * t[0] + c[0], v[1] + q[0] * t[1] + c[1], v[2] + q[0] * t[2] + c[2])
 
 
 @njit(inline="always")
-def _quat_rotate(q, v):
+def quat_rotate_one(q, v):
     """``R(q) v`` for a unit quaternion ``q`` and a 3-vector ``v``; divides by ``|q|²`` so that a
     quaternion off unit length by round-off still rotates without stretching."""
     return _rotate_scaled(q, v, 2.0 / (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]))
 
 
 @njit(inline="always")
-def _unit_quat_rotate(q, v):
+def unit_quat_rotate_one(q, v):
     """``R(q) v`` assuming ``|q| = 1`` exactly (no renormalising division: for hot loops whose
     quaternions were just normalised)."""
     return _rotate_scaled(q, v, 2.0)
 
 
 @njit(inline="always")
-def _quat_rotate_inverse(q, v):
+def quat_rotate_inverse_one(q, v):
     """``R(q)ᵀ v``."""
-    return _quat_rotate(_quat_conjugate(q), v)
+    return quat_rotate_one(quat_conjugate_one(q), v)
 
 
 @njit(cache=True)
-def _quat_matrix(q):
+def quat_matrix_one(q):
     """Rotation matrix of a unit quaternion (scalar first)."""
     w, x, y, z = q[0], q[1], q[2], q[3]
     return np.array(
@@ -130,7 +132,7 @@ def _quat_matrix(q):
 
 
 @njit(cache=True)
-def _matrix_quat(m):
+def matrix_quat_one(m):
     """Unit quaternion (``q_0 ≥ 0``) of a rotation matrix, Shepperd's branch choice."""
     trace = m[0, 0] + m[1, 1] + m[2, 2]
     if trace >= max(m[0, 0], m[1, 1], m[2, 2]):
@@ -147,13 +149,13 @@ def _matrix_quat(m):
         q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
     if q[0] < 0.0:
         q = (-q[0], -q[1], -q[2], -q[3])
-    return _quat_normalize(q)
+    return quat_normalize_one(q)
 
 
 @njit(inline="always")
-def _quat_from_rrp(alpha):
+def quat_from_rrp_one(alpha):
     """Unit quaternion ``∝ (1, α/2)``."""
-    return _quat_normalize((1.0, 0.5 * alpha[0], 0.5 * alpha[1], 0.5 * alpha[2]))
+    return quat_normalize_one((1.0, 0.5 * alpha[0], 0.5 * alpha[1], 0.5 * alpha[2]))
 
 
 @njit(cache=True)
@@ -163,16 +165,16 @@ def _rrp_from_quat(q):
 
 
 @njit(cache=True)
-def _quat_from_rotvec(theta):
+def quat_from_rotvec_one(theta):
     """Unit quaternion of the rotation vector ``θ``."""
-    angle = np.sqrt(_dot(theta, theta))
+    angle = np.sqrt(dot_one(theta, theta))
     # sin(angle/2)/angle without cancellation at small angles
     scale = 0.5 - angle * angle / 48.0 if angle < 1e-4 else np.sin(0.5 * angle) / angle
     return (np.cos(0.5 * angle), scale * theta[0], scale * theta[1], scale * theta[2])
 
 
 @njit(inline="always")
-def _log_scale(s, w):
+def log_scale_one(s, w):
     """``2 atan2(s, w)/s`` for a unit quaternion with vector norm ``s`` and scalar part
     ``w ≥ 0``: the factor from its vector part to its rotation vector (its limit ``2/w`` below
     ``s = 1e-8``, where the next term, ``s²/3w²``, is under round-off)."""
@@ -185,14 +187,14 @@ def _log_scale(s, w):
 def _rotvec_from_quat(q):
     """Rotation vector ``θ`` of a unit quaternion, ``|θ| ≤ π`` (the shorter of ``±q``)."""
     sign = 1.0 if q[0] >= 0.0 else -1.0
-    scale = sign * _log_scale(np.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), sign * q[0])
+    scale = sign * log_scale_one(np.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), sign * q[0])
     return (scale * q[1], scale * q[2], scale * q[3])
 
 
 @njit(cache=True)
 def _rrp_from_rotvec(theta):
     """``α = 2 tan(|θ|/2) θ/|θ|`` (seed 001 eq. 3)."""
-    angle = np.sqrt(_dot(theta, theta))
+    angle = np.sqrt(dot_one(theta, theta))
     scale = 1.0 + angle * angle / 12.0 if angle < 1e-8 else 2.0 * np.tan(0.5 * angle) / angle
     return (scale * theta[0], scale * theta[1], scale * theta[2])
 
@@ -200,21 +202,21 @@ def _rrp_from_rotvec(theta):
 @njit(cache=True)
 def _rotvec_from_rrp(alpha):
     """``θ = 2 atan(|α|/2) α/|α|``."""
-    norm = np.sqrt(_dot(alpha, alpha))
+    norm = np.sqrt(dot_one(alpha, alpha))
     scale = 1.0 - norm * norm / 12.0 if norm < 1e-8 else 2.0 * np.arctan(0.5 * norm) / norm
     return (scale * alpha[0], scale * alpha[1], scale * alpha[2])
 
 
 @njit(inline="always")
-def _quat_apply_increment(q, dalpha):
+def quat_apply_increment_one(q, dalpha):
     """``q⁺ ∝ (1, Δα/2) ⊗ q``: the spatial increment ``R⁺ = R(Δα) R`` (docs/theory.md §1)."""
-    return _quat_normalize(_quat_multiply((1.0, 0.5 * dalpha[0], 0.5 * dalpha[1], 0.5 * dalpha[2]), q))
+    return quat_normalize_one(quat_multiply_one((1.0, 0.5 * dalpha[0], 0.5 * dalpha[1], 0.5 * dalpha[2]), q))
 
 
 @njit(cache=True)
 def _relative_rotvec(q_i, q_j):
     """Rotation vector of ``R_j R_iᵀ``, ``|θ| ≤ π``."""
-    return _rotvec_from_quat(_quat_multiply(q_j, _quat_conjugate(q_i)))
+    return _rotvec_from_quat(quat_multiply_one(q_j, quat_conjugate_one(q_i)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,7 +242,7 @@ def _map_vector(op, values, width):
         elif op == 5:
             r = _rotvec_from_quat(v)
         else:
-            q = _quat_from_rrp(v) if op == 2 else _quat_from_rotvec(v)
+            q = quat_from_rrp_one(v) if op == 2 else quat_from_rotvec_one(v)
             for c in range(4):
                 out[k, c] = q[c]
             continue
@@ -256,7 +258,7 @@ def _map_pair(op, first, second, width):
     out = np.empty((first.shape[0], width))
     for k in range(first.shape[0]):
         if op == 1:
-            q = _quat_multiply(first[k], second[k])
+            q = quat_multiply_one(first[k], second[k])
             for c in range(4):
                 out[k, c] = q[c]
             continue
@@ -271,7 +273,7 @@ def _map_matrix(op, values):
     """op 0: ``R(α)`` of rows ``(n, 3)``; op 1: matrices of quaternion rows ``(n, 4)``."""
     out = np.empty((values.shape[0], 3, 3))
     for k in range(values.shape[0]):
-        m = _rrp_matrix(values[k]) if op == 0 else _quat_matrix(values[k])
+        m = _rrp_matrix(values[k]) if op == 0 else quat_matrix_one(values[k])
         for a in range(3):  # (element by element: an array assignment compiles a shape check)
             for b in range(3):
                 out[k, a, b] = m[a, b]
@@ -282,7 +284,7 @@ def _map_matrix(op, values):
 def _map_matrix_quat(values):
     out = np.empty((values.shape[0], 4))
     for k in range(values.shape[0]):
-        q = _matrix_quat(values[k])
+        q = matrix_quat_one(values[k])
         for c in range(4):
             out[k, c] = q[c]
     return out
@@ -317,12 +319,12 @@ def _pair_function(op, trailing, width, doc):
 
 rrp_from_rotvec = _vector_function(0, (3,), 3, _rrp_from_rotvec.__doc__)
 rotvec_from_rrp = _vector_function(1, (3,), 3, _rotvec_from_rrp.__doc__)
-quat_from_rrp = _vector_function(2, (3,), 4, _quat_from_rrp.__doc__)
-quat_from_rotvec = _vector_function(3, (3,), 4, _quat_from_rotvec.__doc__)
+quat_from_rrp = _vector_function(2, (3,), 4, quat_from_rrp_one.__doc__)
+quat_from_rotvec = _vector_function(3, (3,), 4, quat_from_rotvec_one.__doc__)
 rrp_from_quat = _vector_function(4, (4,), 3, _rrp_from_quat.__doc__)
 rotvec_from_quat = _vector_function(5, (4,), 3, _rotvec_from_quat.__doc__)
 rrp_compose = _pair_function(0, (3,), 3, _rrp_compose.__doc__)
-quat_multiply = _pair_function(1, (4,), 4, _quat_multiply.__doc__)
+quat_multiply = _pair_function(1, (4,), 4, quat_multiply_one.__doc__)
 relative_rotvec = _pair_function(2, (4,), 3, _relative_rotvec.__doc__)
 
 
@@ -348,7 +350,7 @@ def matrix_quat(matrix):
 def _rotate_rows(q, v, inverse):
     out = np.empty(v.shape)
     for k in range(v.shape[0]):
-        r = _quat_rotate_inverse(q[k], v[k]) if inverse else _quat_rotate(q[k], v[k])
+        r = quat_rotate_inverse_one(q[k], v[k]) if inverse else quat_rotate_one(q[k], v[k])
         for c in range(3):
             out[k, c] = r[c]
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .rotations import _cross, _quat_rotate, _quat_rotate_inverse
+from .rotations import cross_one, quat_rotate_inverse_one, quat_rotate_one
 
 #: What every kernel may read of the bodies (constant).
 BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
@@ -231,11 +231,11 @@ def motion(st, bodies):
         m = bodies.mass[i]
         speed2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
         ke_t += 0.5 * m * speed2
-        w = _quat_rotate_inverse(st.orientation[i], st.angular_velocity[i])  # body frame ω
+        w = quat_rotate_inverse_one(st.orientation[i], st.angular_velocity[i])  # body frame ω
         jw = (bodies.inertia[i, 0] * w[0], bodies.inertia[i, 1] * w[1], bodies.inertia[i, 2] * w[2])
         ke_r += 0.5 * (w[0] * jw[0] + w[1] * jw[1] + w[2] * jw[2])
-        spin = _quat_rotate(st.orientation[i], jw)
-        orbital = _cross(st.position[i], v)
+        spin = quat_rotate_one(st.orientation[i], jw)
+        orbital = cross_one(st.position[i], v)
         px += m * v[0]
         py += m * v[1]
         pz += m * v[2]

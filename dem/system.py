@@ -16,10 +16,10 @@ from .interactions.hertz import check_sub_models, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
-    _quat_conjugate,
-    _quat_multiply,
-    _quat_rotate_inverse,
     matrix_quat,
+    quat_conjugate_one,
+    quat_multiply_one,
+    quat_rotate_inverse_one,
 )
 from .schema import SceneError, defaults
 from .state import BOND_LAWS, LAW_PARAMETERS, Bonds, Model, State, color_bonds
@@ -233,9 +233,9 @@ def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_d
         r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
         n = (d[0] / r, d[1] / r, d[2] / r)
         rest_length[b] = r
-        a_i = _quat_rotate_inverse(orientation[i], n)
-        a_j = _quat_rotate_inverse(orientation[j], n)
-        relative = _quat_multiply(_quat_conjugate(orientation[j]), orientation[i])
+        a_i = quat_rotate_inverse_one(orientation[i], n)
+        a_j = quat_rotate_inverse_one(orientation[j], n)
+        relative = quat_multiply_one(quat_conjugate_one(orientation[j]), orientation[i])
         for c in range(3):  # (element by element: an array assignment compiles a shape check)
             rest_dir_i[b, c] = a_i[c]
             rest_dir_j[b, c] = a_j[c]

@@ -27,7 +27,7 @@ from reference_laws import REFERENCE, random_springs
 
 from dem import SystemBuilder
 from dem.builders.tetra_chain import TETRAHEDRON
-from dem.contacts import _restore_history
+from dem.contacts import restore_history
 from dem.diagnostics import interaction_energies
 from dem.engine import compute_forces, new_contacts
 from dem.interactions import INTERACTIONS, hertz
@@ -242,8 +242,8 @@ def set_springs(model, state, contacts, springs):
     if INTERACTIONS[name].history:
         keys = np.array(sorted(springs), np.int32).reshape(-1, 2)
         values = np.array([springs[tuple(key)] for key in keys]).reshape(len(keys), -1)
-        contacts.histories[name] = _restore_history(contacts.start, contacts.index, contacts.owner_start, keys, values,
-                                                    contacts.histories[name])
+        contacts.histories[name] = restore_history(contacts.start, contacts.index, contacts.owner_start, keys, values,
+                                                   contacts.histories[name])
     else:
         own = state.interactions[name]
         own.wall_key[:] = -1

@@ -89,7 +89,7 @@ def test_increment_is_rrp_composition():
     alpha = np.array([0.3, -1.2, 0.5])
     dalpha = np.array([0.01, 0.02, -0.03])
     q = rot.quat_from_rrp(alpha)
-    q_next = np.asarray(rot._quat_apply_increment(q, dalpha))
+    q_next = np.asarray(rot.quat_apply_increment_one(q, dalpha))
     assert np.abs(q_next - rot.quat_from_rrp(rot.rrp_compose(alpha, dalpha))).max() < 1e-14
 
 

@@ -13,7 +13,7 @@ from dem.builders.tetra_chain import TETRAHEDRON
 from dem.observers.vtk import VTKWriter
 from dem.plotting import SCENE_UNITS, plot_energy, units_of
 from dem.plotting import components as budget_components
-from dem.rotations import _quat_from_rotvec, _quat_matrix, quat_matrix
+from dem.rotations import quat_from_rotvec_one, quat_matrix, quat_matrix_one
 from dem.runner import prepare, run
 from dem.simulation import Simulation
 from dem.system import SystemBuilder
@@ -161,8 +161,8 @@ def test_bond_measures_of_a_known_deformation(tmp_path):
     system.add_bond(0, 1, k_axial=200.0, k_shear=50.0, k_bending=10.0)
     model, state = system.finish(walls=[dict(point=(0.0, 0.0, -2.0), normal=(0.0, 0.0, 1.0), size=0.0)])
     state.position[1] = (-1.1, 0.0, 0.0)
-    state.orientation[1] = _quat_from_rotvec(np.array((0.0, 0.0, 0.3)))
-    state.orientation[0] = _quat_from_rotvec(np.array((0.4, -0.2, 0.1)))
+    state.orientation[1] = quat_from_rotvec_one(np.array((0.0, 0.0, 0.3)))
+    state.orientation[0] = quat_from_rotvec_one(np.array((0.4, -0.2, 0.1)))
     state.step, state.time = 7, 0.07
     writer = VTKWriter(tmp_path, 1)
     sim = SimpleNamespace(model=model, state=state)
@@ -175,8 +175,8 @@ def test_bond_measures_of_a_known_deformation(tmp_path):
     assert vtk_to_numpy(bonds["axial_strain"])[0] == pytest.approx(0.1, rel=1e-12)
     assert vtk_to_numpy(bonds["axial_force"])[0] == pytest.approx(200.0 * 0.1 / 1.0, rel=1e-12)
     # relative rotation R_j R_iᵀ (rest: identity), shear from each end's turned rest direction
-    r_i = _quat_matrix(state.orientation[0])
-    r_j = _quat_matrix(state.orientation[1])
+    r_i = quat_matrix_one(state.orientation[0])
+    r_j = quat_matrix_one(state.orientation[1])
     angle = np.arccos(np.clip((np.trace(r_j @ r_i.T) - 1.0) / 2.0, -1.0, 1.0))
     assert vtk_to_numpy(bonds["bending_angle"])[0] == pytest.approx(angle, rel=1e-10)
     n = np.array((1.0, 0.0, 0.0))

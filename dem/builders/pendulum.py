@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..rotations import _quat_from_rrp, _quat_rotate
+from ..rotations import quat_from_rrp_one, quat_rotate_one
 from ..schema import REQUIRED, Key, positive
 
 KEYS = {
@@ -19,7 +19,7 @@ def build(system, p):
     """One body on a fixed pivot (docs/theory.md §5/§6, seed 001 §3): centre of mass at ``ρ`` in the body
     frame, inertia about the pivot, initial orientation as an RRP vector, spatial Ω. Adds the
     invariants ``|Rρ|`` and ``Rρ·Ω`` to the log (columns ``rho_norm``, ``rho_dot_omega``)."""
-    q0 = np.asarray(_quat_from_rrp(np.asarray(p["rrp"])))
+    q0 = np.asarray(quat_from_rrp_one(np.asarray(p["rrp"])))
     body = system.add_body(
         p["pivot"], mass=p["mass"], inertia=p["inertia"], orientation=q0, angular_velocity=p["angular_velocity"],
         com_offset=p["center_of_mass"], pinned=True, group=system.n_bodies,
@@ -27,7 +27,7 @@ def build(system, p):
     suffix = "" if body == 0 else f"_{body}"
 
     def arm(model, state):
-        return np.asarray(_quat_rotate(state.orientation[body], model.com_offset[body]))
+        return np.asarray(quat_rotate_one(state.orientation[body], model.com_offset[body]))
 
     system.invariants["rho_norm" + suffix] = lambda model, state: float(np.linalg.norm(arm(model, state)))
     system.invariants["rho_dot_omega" + suffix] = lambda model, state: float(

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ..rotations import _quat_rotate_inverse, quat_from_rotvec, quat_matrix, quat_multiply
+from ..rotations import quat_from_rotvec, quat_matrix, quat_multiply, quat_rotate_inverse_one
 from ..schema import REQUIRED, Key, positive
 
 KEYS = {
@@ -56,4 +56,4 @@ def build(system, p):
                            com_offset=(0.0, 0.0, p["length"]), pinned=True, group=system.n_bodies)
     suffix = "" if body == 0 else f"_{body}"
     system.invariants["spin" + suffix] = lambda model, state: float(
-        model.inertia[body, 2] * _quat_rotate_inverse(state.orientation[body], state.angular_velocity[body])[2])
+        model.inertia[body, 2] * quat_rotate_inverse_one(state.orientation[body], state.angular_velocity[body])[2])

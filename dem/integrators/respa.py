@@ -46,7 +46,7 @@ def substepped(p, own):
 @njit(inline="always")
 def _drift(i, hs, st, bodies, reference_position, limit):
     """``x ← x + hs v`` for body ``i``; whether it has now moved more than ``√limit`` since the
-    neighbour list was built (a contact body only: the test of `dem.neighbors._needs_rebuild`)."""
+    neighbour list was built (a contact body only: the test of `dem.neighbors.needs_rebuild`)."""
     moved = 0.0
     for c in range(3):
         st.position[i, c] += hs * st.velocity[i, c]

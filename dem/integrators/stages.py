@@ -10,7 +10,8 @@ import numpy as np
 from numba import njit
 
 from ..rotations import (
-    _cross, _quat_apply_increment, _quat_from_rrp, _quat_multiply, _quat_normalize, _quat_rotate, _quat_rotate_inverse,
+    cross_one, quat_apply_increment_one, quat_from_rrp_one, quat_multiply_one, quat_normalize_one,
+    quat_rotate_inverse_one, quat_rotate_one,
 )
 
 NEWTON_ITERATIONS = 30
@@ -50,7 +51,7 @@ def drift(i, h, st):
 def rotate_linear(i, h, st):
     """``Δα = h Ω``, ``R ← R(Δα) R``."""
     w = st.angular_velocity[i]
-    q = _quat_apply_increment(st.orientation[i], (h * w[0], h * w[1], h * w[2]))
+    q = quat_apply_increment_one(st.orientation[i], (h * w[0], h * w[1], h * w[2]))
     for c in range(4):
         st.orientation[i, c] = q[c]
 
@@ -65,7 +66,7 @@ def rotate_exact(i, h, st):
     if not c < 1.0:
         return False
     scale = 2.0 * h / (1.0 + np.sqrt(1.0 - c))
-    q = _quat_apply_increment(st.orientation[i], (scale * w[0], scale * w[1], scale * w[2]))
+    q = quat_apply_increment_one(st.orientation[i], (scale * w[0], scale * w[1], scale * w[2]))
     for k in range(4):
         st.orientation[i, k] = q[k]
     return True
@@ -95,7 +96,7 @@ def _solve3(a, b):
 def _column(e, beta, j, jb):
     """Column of ``J + (S(β)J − S(Jβ))/2`` along the unit vector ``e``."""
     je = (j[0] * e[0], j[1] * e[1], j[2] * e[2])
-    u, v = _cross(beta, je), _cross(e, jb)
+    u, v = cross_one(beta, je), cross_one(e, jb)
     return je[0] + 0.5 * (u[0] - v[0]), je[1] + 0.5 * (u[1] - v[1]), je[2] + 0.5 * (u[2] - v[2])
 
 
@@ -110,7 +111,7 @@ def lgvi_increment(h, j, momentum):
     tolerance = 1e-15 * (max(abs(target[0]), abs(target[1]), abs(target[2])) + 1e-300)
     for _ in range(NEWTON_ITERATIONS):
         jb = (j[0] * beta[0], j[1] * beta[1], j[2] * beta[2])
-        bxjb = _cross(beta, jb)
+        bxjb = cross_one(beta, jb)
         b2 = beta[0] * beta[0] + beta[1] * beta[1] + beta[2] * beta[2]
         c = 4.0 / (4.0 + b2)
         g = (jb[0] + 0.5 * bxjb[0], jb[1] + 0.5 * bxjb[1], jb[2] + 0.5 * bxjb[2])
@@ -137,10 +138,10 @@ def rotate_body_frame(i, h, st, bodies, angular_momentum):
     (docs/theory.md §2). Returns False if Newton finds no solution."""
     q = st.orientation[i]
     inertia = bodies.inertia[i]
-    beta = lgvi_increment(h, (inertia[0], inertia[1], inertia[2]), _quat_rotate_inverse(q, angular_momentum[i]))
+    beta = lgvi_increment(h, (inertia[0], inertia[1], inertia[2]), quat_rotate_inverse_one(q, angular_momentum[i]))
     if not np.isfinite(beta[0]):
         return False
-    q_next = _quat_normalize(_quat_multiply(q, _quat_from_rrp(beta)))
+    q_next = quat_normalize_one(quat_multiply_one(q, quat_from_rrp_one(beta)))
     for c in range(4):
         st.orientation[i, c] = q_next[c]
     return True
@@ -157,10 +158,10 @@ def kick_angular_momentum(i, h, st, angular_momentum):
 def set_angular_velocity(i, st, bodies, angular_momentum):
     """``Ω = R J⁻¹ Rᵀ L`` for body ``i``."""
     q = st.orientation[i]
-    momentum = _quat_rotate_inverse(q, angular_momentum[i])
+    momentum = quat_rotate_inverse_one(q, angular_momentum[i])
     omega = (momentum[0] * bodies.inverse_inertia[i, 0], momentum[1] * bodies.inverse_inertia[i, 1],
              momentum[2] * bodies.inverse_inertia[i, 2])
-    spatial = _quat_rotate(q, omega)
+    spatial = quat_rotate_one(q, omega)
     for c in range(3):
         st.angular_velocity[i, c] = spatial[c]
 
@@ -175,9 +176,9 @@ def angular_momentum_kernel(st, bodies, angular_momentum):
     """``L = R J Rᵀ Ω`` of every body."""
     for i in range(st.position.shape[0]):
         q = st.orientation[i]
-        omega = _quat_rotate_inverse(q, st.angular_velocity[i])
-        spatial = _quat_rotate(q, (bodies.inertia[i, 0] * omega[0], bodies.inertia[i, 1] * omega[1],
-                                   bodies.inertia[i, 2] * omega[2]))
+        omega = quat_rotate_inverse_one(q, st.angular_velocity[i])
+        spatial = quat_rotate_one(q, (bodies.inertia[i, 0] * omega[0], bodies.inertia[i, 1] * omega[1],
+                                      bodies.inertia[i, 2] * omega[2]))
         for c in range(3):
             angular_momentum[i, c] = spatial[c]
 

@@ -30,7 +30,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _log_scale, _quat_conjugate, _quat_multiply, _unit_quat_rotate
+from ..rotations import log_scale_one, quat_conjugate_one, quat_multiply_one, unit_quat_rotate_one
 from ..schema import Key, non_negative
 from .contract import BOND, Interaction, localize_bonds
 
@@ -91,14 +91,14 @@ def bond_ends(b, position, orientation, p):
     i, j, dx, dy, dz, r = _separation(b, position, p)
     q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
     q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
-    a_i = _unit_quat_rotate(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
-    a_j = _unit_quat_rotate(q_j, (p.rest_dir_j[b, 0], p.rest_dir_j[b, 1], p.rest_dir_j[b, 2]))
-    relative = _quat_multiply(_quat_multiply(q_j, (p.rest_relative[b, 0], p.rest_relative[b, 1],
-                                                   p.rest_relative[b, 2], p.rest_relative[b, 3])),
-                              _quat_conjugate(q_i))
+    a_i = unit_quat_rotate_one(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
+    a_j = unit_quat_rotate_one(q_j, (p.rest_dir_j[b, 0], p.rest_dir_j[b, 1], p.rest_dir_j[b, 2]))
+    relative = quat_multiply_one(quat_multiply_one(q_j, (p.rest_relative[b, 0], p.rest_relative[b, 1],
+                                                         p.rest_relative[b, 2], p.rest_relative[b, 3])),
+                                 quat_conjugate_one(q_i))
     sign = 1.0 if relative[0] >= 0.0 else -1.0
     s = np.sqrt(relative[1] * relative[1] + relative[2] * relative[2] + relative[3] * relative[3])
-    scale = sign * _log_scale(s, sign * relative[0])  # θ = scale · (q1, q2, q3)
+    scale = sign * log_scale_one(s, sign * relative[0])  # θ = scale · (q1, q2, q3)
     return i, j, (dx, dy, dz), r, a_i, a_j, relative, sign, s, scale
 
 

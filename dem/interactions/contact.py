@@ -43,17 +43,18 @@ from numba import njit
 
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    KEYS as FRICTION_KEYS, _lever, _mean, _squared, _step_spring, _tangential_velocity, carry, damped, dashpot,
-    stiffness_ratio, tangential_stiffness,
+    KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared, step_spring,
+    stiffness_ratio, tangential_stiffness, tangential_velocity, vector_mean,
 )
-from .friction import _critical_step as friction_critical_step
 from .hertz import (
-    JKR, KEYS_PP as NORMAL_KEYS, _damped, _critical_step as normal_critical_step, _pair_overlap, adhesive,
-    adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact, jkr_separation, normal_code,
-    normal_damping, normal_law, pair_active, pull_off,
+    JKR, KEYS_PP as NORMAL_KEYS, adhesive, adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact,
+    jkr_separation, normal_code, normal_critical_step, normal_damped, normal_damping, normal_law, pair_active,
+    pair_overlap, pull_off,
 )
-from .rolling import KEYS as ROLLING_KEYS, _advance_springs, _moment, _stiffnesses, contact_inertia
-from .rolling import _critical_step as rolling_critical_step
+from .rolling import (
+    KEYS as ROLLING_KEYS, advance_rolling_springs, contact_inertia, rolling_critical_step, rolling_moment,
+    rolling_stiffnesses,
+)
 
 #: ``law``, ``stiffness``, ``damping`` (γ), ``substeps``, ``work`` (w): the normal law's
 #: (`dem.interactions.hertz`); ``ratio`` (k_t/k_n), ``fixed`` (the linear spring's k_t, 0 for
@@ -121,9 +122,9 @@ def _release(p, xi, theta, reach, r_old, reduced):
     """The elastic energy of the springs of a contact that opened (at the stiffnesses of a step
     ago, when they last held)."""
     k_n = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
-    released = (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * _squared(xi)
+    released = (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * norm_squared(xi)
     if p.rolling > 0.0 or p.twisting > 0.0:
-        k = _stiffnesses(k_n, reduced, reach - r_old, p.rolling, p.ratio)
+        k = rolling_stiffnesses(k_n, reduced, reach - r_old, p.rolling, p.ratio)
         released += 0.5 * k[0] * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]) \
             + 0.5 * k[1] * theta[3] * theta[3]
     return released
@@ -140,7 +141,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     the spheres touch and holds, stretched, until ``ξ_n < ξ_c``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    dx, dy, dz, r2, reach = _pair_overlap(i, j, radius_i, position, diameter)
+    dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter)
     zero = (0.0, 0.0, 0.0)
     active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
     xi, theta = _springs(history, slot)
@@ -189,7 +190,8 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             power -= f_d * speed
     else:
         f_elastic = coulomb = normal_law(p.law, delta, p.stiffness, reach)[1]
-        f_n, power = _damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed, p.damping)
+        f_n, power = normal_damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed,
+                                   p.damping)
     elastic = f_elastic / r
     f_n /= r
     fx, fy, fz = f_n * dx, f_n * dy, f_n * dz
@@ -202,25 +204,25 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
                            + (omega_i[2] + omega_j[2]) * n[2])
         k_now = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
         k_old = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
-        arm_i = _lever(radius_i, n, reach - r)
-        arm_j = _lever(radius_j, n, reach - r)
+        arm_i = lever(radius_i, n, reach - r)
+        arm_j = lever(radius_j, n, reach - r)
         arm_j = (-arm_j[0], -arm_j[1], -arm_j[2])
         if p.friction > 0.0:  # the tangential spring (dem.interactions.friction)
             if stored:
                 xi = carry(xi, old, n, twist)
-            mean_i = _mean(arm_i, _lever(radius_i, old, reach - r_old))
-            mean_j = _mean(_lever(radius_j, n, reach - r), _lever(radius_j, old, reach - r_old))
+            mean_i = vector_mean(arm_i, lever(radius_i, old, reach - r_old))
+            mean_j = vector_mean(lever(radius_j, n, reach - r), lever(radius_j, old, reach - r_old))
             mean_j = (-mean_j[0], -mean_j[1], -mean_j[2])
             limit = p.friction * coulomb
             k_t = tangential_stiffness(p, k_now)
-            xi, work = _step_spring(xi, tangential_stiffness(p, k_old), k_t,
-                                    _tangential_velocity(v, omega_i, mean_i, omega_j, mean_j, n), h, limit)
+            xi, work = step_spring(xi, tangential_stiffness(p, k_old), k_t,
+                                   tangential_velocity(v, omega_i, mean_i, omega_j, mean_j, n), h, limit)
             booked += work
             gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
-            c = dashpot(k_t, _squared(xi), limit, p.damping, inverse_mass)
+            c = dashpot(k_t, norm_squared(xi), limit, p.damping, inverse_mass)
             if c != 0.0:
-                (gx, gy, gz), dissipation = damped((gx, gy, gz), c, _tangential_velocity(v, omega_i, arm_i, omega_j,
-                                                                                         arm_j, n), limit)
+                (gx, gy, gz), dissipation = damped((gx, gy, gz), c, tangential_velocity(v, omega_i, arm_i, omega_j,
+                                                                                        arm_j, n), limit)
                 power += dissipation
             fx, fy, fz = fx + gx, fy + gy, fz + gz
             ti = (arm_i[1] * gz - arm_i[2] * gy, arm_i[2] * gx - arm_i[0] * gz, arm_i[0] * gy - arm_i[1] * gx)
@@ -230,16 +232,17 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             if stored:
                 turned = carry((theta[0], theta[1], theta[2]), old, n, twist)
                 theta = (turned[0], turned[1], turned[2], theta[3])
-            k_old_r = _stiffnesses(k_old, reduced, reach - r_old, p.rolling, p.ratio)
-            k_r = _stiffnesses(k_now, reduced, reach - r, p.rolling, p.ratio)
+            k_old_r = rolling_stiffnesses(k_old, reduced, reach - r_old, p.rolling, p.ratio)
+            k_r = rolling_stiffnesses(k_now, reduced, reach - r, p.rolling, p.ratio)
             limit = reduced * coulomb
-            turned, twisted, work = _advance_springs(theta, k_old_r, k_r, spin, n, h, limit, (p.rolling, p.twisting))
+            turned, twisted, work = advance_rolling_springs(theta, k_old_r, k_r, spin, n, h, limit,
+                                                            (p.rolling, p.twisting))
             theta = (turned[0], turned[1], turned[2], twisted)
             booked += work
             inertia = p.contact_inertia
-            moment, _, dissipation = _moment(theta, k_r, n, p.rolling_damping,
-                                             (inertia[i, 0] + inertia[j, 0], inertia[i, 1] + inertia[j, 1]), spin,
-                                             limit, (p.rolling, p.twisting))
+            moment, _, dissipation = rolling_moment(theta, k_r, n, p.rolling_damping,
+                                                    (inertia[i, 0] + inertia[j, 0], inertia[i, 1] + inertia[j, 1]),
+                                                    spin, limit, (p.rolling, p.twisting))
             power += dissipation
             ti = (ti[0] + moment[0], ti[1] + moment[1], ti[2] + moment[2])
             tj = (tj[0] - moment[0], tj[1] - moment[1], tj[2] - moment[2])
@@ -312,7 +315,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     active = 0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
         j = index[k]
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
         if substepped:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach and not every:
@@ -345,7 +348,7 @@ def _energies(st, bodies, contacts, p, history):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
-            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
             if r2 < reach * reach or (p.law == JKR and history[slot, FORMED] != 0.0):
                 r = np.sqrt(r2)
                 delta = 1.0 - r / reach
@@ -359,8 +362,8 @@ def _energies(st, bodies, contacts, p, history):
                 if in_contact(r2, reach):
                     k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
                     xi, theta = _springs(history, slot)
-                    tangential += (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * _squared(xi)
-                    k_r, k_tw = _stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
+                    tangential += (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * norm_squared(xi)
+                    k_r, k_tw = rolling_stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
                     rolling += 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
                     twisting += 0.5 * k_tw * theta[3] * theta[3]
             slot += 1

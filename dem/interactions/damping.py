@@ -21,7 +21,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _quat_rotate, _quat_rotate_inverse
+from ..rotations import quat_rotate_inverse_one, quat_rotate_one
 from ..schema import Key, non_negative
 from .contract import GLOBAL, Interaction
 
@@ -59,9 +59,9 @@ def damping_forces(h, st, bodies, p, own):
         st.force, st.moment
     mass, inertia, dissipated, local, viscous = bodies.mass, bodies.inertia, own.dissipated, p.local, p.viscous
     for i in range(velocity.shape[0]):
-        spin = _quat_rotate_inverse(orientation[i], angular_velocity[i])
-        momentum = _quat_rotate(orientation[i], (inertia[i, 0] * spin[0], inertia[i, 1] * spin[1],
-                                                 inertia[i, 2] * spin[2]))
+        spin = quat_rotate_inverse_one(orientation[i], angular_velocity[i])
+        momentum = quat_rotate_one(orientation[i], (inertia[i, 0] * spin[0], inertia[i, 1] * spin[1],
+                                                    inertia[i, 2] * spin[2]))
         power = 0.0
         for c in range(3):
             f = _opposing(force[i, c], velocity[i, c], local) - viscous * mass[i] * velocity[i, c]

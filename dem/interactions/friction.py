@@ -233,14 +233,14 @@ def holds_wall_springs(keys, i):
 
 
 @njit(inline="always")
-def _lever(radius, n, overlap):
+def lever(radius, n, overlap):
     """``−(R − ξ_n/2) n``: from a particle's centre to the contact point."""
     arm = -(radius - 0.5 * overlap)
     return arm * n[0], arm * n[1], arm * n[2]
 
 
 @njit(inline="always")
-def _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n):
+def tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n):
     """Tangential part of ``v + Ω_i × a_i − Ω_j × a_j`` (``v`` the relative centre velocity)."""
     x = v[0] + omega_i[1] * arm_i[2] - omega_i[2] * arm_i[1] - omega_j[1] * arm_j[2] + omega_j[2] * arm_j[1]
     y = v[1] + omega_i[2] * arm_i[0] - omega_i[0] * arm_i[2] - omega_j[2] * arm_j[0] + omega_j[0] * arm_j[2]
@@ -250,7 +250,7 @@ def _tangential_velocity(v, omega_i, arm_i, omega_j, arm_j, n):
 
 
 @njit(inline="always")
-def _mean(a, b):
+def vector_mean(a, b):
     return 0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2])
 
 
@@ -260,17 +260,17 @@ def _wall3(springs, i, s):
 
 
 @njit(inline="always")
-def _squared(v):
+def norm_squared(v):
     return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
 
 
 @njit(inline="always")
-def _step_spring(xi, k_old, k_new, v_t, h, limit):
+def step_spring(xi, k_old, k_new, v_t, h, limit):
     """Steps 2–4 of the module's docstring for the spring ``xi`` (already turned with the frame):
     ``(xi, booked)``."""
     booked = 0.0
     if xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0:
-        factor, booked = restiffen(_squared(xi), k_old, k_new)
+        factor, booked = restiffen(norm_squared(xi), k_old, k_new)
         xi = (factor * xi[0], factor * xi[1], factor * xi[2])
     trial = (xi[0] + h * v_t[0], xi[1] + h * v_t[1], xi[2] + h * v_t[2])
     xi, work = slip(xi, trial, k_new, limit)
@@ -439,7 +439,7 @@ def wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_s
     normal ``n``: ``(arm, r, u)``, the lever arm from ``x`` to the contact point ``c = x + arm``
     (the middle of the overlap), ``c`` from the wall's point and the wall's velocity at ``c``
     (`dem.interactions.walls.wall_velocity_at`)."""
-    arm = _lever(radius, n, radius - gap)
+    arm = lever(radius, n, radius - gap)
     cx, cy, cz = position[i, 0] + arm[0], position[i, 1] + arm[1], position[i, 2] + arm[2]
     u = wall_velocity_at(wall_point, wall_velocity, wall_spin, w, cx, cy, cz)
     return arm, (cx - wall_point[w, 0], cy - wall_point[w, 1], cz - wall_point[w, 2]), u
@@ -465,18 +465,18 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
             xi = turned(xi, old, n, h * (wall_spin[w, 0] * n[0] + wall_spin[w, 1] * n[1] + wall_spin[w, 2] * n[2]))
         k_old = tangential_stiffness(p, contact_scales(p.law, 1.0 - gap_old / radius, p.stiffness, radius, radius,
                                                       p.work)[1])
-        mean = _mean(arm, _lever(radius, old, radius - gap_old))
-        xi, booked = _step_spring(xi, k_old, k_t, _tangential_velocity(relative, omega, mean, (0.0, 0.0, 0.0), mean, n),
-                                  h, limit)
+        mean = vector_mean(arm, lever(radius, old, radius - gap_old))
+        xi, booked = step_spring(xi, k_old, k_t, tangential_velocity(relative, omega, mean, (0.0, 0.0, 0.0), mean, n),
+                                 h, limit)
         for c in range(3):
             springs[i, slot, c] = xi[c]
-    squared = _squared(xi)
+    squared = norm_squared(xi)
     gx, gy, gz = -k_t * xi[0], -k_t * xi[1], -k_t * xi[2]
     power = 0.0
     c = dashpot(k_t, squared, limit, p.damping, inverse_mass)
     if c != 0.0:
-        (gx, gy, gz), power = damped((gx, gy, gz), c, _tangential_velocity(relative, omega, arm, (0.0, 0.0, 0.0), arm,
-                                                                           n), limit)
+        (gx, gy, gz), power = damped((gx, gy, gz), c, tangential_velocity(relative, omega, arm, (0.0, 0.0, 0.0), arm,
+                                                                          n), limit)
     if advance:
         add_wall_load(partial, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
     return (gx, gy, gz, arm[1] * gz - arm[2] * gy, arm[2] * gx - arm[0] * gz, arm[0] * gy - arm[1] * gx,
@@ -617,7 +617,7 @@ def _state_pw(model, params):
                              *wall_slots(model, 3, params.walls[:, 3] > 0, params.planes))
 
 
-def _critical_step(what, reach_factor, pair_factor):
+def friction_critical_step(what, reach_factor, pair_factor):
     """The tangential spring's oscillator: ``k_t = κ k_n`` on the contact point's inverse mass
     ``1/m + R²/J`` (translation and rolling), times the pair factor."""
     def critical_step(model, state, p):
@@ -633,5 +633,5 @@ FRICTION_PW = Interaction(
     name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
     columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=friction_pw_forces, energy=friction_pw_energy, walls=True,
-    critical_step=_critical_step("tangential friction particle–wall", 0.5, 1.0),
+    critical_step=friction_critical_step("tangential friction particle–wall", 0.5, 1.0),
 )

@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _cross, _quat_rotate
+from ..rotations import cross_one, quat_rotate_one
 from ..schema import Key
 from .contract import ROW, Interaction
 
@@ -24,7 +24,7 @@ def gravity_forces(i, h, st, bodies, contacts, p, own):
     m = bodies.mass[i]
     g = p.gravity
     weight = (m * g[0], m * g[1], m * g[2])
-    tau = _cross(_quat_rotate(st.orientation[i], bodies.com_offset[i]), weight)
+    tau = cross_one(quat_rotate_one(st.orientation[i], bodies.com_offset[i]), weight)
     return weight[0], weight[1], weight[2], tau[0], tau[1], tau[2]
 
 
@@ -34,7 +34,7 @@ def gravity_energy(st, bodies, contacts, p, own):
     g = p.gravity
     energy = 0.0
     for i in range(st.position.shape[0]):
-        arm = _quat_rotate(st.orientation[i], bodies.com_offset[i])
+        arm = quat_rotate_one(st.orientation[i], bodies.com_offset[i])
         energy -= bodies.mass[i] * (g[0] * (st.position[i, 0] + arm[0]) + g[1] * (st.position[i, 1] + arm[1])
                                     + g[2] * (st.position[i, 2] + arm[2]))
     return (energy,)

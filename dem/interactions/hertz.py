@@ -267,7 +267,7 @@ def normal_stiffness(law, delta, stiffness, length):
 
 
 @njit(inline="always")
-def _damped(force, power, share, law, delta, stiffness, length, inverse_mass, approach_speed, damping):
+def normal_damped(force, power, share, law, delta, stiffness, length, inverse_mass, approach_speed, damping):
     """``(force, power)`` with the normal damping force ``f_d`` of the normal ``law`` added to
     the force and ``share · f_d · v_n`` taken from the power (a pair's row books half)."""
     if damping == 0.0 or inverse_mass == 0.0:
@@ -298,7 +298,7 @@ def pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon):
 
 
 @njit(inline="always")
-def _pair_overlap(i, j, radius, position, diameter):
+def pair_overlap(i, j, radius, position, diameter):
     """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``; they touch
     when ``r² < reach²``."""
     dx = position[i, 0] - position[j, 0]
@@ -330,7 +330,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     radius = 0.5 * diameter[i]
     for k in range(start[i], start[i + 1]):
         j = index[k]
-        dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
         if horizon >= 0.0:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach:
@@ -346,8 +346,8 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
                      + (velocity[i, 2] - velocity[j, 2]) * dz) / r
-            force, power = _damped(force, power, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j],
-                                   speed, damping)
+            force, power = normal_damped(force, power, 0.5, law, delta, stiffness, reach,
+                                         inverse_mass[i] + inverse_mass[j], speed, damping)
         force /= r
         fx += force * dx
         fy += force * dy
@@ -368,7 +368,7 @@ def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inve
     if damping != 0.0:
         wx, wy, wz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
         speed = (velocity[i, 0] - wx) * nx + (velocity[i, 1] - wy) * ny + (velocity[i, 2] - wz) * nz
-        force, power = _damped(force, power, 1.0, law, delta, stiffness, radius, inverse_mass, speed, damping)
+        force, power = normal_damped(force, power, 1.0, law, delta, stiffness, radius, inverse_mass, speed, damping)
     return force, power, u, px, py, pz, normal_stiffness(law, delta, stiffness, radius)
 
 
@@ -484,7 +484,7 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
         fx = fy = fz = 0.0
         radius = 0.5 * diameter[i]
         for k in range(start[i], start[i + 1]):
-            dx, dy, dz, r2, reach = _pair_overlap(i, index[k], radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, index[k], radius, position, diameter)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)
@@ -514,7 +514,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
             j = index[k]
             if j < i:
                 continue
-            dx, dy, dz, r2, reach = _pair_overlap(i, j, radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)
@@ -725,7 +725,7 @@ def inverse_masses(model):
     return np.where(model.pinned, 0.0, 1.0 / model.mass), np.where(model.clamped, 0.0, 1.0 / model.inertia[:, 0])
 
 
-def _critical_step(what, reach_factor, pair_factor):
+def normal_critical_step(what, reach_factor, pair_factor):
     """The normal contact oscillator (`contact_critical_step`): ``ω² = k_n(δ*) · pair/m``."""
     def critical_step(model, state, p):
         inverse_mass = inverse_masses(model)[0]
@@ -740,19 +740,19 @@ HERTZ_PP = Interaction(
     doc="Normal contact (Hertz or Hooke) between every pair of touching particles (bonded or not).",
     columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False, False),
     state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True, fast_pairs=True,
-    critical_step=_critical_step("normal contact particle–particle", 1.0, 2.0),
+    critical_step=normal_critical_step("normal contact particle–particle", 1.0, 2.0),
 )
 HERTZ_PW = Interaction(
     name="hertz_pw", kind=ROW,
     doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True, False),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
-    critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),
+    critical_step=normal_critical_step("normal contact particle–wall", 0.5, 1.0),
 )
 ADHESIVE_PW = Interaction(
     name="adhesive_pw", kind=ROW,
     doc="Normal contact with adhesion (JKR or DMT) between particles and the walls (JKR: planes only).",
     columns=("hertz_pw", "adhesion", "hysteresis", "dissipated"), internal=False, keys=KEYS_PW,
     setup=_setup("k_pw", True, True), state=initial_state, forces=hertz_pw_forces, energy=adhesive_pw_energy,
-    walls=True, critical_step=_critical_step("normal contact particle–wall", 0.5, 1.0),
+    walls=True, critical_step=normal_critical_step("normal contact particle–wall", 0.5, 1.0),
 )

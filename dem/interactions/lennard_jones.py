@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _cross, _quat_rotate
+from ..rotations import cross_one, quat_rotate_one
 from .contract import GLOBAL, Interaction
 
 LennardJonesParams = namedtuple("LennardJonesParams", "pair_a pair_b epsilon sigma site_start site_offset")
@@ -26,8 +26,8 @@ def lennard_jones(r2, epsilon, sigma):
 def _separation(position, orientation, p, a, b, s, t):
     """``(arm_s, arm_t, d)``: the arms of site ``s`` of body ``a`` and site ``t`` of body ``b``
     from their bodies' reference points, and ``d = s − t`` (spatial)."""
-    arm_s = _quat_rotate(orientation[a], p.site_offset[s])
-    arm_t = _quat_rotate(orientation[b], p.site_offset[t])
+    arm_s = quat_rotate_one(orientation[a], p.site_offset[s])
+    arm_t = quat_rotate_one(orientation[b], p.site_offset[t])
     return arm_s, arm_t, (position[a, 0] + arm_s[0] - position[b, 0] - arm_t[0],
                           position[a, 1] + arm_s[1] - position[b, 1] - arm_t[1],
                           position[a, 2] + arm_s[2] - position[b, 2] - arm_t[2])
@@ -43,8 +43,8 @@ def lennard_jones_forces(h, st, bodies, p, own):
                 arm_s, arm_t, d = _separation(st.position, st.orientation, p, a, b, s, t)
                 f = lennard_jones(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], p.epsilon, p.sigma)[1]
                 fd = (f * d[0], f * d[1], f * d[2])
-                tau_s = _cross(arm_s, fd)
-                tau_t = _cross(arm_t, fd)
+                tau_s = cross_one(arm_s, fd)
+                tau_t = cross_one(arm_t, fd)
                 for c in range(3):
                     st.force[a, c] += fd[c]
                     st.force[b, c] -= fd[c]

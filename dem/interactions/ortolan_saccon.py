@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _quat_matrix, quat_from_rotvec, quat_matrix
+from ..rotations import quat_from_rotvec, quat_matrix, quat_matrix_one
 from ..schema import Key, SceneError, non_negative
 from .contract import GLOBAL, Interaction, listed_bodies, localize_body
 
@@ -47,7 +47,7 @@ def ortolan_saccon_forces(h, st, bodies, p, own):
     """Add the stress potential's moment on each listed body."""
     for k in range(p.body.shape[0]):
         i = p.body[k]
-        tau = ortolan_saccon(_quat_matrix(st.orientation[i]), p.alpha, p.attractor)[1]
+        tau = ortolan_saccon(quat_matrix_one(st.orientation[i]), p.alpha, p.attractor)[1]
         for c in range(3):
             st.moment[i, c] += tau[c]
 
@@ -57,7 +57,7 @@ def ortolan_saccon_energy(st, bodies, contacts, p, own):
     """``(external,)``."""
     energy = 0.0
     for k in range(p.body.shape[0]):
-        energy += ortolan_saccon(_quat_matrix(st.orientation[p.body[k]]), p.alpha, p.attractor)[0]
+        energy += ortolan_saccon(quat_matrix_one(st.orientation[p.body[k]]), p.alpha, p.attractor)[0]
     return (energy,)
 
 

@@ -72,7 +72,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..rotations import _cross, _dot
+from ..rotations import cross_one, dot_one
 from .binder import (
     BROKEN_SHEAR, BROKEN_TENSION, INTACT, bond_ends, broken_count, pair_inverse_inertia, stiffest,
 )
@@ -108,7 +108,7 @@ def _deformation(b, position, orientation, p):
     i, j, d, r, a_i, a_j, relative, sign, sine_half, scale = bond_ends(b, position, orientation, p)
     n = (d[0] / r, d[1] / r, d[2] / r)
     m = (0.5 * (a_i[0] + a_j[0]), 0.5 * (a_i[1] + a_j[1]), 0.5 * (a_i[2] + a_j[2]))
-    c = _dot(m, n)
+    c = dot_one(m, n)
     s = (m[0] - c * n[0], m[1] - c * n[1], m[2] - c * n[2])
     theta = (scale * relative[1], scale * relative[2], scale * relative[3])
     angle = abs(scale) * sine_half
@@ -129,23 +129,23 @@ def _springs(b, p):
 def _generalised(b, p, r, s, theta, n):
     """``(e_n, |s|², θ_t, θ_b)``: the normal stretch, the squared shear measure, the twist
     angle and the bending rotation vector of bond ``b``."""
-    twist = _dot(theta, n)
+    twist = dot_one(theta, n)
     bend = (theta[0] - twist * n[0], theta[1] - twist * n[1], theta[2] - twist * n[2])
-    return r - p.rest_length[b], _dot(s, s), twist, bend
+    return r - p.rest_length[b], dot_one(s, s), twist, bend
 
 
 @njit(inline="always")
 def _energy(k_n, k_s, k_t, k_b, length, stretch, shear2, twist, bend):
     """``(U_n, U_s, U_t + U_b)``."""
     return (0.5 * k_n * stretch * stretch, 0.5 * k_s * length * length * shear2,
-            0.5 * k_t * twist * twist + 0.5 * k_b * _dot(bend, bend))
+            0.5 * k_t * twist * twist + 0.5 * k_b * dot_one(bend, bend))
 
 
 @njit(inline="always")
 def _stresses(b, p, stretch, shear2, twist, bend):
     """``(σ, τ)``: the largest tensile and shear stresses on the bond disc's rim."""
     radius = p.radius[b]
-    sigma = p.normal_stiffness[b] * (stretch + radius * np.sqrt(_dot(bend, bend)))
+    sigma = p.normal_stiffness[b] * (stretch + radius * np.sqrt(dot_one(bend, bend)))
     tau = p.shear_stiffness[b] * (p.rest_length[b] * np.sqrt(shear2) + radius * abs(twist))
     return sigma, tau
 
@@ -177,10 +177,10 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
         f = _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend)
         g = (k_b * bend[0] + k_t * twist * n[0], k_b * bend[1] + k_t * twist * n[1],
              k_b * bend[2] + k_t * twist * n[2])
-        half_theta_g = _scaled(_cross(theta, g), 0.5)
-        second = _scaled(_cross(theta, _cross(theta, g)), kappa)
-        shear_i = _scaled(_cross(s, a_i), 0.5 * k_s * length * length)
-        shear_j = _scaled(_cross(s, a_j), 0.5 * k_s * length * length)
+        half_theta_g = _scaled(cross_one(theta, g), 0.5)
+        second = _scaled(cross_one(theta, cross_one(theta, g)), kappa)
+        shear_i = _scaled(cross_one(s, a_i), 0.5 * k_s * length * length)
+        shear_j = _scaled(cross_one(s, a_j), 0.5 * k_s * length * length)
         t_i = (shear_i[0] + g[0] - half_theta_g[0] + second[0], shear_i[1] + g[1] - half_theta_g[1] + second[1],
                shear_i[2] + g[2] - half_theta_g[2] + second[2])
         t_j = (shear_j[0] - g[0] - half_theta_g[0] - second[0], shear_j[1] - g[1] - half_theta_g[1] - second[1],
@@ -235,7 +235,7 @@ def _measures_kernel(position, orientation, p, out):
         _, _, n, r, _, _, c, s, theta, _, _ = _deformation(b, position, orientation, p)
         k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
-        bending = np.sqrt(_dot(bend, bend))
+        bending = np.sqrt(dot_one(bend, bend))
         sigma, tau = _stresses(b, p, stretch, shear2, twist, bend)
         length = p.rest_length[b]
         f = _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend)

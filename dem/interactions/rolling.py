@@ -72,14 +72,14 @@ KEYS = {"contact": {
 
 
 @njit(inline="always")
-def _stiffnesses(k_n, reduced_radius, overlap, rolling, ratio):
+def rolling_stiffnesses(k_n, reduced_radius, overlap, rolling, ratio):
     """``(k_r, k_tw)`` for the normal stiffness ``k_n`` and the overlap ``ξ_n``."""
     return 2.25 * rolling * rolling * reduced_radius * reduced_radius * k_n, \
         0.5 * ratio * k_n * reduced_radius * overlap
 
 
 @njit(inline="always")
-def _advance_springs(spring, k_old, k_new, omega, n, h, limit, mu):
+def advance_rolling_springs(spring, k_old, k_new, omega, n, h, limit, mu):
     """One step of the rolling and twisting springs ``spring = (θ_r, θ_t)`` (θ_r already turned
     with the frame): follow the stiffness (``k_old``, ``k_new``: ``(k_r, k_tw)``), add ``h ω_r``
     and ``h ω·n``, slip at ``μ limit`` (``mu = (μ_r, μ_t)``, ``limit = R* F_n``). Returns
@@ -110,7 +110,7 @@ def _wall4(springs, i, s):
 
 
 @njit(inline="always")
-def _moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
+def rolling_moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
     """``(M (3), energy, power)``: the couple of the springs ``spring`` with stiffnesses ``k``
     about the normal ``n``, plus the dashpots ``−C_r ω_r``, ``C_r = 2 η_r √(I_r k_r)``, and
     ``−C_t (ω·n) n``, ``C_t = 2 η_r √(I_t k_tw)``, each below its limit ``μ R* F_n``
@@ -158,8 +158,8 @@ def contact_inertia(model):
 @njit(inline="always")
 def _wall_stiffnesses(gap, radius, mu, p):
     """``(k_r, k_tw)`` of a wall contact at ``gap`` (``R* = R``)."""
-    return _stiffnesses(contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1], radius,
-                        radius - gap, mu[0], p.ratio)
+    return rolling_stiffnesses(contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1],
+                               radius, radius - gap, mu[0], p.ratio)
 
 
 @njit(inline="always")
@@ -184,13 +184,13 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inver
         theta = (spring[0], spring[1], spring[2])
         if turn:
             theta = turned(theta, old, n, h * (spin[3] * n[0] + spin[4] * n[1] + spin[5] * n[2]))
-        theta, twist, booked = _advance_springs((theta[0], theta[1], theta[2], spring[3]),
-                                                _wall_stiffnesses(gap_old, radius, mu, p), k,
-                                                (spin[0], spin[1], spin[2]), n, h, limit, mu)
+        theta, twist, booked = advance_rolling_springs((theta[0], theta[1], theta[2], spring[3]),
+                                                       _wall_stiffnesses(gap_old, radius, mu, p), k,
+                                                       (spin[0], spin[1], spin[2]), n, h, limit, mu)
         spring = (theta[0], theta[1], theta[2], twist)
         for c in range(WIDTH):
             springs[i, slot, c] = spring[c]
-    moment, u, power = _moment(spring, k, n, p.damping, inverse, (spin[0], spin[1], spin[2]), limit, mu)
+    moment, u, power = rolling_moment(spring, k, n, p.damping, inverse, (spin[0], spin[1], spin[2]), limit, mu)
     if advance:
         add_wall_couple(partial, i, w, moment[0], moment[1], moment[2])
     return (moment, 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]),
@@ -298,7 +298,7 @@ def _state_pw(model, params):
                              *wall_slots(model, WIDTH, (params.walls[:, 3:] > 0).any(axis=1), params.planes))
 
 
-def _critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
+def rolling_critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
     """The rolling and twisting springs' oscillators on the particles' inertia:
     ``ω² = (k_r + k_tw)/J · pair`` with ``R* = reduced_factor · D``."""
     def critical_step(model, state, p):
@@ -320,7 +320,7 @@ ROLLING_PW = Interaction(
     name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=rolling_pw_forces, energy=rolling_pw_energy, walls=True,
-    critical_step=_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
-                                 lambda p: (p.walls[:, 3].max(), p.walls[:, 4].max())),
+    critical_step=rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
+                                        lambda p: (p.walls[:, 3].max(), p.walls[:, 4].max())),
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
 )

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, mesh_contacts
-from ..rotations import _quat_from_rotvec
+from ..rotations import quat_from_rotvec_one
 from ..schema import REQUIRED, Key, non_negative, nonzero_vector, positive
 from .contract import CHUNK, GLOBAL, Interaction, MPIError
 
@@ -223,7 +223,7 @@ def walls_advance(h, st, bodies, p, own):
                 own.point[w, c] = p.point[w, c] + p.velocity[w, c] * t
             omega = p.angular_velocity[w]
             if omega[0] != 0.0 or omega[1] != 0.0 or omega[2] != 0.0:
-                q = _quat_from_rotvec((omega[0] * t, omega[1] * t, omega[2] * t))
+                q = quat_from_rotvec_one((omega[0] * t, omega[1] * t, omega[2] * t))
                 for c in range(4):
                     own.rotation[w, c] = q[c]
         elif p.motion[w] == SERVO:
