@@ -38,6 +38,9 @@ GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.res
 #: the granule with Coulomb friction, rolling and twisting resistance (pair and wall histories)
 ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_friction=0.1",
                                      "contact.twisting_friction=0.1"]
+#: the rough granule with JKR adhesion (the pipeline's history with its formed flags, the
+#: planes' flags, the hysteresis booked)
+STICKY_SETTINGS = ROUGH_SETTINGS + ["contact.normal='jkr'", "contact.work_of_adhesion=0.5"]
 #: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
 LOADS = ("interaction.walls.load", "interaction.walls.partial")
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
@@ -96,6 +99,7 @@ def runs(tmp_path_factory):
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
     serial(granule, GRANULE_SETTINGS, folder / "granule_1")
     serial(granule, ROUGH_SETTINGS, folder / "rough_1")
+    serial(granule, STICKY_SETTINGS, folder / "sticky_1")
     serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
@@ -103,6 +107,7 @@ def runs(tmp_path_factory):
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
         {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2")},
         {"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
+        {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
@@ -121,7 +126,7 @@ def runs(tmp_path_factory):
 
 @needs_mpi
 @pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra")]
-                         + [("rough", 2), ("mixed", 2)])
+                         + [("rough", 2), ("sticky", 2), ("mixed", 2)])
 def test_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
@@ -135,7 +140,7 @@ def test_same_as_one_process(runs, scene, n):
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
-    if scene in ("granule", "rough", "mixed"):
+    if scene in ("granule", "rough", "sticky", "mixed"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
         assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
@@ -146,6 +151,12 @@ def test_same_as_one_process(runs, scene, n):
         assert np.count_nonzero(checkpoint["contacts.history_values.contact_pp"]) > 0
         for name in ("friction_pw", "rolling_pw"):
             assert np.count_nonzero(checkpoint[f"interaction.{name}.wall_spring"]) > 0, name
+    if scene == "sticky":  # JKR contacts formed (and some broke) between particles and with the wall
+        checkpoint = outputs(many)[2]
+        assert np.count_nonzero(checkpoint["contacts.history_values.adhesive_pp"][:, -1]) > 0
+        assert np.count_nonzero(checkpoint["interaction.adhesive_pw.adhered"]) > 0
+        log = np.genfromtxt(outputs(many)[0]["energy.csv"].splitlines(), delimiter=",", names=True)
+        assert log["hysteresis"][-1] > 0
 
 
 @needs_mpi
