@@ -43,26 +43,32 @@ def assert_same_run(first, second):
     assert int(checkpoint1["step"]) == int(checkpoint2["step"])
 
 
-@pytest.mark.parametrize("case", ["torus", "assembly", "rig"])
+@pytest.mark.parametrize("case", ["torus", "assembly", "sticky", "rig"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
-    if case == "assembly":
+    if case in ("assembly", "sticky"):
         scene = granule_file(tmp_path)
         settings = ["simulation.t_end=0.6", "output.vtk_every=100", "contact.restitution=0.7",
                     "breakage.tension=0.005", "breakage.shear=0.01"]
+    if case == "sticky":  # JKR contacts with friction: formed flags in the pair history and per plane
+        settings += ["contact.normal='jkr'", "contact.work_of_adhesion=0.5", "contact.friction=0.5"]
     if case == "rig":  # moving, servo and mesh walls, damping
         scene = rig_file(tmp_path)
         settings = ["simulation.t_end=0.8", "output.vtk_every=100"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
-    stop = {"torus": "0.7", "assembly": "0.3", "rig": "0.6"}[case]  # on the VTK grid: a run snapshots its last step
+    # on the VTK grid: a run snapshots its last step
+    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6"}[case]
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
     if case == "assembly":
         assert np.count_nonzero(sim.state.interactions["binder"].broken) > 0  # breakage happened, before and after the restart
         assert float(outputs(straight)[0]["energy.csv"].splitlines()[-1].split(",")[13]) > 0  # dissipated energy booked
+    if case == "sticky":  # contacts formed, and some broke, before and after the restart
+        assert sim.state.interactions["adhesive_pw"].adhered.any()
+        assert sim.energy_budget()["hysteresis"] > 0
     if case == "rig":
         walls = sim.state.interactions["walls"]
         assert np.abs(walls.load[1:, :3]).max(axis=1).min() > 0 and walls.work.sum() < 0  # the moving walls pushed
