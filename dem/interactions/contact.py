@@ -48,8 +48,8 @@ from .friction import (
 )
 from .hertz import (
     JKR, KEYS_PP as NORMAL_KEYS, adhesive, adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact,
-    jkr_separation, normal_code, normal_critical_step, normal_damped, normal_damping, normal_law, pair_active,
-    pair_overlap, pull_off,
+    jkr_separation, jkr_touch_energy, normal_code, normal_critical_step, normal_damped, normal_damping, normal_law,
+    pair_active, pair_overlap, pull_off,
 )
 from .rolling import (
     KEYS as ROLLING_KEYS, advance_rolling_springs, contact_inertia, rolling_critical_step, rolling_moment,
@@ -179,9 +179,9 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
     if p.law >= JKR:
-        u_adhesion, f_elastic, k_contact = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[1:]
-        if p.law == JKR and not formed:  # it snaps on: the energy the JKR branch has below Hertz's is lost
-            lost -= u_adhesion
+        f_elastic, k_contact = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
+        if p.law == JKR and not formed:  # it snaps on: the curve's energy at touch is lost
+            lost -= jkr_touch_energy(p.stiffness, reach, reduced, p.work)
         coulomb = f_elastic + 2.0 * pull_off(p.law, reduced, p.work)
         f_n = f_elastic
         if p.damping != 0.0 and inverse_mass != 0.0:

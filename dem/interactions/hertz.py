@@ -187,6 +187,17 @@ def jkr_separation(stiffness, length, reduced, work):
 
 
 @njit(cache=True)
+def jkr_touch_energy(stiffness, length, reduced, work):
+    """``U_t < 0``: the energy of a JKR contact where it forms, at touch (``ξ = 0``, ``a_t = (2π w
+    R*²/E*)^{1/3}``), which the contact loses when it snaps on. It is booked at that value, not at
+    the overlap of the step that finds the spheres touching: the two differ by about ``F ξ_n``,
+    which the half step's kick with the jumped force gives back on average (booked at the step's
+    overlap, every contact that forms would add ``(h/2) |F| v`` to the budget)."""
+    modulus = hertz_modulus(stiffness, length, reduced)
+    return jkr_energy(np.cbrt(2.0 * np.pi * work * reduced * reduced / modulus), modulus, reduced, work)
+
+
+@njit(cache=True)
 def adhesive_law(law, delta, stiffness, length, reduced, work):
     """``(U_H, U_a, F, k)`` of an adhesive normal law at the dimensionless overlap ``δ`` (``ξ =
     L δ``; JKR: ``ξ ≥ ξ_c`` on the stable branch, DMT: ``δ > 0``): the Hertz energy ``U_H`` (0 for
@@ -446,8 +457,8 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
             continue
         delta = 1.0 - gap / radius
         u_h, u_a, force, k = adhesive_law(p.law, delta, p.stiffness, radius, radius, p.work)
-        if jkr and not formed:  # it snaps on: the energy the JKR branch has below Hertz's is lost
-            lost -= u_a
+        if jkr and not formed:  # it snaps on: the curve's energy at touch is lost
+            lost -= jkr_touch_energy(p.stiffness, radius, radius, p.work)
         u_hertz += u_h
         u_adhesion += u_a
         px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz
