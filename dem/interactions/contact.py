@@ -2,7 +2,10 @@
 friction and rolling and twisting resistance of every touching pair in one pass, each pair
 computed once. It acts where a particle–particle contact carries friction or rolling resistance
 (``k_pp`` > 0 and ``friction``, ``rolling_friction`` or ``twisting_friction`` > 0); without them
-`dem.interactions.hertz`'s ``hertz_pp`` acts alone. The sub-models are those of
+`dem.interactions.hertz`'s ``hertz_pp`` acts alone. Under an adhesive normal law (JKR, DMT) the
+same kernels act as `ADHESIVE_PP`, whose history has one more column (whether each JKR contact is
+formed) and whose log has the adhesion's energy and the JKR contacts' lost energy
+(``hysteresis``). The sub-models are those of
 `dem.interactions.hertz` (the normal law of ``[contact] normal`` and its damping),
 `dem.interactions.friction` (the Mindlin–Coulomb spring) and `dem.interactions.rolling` (EPSD
 rolling and twisting springs), composed on one contact geometry: the normal ``n``, the overlap,
