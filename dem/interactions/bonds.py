@@ -20,8 +20,8 @@ def bond_measures(model, state):
     ``axial_strain`` (r/r0 − 1), ``shear`` (three-spring binder: max of 1 − s; parallel bond: |u_s|/L),
     ``bending_angle`` (rad; three-spring binder: |θ|; parallel bond: |θ_b|), ``axial_force`` (positive in
     tension), ``force`` ``(m, 3)`` (the bond's force on its first body ``i``, 0 once broken: the
-    bond's share of the virial stress, `dem.rig`), ``broken`` (0 intact, else the code of the criterion that broke it: 1 tension,
-    2 compression, 3 shear, 4 bending), and the parallel bond's ``twist_angle``, ``shear_force``,
+    bond's share of the virial stress, `dem.rig`), ``broken`` (0 intact, else the code of the
+    criterion that broke it: 1 tension, 2 compression, 3 shear, 4 bending), and the parallel bond's ``twist_angle``, ``shear_force``,
     ``bending_moment``, ``twisting_moment``, ``tensile_stress`` and ``shear_stress`` (0 for
     three-spring bonds)."""
     m = len(model.bonds)

@@ -47,12 +47,12 @@ from numba import njit
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared, step_spring,
-    stiffness_ratio, tangential_stiffness, tangential_velocity, vector_mean,
+    stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
 )
 from .hertz import (
     JKR, KEYS_PP as NORMAL_KEYS, adhesive, adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact,
-    jkr_separation, jkr_touch_energy, normal_code, normal_critical_step, normal_damped, normal_damping, normal_law,
-    pair_active, pair_overlap, pull_off,
+    jkr_separation, jkr_touch_energy, normal_code, normal_critical_step, normal_damping, normal_law, normal_stiffness,
+    pair_active, pair_overlap, pull_off, stiffness_damped,
 )
 from .rolling import (
     KEYS as ROLLING_KEYS, advance_rolling_springs, contact_inertia, rolling_critical_step, rolling_moment,
@@ -125,7 +125,7 @@ def _release(p, xi, theta, reach, r_old, reduced):
     """The elastic energy of the springs of a contact that opened (at the stiffnesses of a step
     ago, when they last held)."""
     k_n = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
-    released = (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * norm_squared(xi)
+    released = tangential_energy(p, k_n, xi)
     if p.rolling > 0.0 or p.twisting > 0.0:
         k = rolling_stiffnesses(k_n, reduced, reach - r_old, p.rolling, p.ratio)
         released += 0.5 * k[0] * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]) \
@@ -182,19 +182,14 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
     if p.law >= JKR:
-        f_elastic, k_contact = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
+        f_elastic, k_now = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
         if p.law == JKR and not formed:  # it snaps on: the curve's energy at touch is lost
             lost -= jkr_touch_energy(p.stiffness, reach, reduced, p.work)
         coulomb = f_elastic + 2.0 * pull_off(p.law, reduced, p.work)
-        f_n = f_elastic
-        if p.damping != 0.0 and inverse_mass != 0.0:
-            f_d = -p.damping * np.sqrt(k_contact / inverse_mass) * speed
-            f_n += f_d
-            power -= f_d * speed
     else:
         f_elastic = coulomb = normal_law(p.law, delta, p.stiffness, reach)[1]
-        f_n, power = normal_damped(f_elastic, power, 1.0, p.law, delta, p.stiffness, reach, inverse_mass, speed,
-                                   p.damping)
+        k_now = normal_stiffness(p.law, delta, p.stiffness, reach)
+    f_n, power = stiffness_damped(f_elastic, power, 1.0, k_now, inverse_mass, speed, p.damping)
     elastic = f_elastic / r
     f_n /= r
     fx, fy, fz = f_n * dx, f_n * dy, f_n * dz
@@ -205,7 +200,6 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
         omega_j = (omega[j, 0], omega[j, 1], omega[j, 2])
         twist = 0.5 * h * ((omega_i[0] + omega_j[0]) * n[0] + (omega_i[1] + omega_j[1]) * n[1]
                            + (omega_i[2] + omega_j[2]) * n[2])
-        k_now = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
         k_old = contact_scales(p.law, 1.0 - r_old / reach, p.stiffness, reach, reduced, p.work)[1]
         arm_i = lever(radius_i, n, reach - r)
         arm_j = lever(radius_j, n, reach - r)
@@ -365,7 +359,7 @@ def _energies(st, bodies, contacts, p, history):
                 if in_contact(r2, reach):
                     k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
                     xi, theta = _springs(history, slot)
-                    tangential += (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * norm_squared(xi)
+                    tangential += tangential_energy(p, k_n, xi)
                     k_r, k_tw = rolling_stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
                     rolling += 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
                     twisting += 0.5 * k_tw * theta[3] * theta[3]

@@ -135,6 +135,12 @@ def tangential_stiffness(p, k_n):
     return p.fixed if p.fixed > 0.0 else p.ratio * k_n
 
 
+@njit(inline="always")
+def tangential_energy(p, k_n, xi):
+    """``½ k_t |ξ|²`` of the tangential spring ``xi`` (`tangential_stiffness`)."""
+    return (0.5 * p.fixed if p.fixed > 0.0 else 0.5 * p.ratio * k_n) * norm_squared(xi)
+
+
 def stiffness_ratio(poisson_ratio):
     """Mindlin's no-slip ``k_t/k_n = 2(1 − ν)/(2 − ν)`` for two spheres of one material."""
     return 2.0 * (1.0 - poisson_ratio) / (2.0 - poisson_ratio)

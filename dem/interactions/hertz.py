@@ -215,7 +215,7 @@ def adhesive_law(law, delta, stiffness, length, reduced, work):
     if delta > 0.0:
         u_hertz, f_hertz = hertz(delta, stiffness, length)
     if law == DMT:
-        pull = 2.0 * np.pi * work * reduced
+        pull = pull_off(DMT, reduced, work)
         return u_hertz, -pull * xi, f_hertz - pull, hertz_stiffness(delta, stiffness, length)
     modulus = hertz_modulus(stiffness, length, reduced)
     s = np.sqrt(2.0 * np.pi * work / modulus)
@@ -278,13 +278,21 @@ def normal_stiffness(law, delta, stiffness, length):
 
 
 @njit(inline="always")
-def normal_damped(force, power, share, law, delta, stiffness, length, inverse_mass, approach_speed, damping):
-    """``(force, power)`` with the normal damping force ``f_d`` of the normal ``law`` added to
-    the force and ``share · f_d · v_n`` taken from the power (a pair's row books half)."""
+def stiffness_damped(force, power, share, stiffness, inverse_mass, approach_speed, damping):
+    """``(force, power)`` with the normal damping force ``f_d = −γ √(m* k) v_n`` of the contact
+    stiffness ``k`` added to the force and ``share · f_d · v_n`` taken from the power (a pair's row
+    books half)."""
     if damping == 0.0 or inverse_mass == 0.0:
         return force, power
-    f_d = -damping * np.sqrt(normal_stiffness(law, delta, stiffness, length) / inverse_mass) * approach_speed
+    f_d = -damping * np.sqrt(stiffness / inverse_mass) * approach_speed
     return force + f_d, power - share * f_d * approach_speed
+
+
+@njit(inline="always")
+def normal_damped(force, power, share, law, delta, stiffness, length, inverse_mass, approach_speed, damping):
+    """`stiffness_damped` on the tangent stiffness of the normal ``law`` (`normal_stiffness`)."""
+    return stiffness_damped(force, power, share, normal_stiffness(law, delta, stiffness, length), inverse_mass,
+                            approach_speed, damping)
 
 
 @njit(inline="always")
@@ -435,7 +443,6 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
     if radius <= 0.0:
         return fx, fy, fz, power, u_hertz, u_adhesion, lost
     jkr = p.law == JKR
-    xi_c, u_c = jkr_separation(p.stiffness, radius, radius, p.work) if jkr else (0.0, 0.0)
     contacts = wall_normal.shape[0] + (min(walls.mesh_count[i], MAX_CONTACTS) if p.meshes else 0)
     for c in range(contacts):
         if c < wall_normal.shape[0]:
@@ -448,11 +455,14 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
             nx, ny, nz = walls.mesh_normal[i, m, 0], walls.mesh_normal[i, m, 1], walls.mesh_normal[i, m, 2]
             gap = walls.mesh_gap[i, m]
         formed = jkr and c < wall_normal.shape[0] and own.adhered[i, w] != 0
-        touching = gap < radius or (formed and radius - gap > xi_c)
+        touching = gap < radius
+        if formed and not touching:  # stretched: it holds down to ξ_c, where it snaps off and its energy is lost
+            separation, snapped = jkr_separation(p.stiffness, radius, radius, p.work)
+            touching = radius - gap > separation
+            if not touching:
+                lost += snapped
         if advance and jkr and c < wall_normal.shape[0]:
             own.adhered[i, w] = 1 if touching else 0
-        if formed and not touching:  # the contact snaps off: its energy at ξ_c is lost
-            lost += u_c
         if not touching:
             continue
         delta = 1.0 - gap / radius
@@ -465,9 +475,7 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
         if p.damping != 0.0 and inverse_mass != 0.0:
             vx, vy, vz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
             speed = (velocity[i, 0] - vx) * nx + (velocity[i, 1] - vy) * ny + (velocity[i, 2] - vz) * nz
-            f_d = -p.damping * np.sqrt(k / inverse_mass) * speed
-            force += f_d
-            power -= f_d * speed
+            force, power = stiffness_damped(force, power, 1.0, k, inverse_mass, speed, p.damping)
         if advance:
             add_wall_load(walls.partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
