@@ -249,13 +249,14 @@ class ContactTable(NeighborList):
     def contacts(self):
         return Contacts(self.start, self.index, self.owner_start)
 
-    def rebuild(self, position, diameter):
-        """Build the list at ``position`` (outside a run), carrying the histories over."""
+    def rebuild(self, position, diameter, cell):
+        """Build the list at ``position`` (outside a run; ``cell``: `dem.state.State.cell`),
+        carrying the histories over."""
         keys = {name: compact_history(self.start, self.index, self.owner_start, h, self.widths[name])
                 for name, h in self.histories.items()}
         self.counters[N_BUILDS] = 0
         self.index = update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
-                                   self.cell_start, self.cell_particles, self.counters)
+                                   self.cell_start, self.cell_particles, self.counters, cell)
         owner_offsets(self.start, self.index, self.owner_start)
         for name, live in keys.items():
             self.histories[name] = spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
@@ -269,14 +270,15 @@ class ContactTable(NeighborList):
                 self.start, self.index, self.owner_start, history, self.widths[name])
         return out
 
-    def restore(self, saved, diameter):
+    def restore(self, saved, diameter, cell):
         """Rebuild the list where the exported table was last built, then put its histories back
         by key (so contact sums keep their order and the run continues bit for bit)."""
         builds = int(saved["builds"])
         if builds > 0:
             self.counters[N_BUILDS] = 0
             self.index = update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
-                                       self.start, self.index, self.cell_start, self.cell_particles, self.counters)
+                                       self.start, self.index, self.cell_start, self.cell_particles, self.counters,
+                                       cell)
             owner_offsets(self.start, self.index, self.owner_start)
         self.counters[N_BUILDS] = builds
         for name in self.histories:

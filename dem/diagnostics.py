@@ -23,7 +23,7 @@ def sample(model, state, contacts=None, bodies=None):
     per-contact histories then start from zero)."""
     if contacts is None:
         contacts = new_contacts(model)
-        contacts.rebuild(state.position, model.diameter)
+        contacts.rebuild(state.position, model.diameter, state.cell)
     bodies = model.body_arrays() if bodies is None else bodies
     walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
     row = np.empty(sample_width(walls))

@@ -63,8 +63,8 @@ from .network import pair_loads, pipeline_name, put_pair_loads
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
 
-#: per-body state fields that travel with a body when it migrates
-STATE_FIELDS = StateArrays._fields
+#: per-body state fields that travel with a body when it migrates (all but the cell)
+STATE_FIELDS = tuple(f for f in StateArrays._fields if f != "cell")
 #: what the halo exchange sends of a ghost (`_copy_ghosts`), and its width in doubles
 GHOST_FIELDS = ("position", "velocity", "orientation", "angular_velocity")
 GHOST_WIDTH = 13
@@ -252,6 +252,9 @@ class DistributedSimulation(Simulation):
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         scheme = self._configure(model, state, integrator, dt, observers, False)
         names = tuple(model.interactions)
+        if state.cell.any():
+            raise MPIError("cell.periodic: a periodic cell runs in one process (threads) for now, not under MPI: run "
+                           "it without mpiexec")
         for name in names:
             interaction = INTERACTIONS[name]
             if interaction.kind in (BOND, GLOBAL) and interaction.localize is None or \
@@ -464,8 +467,8 @@ class DistributedSimulation(Simulation):
         self.comm.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
         self.comm.Allreduce(MPI.IN_PLACE, hi, op=MPI.MAX)
         largest = self.comm.allreduce(float(largest), op=MPI.MAX)
-        grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8)
-        table.build_part(positions, self.bodies.diameter, model.skin, grid)
+        grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, self.state.cell)
+        table.build_part(positions, self.bodies.diameter, model.skin, grid, self.state.cell)
         table.counters[N_BUILDS] = self._builds
         owner_offsets(table.start, table.index, table.owner_start)
         for name, (keys, values) in histories.items():
@@ -632,7 +635,7 @@ class DistributedSimulation(Simulation):
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
         if pipeline_name(self.histories):  # its pair loads (scratch, not in the keyed histories) for the network
-            keys, piece["loads.values"] = pair_loads(table, st.position, self.bodies.diameter, is_owned)
+            keys, piece["loads.values"] = pair_loads(table, st.position, self.bodies.diameter, is_owned, st.cell)
             piece["loads.keys"] = part.bodies[keys]
         pieces = self.comm.gather(piece, root=0)
         if self.rank != 0:

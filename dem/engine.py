@@ -270,7 +270,7 @@ def _forces_text(names, parallel):
             w(f"keys_{name} = compact_history(table.start, index, table.owner_start, hist_{name}, "
               f"{INTERACTIONS[name].history})", 2)
         w(f"index = build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
-          f"table.start, index, table.cell_start, table.cell_particles, table.counters)", 2)
+          f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
         if histories:
             w.use(owner_offsets, "owner_offsets")
             w("owner_offsets(table.start, index, table.owner_start)", 2)

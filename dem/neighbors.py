@@ -8,7 +8,9 @@ same result for any number of threads; a serial kernel may visit each pair once 
 j``, adding to both), and with ascending rows each particle then receives its pairs' terms in
 its row's order, the same sums to the last bit (`dem.interactions.hertz.hertz_pp_fast_pairs`).
 The list stays valid while no particle has moved more than ``skin/2`` since the last build.
-Bodies with zero diameter take no part.
+Bodies with zero diameter take no part. Along the periodic axes of the cell (`dem.cell`) the
+cells tile the box, particles are binned by their wrapped positions, the neighbour cells wrap
+around, and distances are those of the nearest image.
 
 Cell arrays are allocated once (at most ``2N + 8`` cells); the row storage has a capacity and a
 build that needs more grows it (rarely, inside compiled code), so callers take the arrays back
@@ -17,6 +19,8 @@ from every update. ``counters`` holds ``[n_entries, n_builds]``.
 
 import numpy as np
 from numba import njit, prange
+
+from .cell import ORIGIN, PERIOD, minimum_image
 
 N_ENTRIES, N_BUILDS = 0, 1
 CHUNK = 4096
@@ -49,57 +53,98 @@ def bounds(position, diameter):
 
 
 @njit(cache=True)
-def grid_of_bounds(lo, hi, largest, skin, max_cells):
-    """Origin, cell size and dimensions covering the box ``lo``–``hi`` with at most ``max_cells``
-    cells (`bounds`)."""
+def grid_of_bounds(lo, hi, largest, skin, max_cells, cell):
+    """Origin, cell sizes (3) and dimensions covering the box ``lo``–``hi`` with at most
+    ``max_cells`` cells; along a periodic axis of ``cell`` the grid tiles the cell's edge
+    (``lo`` its origin, a whole number of cells of at least ``largest + skin``)."""
     size = largest + skin
     dims = np.ones(3, np.int64)
+    sizes = np.full(3, size)
+    lo = lo.copy()
+    for c in range(3):
+        if cell[PERIOD, c] > 0.0:
+            lo[c] = cell[ORIGIN, c]
     if largest == 0.0:
-        return lo, size, dims
-    while ((hi[0] - lo[0]) / size + 1.0) * ((hi[1] - lo[1]) / size + 1.0) * ((hi[2] - lo[2]) / size + 1.0) \
-            > max_cells:  # in floating point: an integer product could overflow
+        return lo, sizes, dims
+    while True:
+        count = 1.0  # in floating point: an integer product could overflow
+        for c in range(3):
+            if cell[PERIOD, c] > 0.0:
+                dims[c] = max(int(cell[PERIOD, c] / size), 1)
+                sizes[c] = cell[PERIOD, c] / dims[c]
+                count *= dims[c]
+            else:
+                count *= (hi[c] - lo[c]) / size + 1.0
+        if count <= max_cells:
+            break
         size *= 1.25
     for c in range(3):
-        dims[c] = int((hi[c] - lo[c]) / size) + 1
-    return lo, size, dims
+        if cell[PERIOD, c] == 0.0:
+            sizes[c] = size
+            dims[c] = int((hi[c] - lo[c]) / size) + 1
+    return lo, sizes, dims
 
 
 @njit(cache=True)
-def _cell_grid(position, diameter, skin, max_cells):
-    """Origin, cell size and dimensions covering the particles with at most ``max_cells`` cells."""
+def _cell_grid(position, diameter, skin, max_cells, cell):
+    """Origin, cell sizes and dimensions covering the particles with at most ``max_cells`` cells."""
     lo, hi, largest = bounds(position, diameter)
-    return grid_of_bounds(lo, hi, largest, skin, max_cells)
+    return grid_of_bounds(lo, hi, largest, skin, max_cells, cell)
+
+
+@njit(inline="always")
+def _coordinate(position, i, c, grid):
+    """Cell coordinate of particle ``i`` along axis ``c`` in ``grid = (lo, size, top, first,
+    dims, period)`` (`_cell_of`); along a periodic axis its position is wrapped into the cell."""
+    lo, size, top, first, period = grid[0], grid[1], grid[2], grid[3], grid[5]
+    u = position[i, c] - lo[c]
+    if period[c] > 0.0:
+        u -= period[c] * np.floor(u / period[c])
+    return min(int(u / size[c]), top[c]) - first[c]
 
 
 @njit(cache=True)
 def _cell_of(position, i, grid):
-    """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims)``: the cell of
-    the whole grid (origin ``lo``, last cell ``top``) less ``first``, the first cell of the part
-    of it that ``dims`` spans (all of it, ``first = 0``, except on an MPI rank: `build_on_grid`)."""
-    lo, size, top, first = grid[0], grid[1], grid[2], grid[3]
-    a = min(int((position[i, 0] - lo[0]) / size), top[0]) - first[0]
-    b = min(int((position[i, 1] - lo[1]) / size), top[1]) - first[1]
-    c = min(int((position[i, 2] - lo[2]) / size), top[2]) - first[2]
-    return a, b, c
+    """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims, period)``: the
+    cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell ``top``) less ``first``,
+    the first cell of the part of it that ``dims`` spans (all of it, ``first = 0``, except on an
+    MPI rank: `build_on_grid`); ``period``: the cell's periodic edges (0: not periodic)."""
+    return _coordinate(position, i, 0, grid), _coordinate(position, i, 1, grid), _coordinate(position, i, 2, grid)
+
+
+@njit(inline="always")
+def _span(centre, dims, periodic):
+    """``(first, count)`` of the neighbour cells along one axis around cell ``centre``: the cells
+    ``first … first + count − 1`` (taken modulo ``dims`` along a periodic axis, where all of them
+    are neighbours when there are fewer than three)."""
+    if periodic:
+        return (centre - 1, 3) if dims >= 3 else (0, dims)
+    first = max(centre - 1, 0)
+    return first, min(centre + 2, dims) - first
 
 
 @njit(cache=True)
-def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill):
+def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
     """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i``."""
     count = 0
-    dims = grid[4]
+    dims, period = grid[4], grid[5]
     ca, cb, cc = _cell_of(position, i, grid)
-    for a in range(max(ca - 1, 0), min(ca + 2, dims[0])):
-        for b in range(max(cb - 1, 0), min(cb + 2, dims[1])):
-            for c in range(max(cc - 1, 0), min(cc + 2, dims[2])):
-                cell = (a * dims[1] + b) * dims[2] + c
-                for k in range(cell_start[cell], cell_start[cell + 1]):
+    first_a, count_a = _span(ca, dims[0], period[0] > 0.0)
+    first_b, count_b = _span(cb, dims[1], period[1] > 0.0)
+    first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
+    for ta in range(count_a):
+        a = (first_a + ta) % dims[0]
+        for tb in range(count_b):
+            b = (first_b + tb) % dims[1]
+            for tc in range(count_c):
+                c = (first_c + tc) % dims[2]
+                cell_index = (a * dims[1] + b) * dims[2] + c
+                for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
                     j = cell_particles[k]  # active by construction
                     if j == i:
                         continue
-                    dx = position[i, 0] - position[j, 0]
-                    dy = position[i, 1] - position[j, 1]
-                    dz = position[i, 2] - position[j, 2]
+                    dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                                               position[i, 2] - position[j, 2], cell)
                     reach = 0.5 * (diameter[i] + diameter[j]) + skin
                     if dx * dx + dy * dy + dz * dz < reach * reach:
                         if fill:
@@ -109,7 +154,7 @@ def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, ind
 
 
 @njit(cache=True)
-def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill):
+def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell):
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
     entries into ``index`` from ``start[i]`` (``fill`` True)."""
     for i in range(lo_row, hi_row):
@@ -117,7 +162,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
             if not fill:
                 start[i + 1] = 0
             continue
-        count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill)
+        count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill, cell)
         if fill:
             index[start[i]:start[i] + count].sort()  # ascending rows (in place)
         else:
@@ -126,49 +171,49 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
 
 @njit(inline="always")
 def build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
-                 counters):
+                 counters, cell):
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
-    lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1)
-    return _build_on_grid(position, diameter, skin, parallel, _whole_grid(lo, size, dims), reference_position, start,
-                          index, cell_start, cell_particles, counters)
+    lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1, cell)
+    return _build_on_grid(position, diameter, skin, parallel, _whole_grid(lo, size, dims, cell), reference_position,
+                          start, index, cell_start, cell_particles, counters, cell)
 
 
 @njit(cache=True)
-def _whole_grid(lo, size, dims):
+def _whole_grid(lo, size, dims, cell):
     """The grid of `_cell_of` that spans all of ``dims``."""
-    return lo, size, dims - 1, np.zeros(3, np.int64), dims
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy()
 
 
 @njit(cache=True)
-def _part_grid(position, diameter, lo, size, dims):
+def _part_grid(position, diameter, lo, size, dims, cell):
     """The part of the grid ``lo, size, dims`` (of all particles, on every MPI rank) that spans
     the cells of the active particles among ``position`` (a rank's): same cells, so each cell
     holds the same particles, in the same order, as in the whole grid."""
-    whole = _whole_grid(lo, size, dims)
+    whole = _whole_grid(lo, size, dims, cell)
     first = dims.copy()
     last = np.full(3, -1, np.int64)
     for i in range(position.shape[0]):
         if _active(position, diameter, i):
-            cell = _cell_of(position, i, whole)
+            where = _cell_of(position, i, whole)
             for c in range(3):
-                first[c] = min(first[c], cell[c])
-                last[c] = max(last[c], cell[c])
+                first[c] = min(first[c], where[c])
+                last[c] = max(last[c], where[c])
     if last[0] < 0:  # no active particle
         first[:] = 0
         last[:] = 0
-    return lo, size, dims - 1, first, last - first + 1
+    return lo, size, dims - 1, first, last - first + 1, whole[5]
 
 
 @njit(cache=True)
 def _build_part(position, diameter, skin, grid, reference_position, start, index, cell_start, cell_particles,
-                counters):
+                counters, cell):
     return _build_on_grid(position, diameter, skin, False, grid, reference_position, start, index, cell_start,
-                          cell_particles, counters)
+                          cell_particles, counters, cell)
 
 
 @njit(inline="always")
 def _build_on_grid(position, diameter, skin, parallel, grid, reference_position, start, index, cell_start,
-                   cell_particles, counters):
+                   cell_particles, counters, cell):
     """Rebuild the list on the cells of ``grid`` (`_cell_of`); returns ``index``."""
     n = position.shape[0]
     dims = grid[4]
@@ -176,22 +221,22 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
     # counting sort of the particles into cells (serial, O(N)); particles keep ascending order.
     # (Explicit loops here: in a parallel function numba would turn array expressions into
     # thread launches.)
-    for cell in range(n_cells + 1):
-        cell_start[cell] = 0
+    for k in range(n_cells + 1):
+        cell_start[k] = 0
     for i in range(n):
         if _active(position, diameter, i):
             a, b, c = _cell_of(position, i, grid)
             cell_start[(a * dims[1] + b) * dims[2] + c + 1] += 1
-    for cell in range(n_cells):
-        cell_start[cell + 1] += cell_start[cell]
+    for k in range(n_cells):
+        cell_start[k + 1] += cell_start[k]
     for i in range(n):
         if _active(position, diameter, i):
             a, b, c = _cell_of(position, i, grid)
-            cell = (a * dims[1] + b) * dims[2] + c
-            cell_particles[cell_start[cell]] = i
-            cell_start[cell] += 1
-    for cell in range(n_cells, 0, -1):
-        cell_start[cell] = cell_start[cell - 1]
+            k = (a * dims[1] + b) * dims[2] + c
+            cell_particles[cell_start[k]] = i
+            cell_start[k] += 1
+    for k in range(n_cells, 0, -1):
+        cell_start[k] = cell_start[k - 1]
     cell_start[0] = 0
     # rows: a counting sweep, the prefix sum, a filling sweep (rows are independent: parallel)
     start[0] = 0
@@ -205,9 +250,9 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
         if parallel:
             for chunk in prange((n + CHUNK - 1) // CHUNK):
                 _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
-                      cell_particles, start, index, fill)
+                      cell_particles, start, index, fill, cell)
         else:
-            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill)
+            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell)
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
     for i in range(n):
@@ -239,26 +284,28 @@ def rebuild_due(position, diameter, skin, reference_position, counters):
 
 @njit(inline="always")
 def _update_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
-                   counters):
+                   counters, cell):
     """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
     (its ``prange`` loops become part of the caller's parallel region: a separately compiled
     parallel function called from compiled code is costly)."""
     if rebuild_due(position, diameter, skin, reference_position, counters):
         return build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
-                            cell_particles, counters)
+                            cell_particles, counters, cell)
     return index
 
 
 @njit(cache=True, parallel=True)
-def _update_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
+def _update_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
+                     cell):
     return _update_kernel(position, diameter, skin, True, reference_position, start, index, cell_start,
-                          cell_particles, counters)
+                          cell_particles, counters, cell)
 
 
 @njit(cache=True)
-def update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters):
+def update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
+                  cell):
     return _update_kernel(position, diameter, skin, False, reference_position, start, index, cell_start,
-                          cell_particles, counters)
+                          cell_particles, counters, cell)
 
 
 class NeighborList:
@@ -286,15 +333,16 @@ class NeighborList:
         keep = rows < columns
         return np.stack((rows[keep], columns[keep]), axis=1)
 
-    def update(self, position, diameter, skin, parallel=False):
+    def update(self, position, diameter, skin, parallel=False, cell=None):
+        """Rebuild the list if it is due (``cell``: `dem.state.State.cell`; None: not periodic)."""
         update = _update_parallel if parallel else update_serial
-        self.index = update(position, diameter, float(skin), *self.arrays())
+        self.index = update(position, diameter, float(skin), *self.arrays(), np.zeros((2, 3)) if cell is None else cell)
 
-    def build_part(self, position, diameter, skin, grid):
+    def build_part(self, position, diameter, skin, grid, cell):
         """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the
         cells ``grid = (lo, size, dims)`` of the whole system (`grid_of_bounds`)."""
-        part = _part_grid(position, diameter, *grid)
+        part = _part_grid(position, diameter, *grid, cell)
         cells = int(np.prod(part[4]))
         if cells + 1 > len(self.cell_start):
             self.cell_start = np.zeros(cells + cells // 4 + 9, np.int64)
-        self.index = _build_part(position, diameter, float(skin), part, *NeighborList.arrays(self))
+        self.index = _build_part(position, diameter, float(skin), part, *NeighborList.arrays(self), cell)

@@ -27,6 +27,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .cell import PERIOD, minimum_image_array
 from .interactions.contact import LOADS, lower_slot, upper_entries
 from .interactions.hertz import contact_scales, normal_damped, normal_law, pair_overlap
 
@@ -51,7 +52,7 @@ Fabric = namedtuple("Fabric", "contacts particles coordination mechanical rattle
 
 
 @njit(cache=True)
-def _touching(contacts, position, diameter):
+def _touching(contacts, position, diameter, cell):
     """``(i, j, r, reach)`` of the touching pairs ``i < j`` of the list ``contacts``
     (`dem.contacts.Contacts`; its ``owner_start`` is kept only where an interaction keeps
     histories, so the rows are scanned for their partners ``j > i``), in owner order."""
@@ -66,7 +67,7 @@ def _touching(contacts, position, diameter):
             b = index[k]
             if b < a:
                 continue
-            r2, reach = pair_overlap(a, b, radius, position, diameter)[3:]
+            r2, reach = pair_overlap(a, b, radius, position, diameter, cell)[3:]
             if r2 < reach * reach:
                 first[m], second[m], distance[m], reaches[m] = a, b, np.sqrt(r2), reach
                 m += 1
@@ -87,14 +88,14 @@ def _stored_forces(contacts, first, second, history, width):
 
 
 @njit(cache=True)
-def _normal_forces(first, second, position, velocity, diameter, inverse_mass, law, stiffness, damping):
+def _normal_forces(first, second, position, velocity, diameter, inverse_mass, law, stiffness, damping, cell):
     """The normal force on ``first[m]`` of each touching pair, elastic and damped, by
     `dem.interactions.hertz._pair_row`'s expressions (the same bits as its term in the row of
     ``first[m]``)."""
     force = np.empty((first.shape[0], 3))
     for m in range(first.shape[0]):
         i, j = first[m], second[m]
-        dx, dy, dz, r2, reach = pair_overlap(i, j, 0.5 * diameter[i], position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, 0.5 * diameter[i], position, diameter, cell)
         r = np.sqrt(r2)
         delta = 1.0 - r / reach
         f = normal_law(law, delta, stiffness, reach)[1]
@@ -119,7 +120,7 @@ def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
 
 
 @njit(cache=True)
-def _lower_loads(contacts, position, diameter, history, width, held):
+def _lower_loads(contacts, position, diameter, history, width, held, cell):
     """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
     ``j`` and the scratch columns of their lower slots (``history[:, width:]``)."""
     start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
@@ -130,7 +131,7 @@ def _lower_loads(contacts, position, diameter, history, width, held):
             continue
         for k in range(start[b], upper_entries(contacts, b)):  # the partners a < b: b's lower slots
             a = index[k]
-            r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter)[3:]
+            r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter, cell)[3:]
             if r2 < reach * reach:
                 keys[m, 0], keys[m, 1] = a, b
                 for c in range(LOADS):
@@ -154,13 +155,13 @@ def pipeline_name(names):
     return next((name for name in PIPELINES if name in names), None)
 
 
-def pair_loads(table, position, diameter, held):
+def pair_loads(table, position, diameter, held, cell):
     """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
     body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
     whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
     ranks hold the loads of their own bodies' lower slots)."""
     history = table.histories[pipeline_name(table.histories)]
-    return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held)
+    return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held, cell)
 
 
 def put_pair_loads(table, keys, values):
@@ -169,11 +170,16 @@ def put_pair_loads(table, keys, values):
     _put_lower_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
 
 
+def separation(state, first, second):
+    """``x_first − x_second`` of pairs, the nearest image's across periodic faces (`dem.cell`)."""
+    return minimum_image_array(state.position[first] - state.position[second], state.cell[PERIOD])
+
+
 def touching_pairs(model, state, contacts):
     """``(i, j, r, reach)``: the touching pairs of ``state`` in the neighbour list ``contacts`` (a
     `dem.contacts.ContactTable` current for ``state``: the simulation's), with their distances
     and radii sums."""
-    return _touching(contacts.contacts(), state.position, model.diameter)
+    return _touching(contacts.contacts(), state.position, model.diameter, state.cell)
 
 
 def contact_network(model, state, contacts):
@@ -189,11 +195,11 @@ def contact_network(model, state, contacts):
     elif normal_only is not None:
         force = _normal_forces(first, second, state.position, state.velocity, model.diameter,
                                model.body_arrays().inverse_mass, normal_only.law, normal_only.stiffness,
-                               normal_only.damping)
+                               normal_only.damping, state.cell)
     else:  # no contact law: nothing is loaded
         first, second, distance, reach = first[:0], second[:0], distance[:0], reach[:0]
         force = np.zeros((0, 3))
-    normal = (state.position[first] - state.position[second]) / distance[:, None]
+    normal = separation(state, first, second) / distance[:, None]
     normal_force = np.einsum("mc,mc->m", force, normal)
     tangential_force = np.linalg.norm(force - normal_force[:, None] * normal, axis=1)
     sliding = np.zeros(len(first), np.uint8)
@@ -219,7 +225,7 @@ def fabric(model, state, contacts):
     coordination = 2.0 * touching / particles if particles else 0.0
     mechanical = (2.0 * touching - one) / bearing if bearing else float("nan")
     if touching:
-        normal = (state.position[first] - state.position[second]) / distance[:, None]
+        normal = separation(state, first, second) / distance[:, None]
         tensor = np.einsum("mi,mj->ij", normal, normal) / touching
         deviator = tensor - np.trace(tensor) / 3.0 * np.eye(3)
         anisotropy = 7.5 * float(np.sqrt(2.0 / 3.0 * np.sum(deviator * deviator)))

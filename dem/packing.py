@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .cell import minimum_image_array
+
 SHAPES = ("box", "sphere", "cylinder", "torus")
 LATTICES = ("sc", "fcc", "hcp")
 DISTRIBUTIONS = ("mono", "uniform", "lognormal")
@@ -219,7 +221,7 @@ def _lattice_sites(cell, basis, origin, low, high):
 
 
 def lattice_packing(lattice, diameter, shape, *, size=None, shape_diameter=None, height=None, tube_diameter=None,
-                    center=None):
+                    center=None, periodic=(False, False, False)):
     """Spheres of ``diameter`` on an ``sc``, ``fcc`` or ``hcp`` lattice (touching neighbours)
     clipped to ``shape`` (a `Shape`, or a name with its dimensions: ``size`` for a box,
     ``shape_diameter`` [, ``height`` | ``tube_diameter``] otherwise) centred at ``center``.
@@ -229,6 +231,10 @@ def lattice_packing(lattice, diameter, shape, *, size=None, shape_diameter=None,
         >>> x, d = lattice_packing("fcc", 1.0, "box", size=(4, 4, 4))
         >>> len(x)    # 2 × 2 × 2 conventional cells with their faces: 3³ + 3·2²·3
         63
+
+    A box may be ``periodic`` along some axes (three flags): there its edge must be a whole
+    number of lattice cells, which it holds from face to face (the sites on the far face are the
+    images of those on the near one and are left out).
     """
     shape = _as_shape(shape, dict(size=size, diameter=shape_diameter, height=height, tube_diameter=tube_diameter,
                                   center=center))
@@ -239,17 +245,26 @@ def lattice_packing(lattice, diameter, shape, *, size=None, shape_diameter=None,
     radius = 0.5 * diameter
     cell, basis = lattice_cell(lattice, diameter)
     half = shape.half_extent
+    period = _box_period(shape, periodic)
+    on = period > 0.0
+    for axis in np.flatnonzero(on):
+        cells = period[axis] / cell[axis]
+        if abs(cells - round(cells)) > 1e-9 * cells or round(cells) < 1:
+            raise ValueError(f"a box periodic along {'xyz'[axis]} must hold a whole number of {lattice} cells of edge "
+                             f"{cell[axis]:.12g} there, got an edge of {period[axis]:g} ({cells:.6g} cells)")
+    slack = 1e-9 * diameter
     low, high = -(half - radius), half - radius
+    low[on], high[on] = -half[on], half[on] - 2.0 * slack  # (the far face's sites are images of the near one's)
     if np.any(low > high + 1e-12 * diameter):
         return np.zeros((0, 3)), np.zeros(0)
-    slack = 1e-9 * diameter
     origin = np.zeros(3)
     for axis in shape.flat_axes:
         origin[axis] = low[axis]
     sites = _lattice_sites(cell, basis, origin, low - slack, high + slack)
-    sites = sites[shape.excess(sites, radius) <= slack]
+    test_shape = Shape(shape.kind, tuple(np.where(on, np.inf, shape.params)), shape.center) if on.any() else shape
+    sites = sites[test_shape.excess(sites, radius) <= slack]
     for axis in shape.flat_axes:
-        if len(sites):
+        if len(sites) and not on[axis]:
             sites[:, axis] += 0.5 * (high[axis] - sites[:, axis].max() - (sites[:, axis].min() - low[axis]))
     return sites + np.asarray(shape.center), np.full(len(sites), float(diameter))
 
@@ -334,16 +349,17 @@ def mean_sphere_volume(distribution, *, particle_diameter=None, diameter_min=Non
     return math.pi / 6.0 * third
 
 
-def _random_points_inside(shape, radius, rng):
-    """Uniform random centres (relative to the shape's centre) of spheres sticking out of the
-    shape by at most half their radius (the relaxation pushes them in; a sphere exactly as wide
-    as the shape still finds room)."""
+def _random_points_inside(shape, radius, rng, test_shape=None):
+    """Uniform random centres (relative to the shape's centre) in the shape's bounding box, of
+    spheres sticking out of ``test_shape`` (default the shape) by at most half their radius (the
+    relaxation pushes them in; a sphere exactly as wide as the shape still finds room)."""
     out = np.empty((len(radius), 3))
     todo = np.arange(len(radius))
     half = shape.half_extent
+    test_shape = shape if test_shape is None else test_shape
     while len(todo):
         trial = rng.uniform(-half, half, size=(len(todo), 3))
-        inside = shape.excess(trial, 0.5 * radius[todo]) <= 0.0
+        inside = test_shape.excess(trial, 0.5 * radius[todo]) <= 0.0
         out[todo[inside]] = trial[inside]
         todo = todo[~inside]
     return out
@@ -394,10 +410,11 @@ def _wall_push(code, params, x, y, z, r):
 
 
 @njit(cache=True)
-def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force):
+def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, period):
     """Forces ``−∂E/∂x`` of ``E = ½ Σ_pairs [r_i + r_j − |x_i − x_j|]₊² + ½ Σ_i excess_i²``
-    into ``force``; returns the largest overlap over the pair's mean diameter (walls: excess
-    over the sphere's diameter)."""
+    into ``force`` (``x_i − x_j`` the nearest image's along the axes where ``period`` > 0);
+    returns the largest overlap over the pair's mean diameter (walls: excess over the sphere's
+    diameter)."""
     force[:] = 0.0
     worst = 0.0
     for k in range(pair_i.shape[0]):
@@ -406,6 +423,12 @@ def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force
         dx = position[i, 0] - position[j, 0]
         dy = position[i, 1] - position[j, 1]
         dz = position[i, 2] - position[j, 2]
+        if period[0] > 0.0:
+            dx -= period[0] * np.rint(dx / period[0])
+        if period[1] > 0.0:
+            dy -= period[1] * np.rint(dy / period[1])
+        if period[2] > 0.0:
+            dz -= period[2] * np.rint(dz / period[2])
         reach = radius[i] + radius[j]
         d2 = dx * dx + dy * dy + dz * dz
         if d2 >= reach * reach:
@@ -441,7 +464,7 @@ CONVERGED, REBUILD, EXHAUSTED = range(3)
 
 @njit(cache=True)
 def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params, reference, half_skin, fire,
-                 tolerance, max_steps):
+                 tolerance, max_steps, period):
     """FIRE steps minimising the overlap energy of `_overlap_forces_kernel` until the largest
     relative overlap is below ``tolerance`` (returns ``CONVERGED``), a sphere has moved more than
     ``half_skin`` from ``reference`` (``REBUILD``: the pair list is stale) or ``max_steps``
@@ -486,7 +509,7 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
                 delta = position[i, c] - reference[i, c]
                 d2 += delta * delta
             moved = max(moved, d2)
-        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force)
+        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, period)
         fire[0], fire[1], fire[2] = dt, alpha, n_positive
         if moved > half_skin * half_skin:
             return step + 1, REBUILD, worst
@@ -495,43 +518,70 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
     return max_steps, EXHAUSTED, worst
 
 
-def _candidate_pairs(position, radius, skin):
-    """Pairs ``i < j`` (sorted) closer than ``r_i + r_j + skin``: the FIRE pair list."""
+def _close_pairs(position, reach, period):
+    """Pairs ``i < j`` of centres closer than ``reach``, by `scipy.spatial.cKDTree` (on a torus
+    along the axes where ``period (3,)`` > 0: nearest images)."""
     from scipy.spatial import cKDTree
 
-    pairs = cKDTree(position).query_pairs(2.0 * radius.max() + skin, output_type="ndarray")
+    on = period > 0.0
+    if not on.any():
+        return cKDTree(position).query_pairs(reach, output_type="ndarray")
+    data = np.array(position, float)
+    data[:, on] = np.mod(data[:, on], period[on])
+    data[:, on] = np.where(data[:, on] < period[on], data[:, on], 0.0)  # (x mod L may round up to L)
+    return cKDTree(data, boxsize=period).query_pairs(reach, output_type="ndarray")
+
+
+def _candidate_pairs(position, radius, skin, period):
+    """Pairs ``i < j`` (sorted) closer than ``r_i + r_j + skin`` (nearest images along the axes
+    where ``period`` > 0): the FIRE pair list."""
+    pairs = _close_pairs(position, 2.0 * radius.max() + skin, period)
     if len(pairs):
-        d = np.linalg.norm(position[pairs[:, 0]] - position[pairs[:, 1]], axis=1)
+        d = np.linalg.norm(minimum_image_array(position[pairs[:, 0]] - position[pairs[:, 1]], period), axis=1)
         pairs = pairs[d < radius[pairs[:, 0]] + radius[pairs[:, 1]] + skin]
         pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     return np.ascontiguousarray(pairs[:, 0]).astype(np.int64), np.ascontiguousarray(pairs[:, 1]).astype(np.int64)
 
 
-def relax_overlaps(position, radius, shape, tolerance=1e-4, max_steps=20_000):
+def relax_overlaps(position, radius, shape, tolerance=1e-4, max_steps=20_000, period=None):
     """Move spheres (centres relative to the shape's centre, modified in place) until no two
     overlap and none sticks out by more than ``tolerance`` × diameter: FIRE minimisation of the
     harmonic overlap energy (`_overlap_forces_kernel`) on a Verlet pair list with a skin of a
-    third of the mean diameter. Returns ``(steps, largest relative overlap)``; raises
-    ValueError when it does not get there in ``max_steps`` (the packing is jammed)."""
+    third of the mean diameter. Along the axes where ``period (3,)`` > 0 the spheres overlap their
+    neighbours' nearest images and no wall pushes (the shape's half edge there is ignored).
+    Returns ``(steps, largest relative overlap)``; raises ValueError when it does not get there
+    in ``max_steps`` (the packing is jammed)."""
+    period = np.zeros(3) if period is None else np.asarray(period, float)
     skin = 2.0 / 3.0 * radius.mean()
     velocity = np.zeros_like(position)
     force = np.zeros_like(position)
     fire = np.array([FIRE_DT, FIRE_ALPHA, 0.0])
     params = np.asarray(shape.params, float)
+    if shape.kind == "box":
+        params = np.where(period > 0.0, np.inf, params)
     steps = 0
     while True:
-        pair_i, pair_j = _candidate_pairs(position, radius, skin)
-        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, shape.code, params, force)
+        pair_i, pair_j = _candidate_pairs(position, radius, skin, period)
+        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, shape.code, params, force, period)
         if worst < tolerance:
             return steps, worst
         if steps >= max_steps:
             raise ValueError(f"random packing jammed: the largest overlap is still {worst:.2e} of a diameter after "
                              f"{steps} relaxation steps; ask for a lower packing fraction or fewer particles")
         done, status, worst = _fire_kernel(position, velocity, force, radius, pair_i, pair_j, shape.code, params,
-                                           position.copy(), 0.5 * skin, fire, tolerance, max_steps - steps)
+                                           position.copy(), 0.5 * skin, fire, tolerance, max_steps - steps, period)
         steps += done
         if status == CONVERGED:
             return steps, worst
+
+
+def _box_period(shape, periodic):
+    """The period ``(3,)`` of a packing of ``shape`` periodic along the axes ``periodic`` (its box
+    edges there, 0 elsewhere); only a box can be periodic."""
+    periodic = np.asarray(periodic, bool)
+    if periodic.any() and shape.kind != "box":
+        raise ValueError(f"only a box can be periodic, not a {shape.kind}")
+    return np.where(periodic, 2.0 * shape.half_extent, 0.0)
 
 
 def _spatial_order(position, spacing):
@@ -544,7 +594,7 @@ def _spatial_order(position, spacing):
 def random_packing(shape, *, size=None, shape_diameter=None, height=None, tube_diameter=None, center=None,
                    n_particles=None, packing_fraction=None, distribution="mono", particle_diameter=None,
                    diameter_min=None, diameter_max=None, diameter_sigma=None, seed=0, overlap_tolerance=1e-4,
-                   max_steps=20_000):
+                   max_steps=20_000, periodic=(False, False, False)):
     """A random dense packing of polydisperse spheres inside ``shape`` (a `Shape`, or a name with
     its dimensions as for `lattice_packing`). Returns ``(positions (n, 3), diameters (n,))``,
     ordered by cell.
@@ -564,6 +614,10 @@ def random_packing(shape, *, size=None, shape_diameter=None, height=None, tube_d
     Each step is O(N) (a compiled loop over the pair list), each list rebuild O(N log N). Below
     jamming the energy reaches zero; near and above it the minimisation stalls, and after
     ``max_steps`` a ValueError says so (≈ 50 s CPU for 2·10⁴ spheres).
+
+    A box may be ``periodic`` along some axes (three flags): there the spheres fill the whole
+    edge, overlap their neighbours' nearest images across the faces, and the centres are
+    returned wrapped into the box (a packing for a periodic cell, `dem.cell`).
 
     Measured (seed 0, 2·10⁴ spheres, CPU time on the 2-core development machine; φ is the
     spheres' volume over the shape's, "bulk" the fraction ≥ 2 D from the walls):
@@ -610,8 +664,13 @@ def random_packing(shape, *, size=None, shape_diameter=None, height=None, tube_d
     if n_particles == 0:
         return np.zeros((0, 3)), diameters
     radius = 0.5 * diameters
-    position = _random_points_inside(shape, radius, rng)
-    relax_overlaps(position, radius, shape, overlap_tolerance, max_steps)
+    period = _box_period(shape, periodic)
+    open_shape = Shape(shape.kind, tuple(np.where(period > 0.0, np.inf, shape.params)), shape.center) \
+        if period.any() else shape
+    position = _random_points_inside(shape, radius, rng, open_shape)
+    relax_overlaps(position, radius, shape, overlap_tolerance, max_steps, period)
+    on = period > 0.0
+    position[:, on] = np.mod(position[:, on] + 0.5 * period[on], period[on]) - 0.5 * period[on]
     order = _spatial_order(position, diameters.mean())
     return position[order] + np.asarray(shape.center), diameters[order]
 
@@ -620,26 +679,26 @@ def random_packing(shape, *, size=None, shape_diameter=None, height=None, tube_d
 # Bonds
 # ---------------------------------------------------------------------------------------------
 
-def bond_pairs(positions, diameters, gap_tolerance):
+def bond_pairs(positions, diameters, gap_tolerance, period=None):
     """Pairs ``(m, 2)`` (int64, ``i < j``, sorted) whose surface gap
     ``|x_i − x_j| − (D_i + D_j)/2`` is at most ``gap_tolerance × (D_i + D_j)/2`` (relative to the
-    pair's mean diameter; overlapping pairs are included). O(N log N): `cKDTree.query_pairs`
-    with the largest reach ``D_max (1 + tol)``, then the per-pair test. Touching lattice spheres
-    need a tolerance above round-off, e.g. 1e-6."""
-    from scipy.spatial import cKDTree
-
+    pair's mean diameter; overlapping pairs are included; ``x_i − x_j`` the nearest image's along
+    the axes where ``period (3,)`` > 0). O(N log N): `cKDTree.query_pairs` with the largest reach
+    ``D_max (1 + tol)``, then the per-pair test. Touching lattice spheres need a tolerance above
+    round-off, e.g. 1e-6."""
     positions = np.ascontiguousarray(positions, dtype=np.float64)
     diameters = np.broadcast_to(np.asarray(diameters, float), (len(positions),))
+    period = np.zeros(3) if period is None else np.asarray(period, float)
     if len(positions) < 2:
         return np.zeros((0, 2), np.int64)
     reach = diameters.max() * (1.0 + gap_tolerance)
-    pairs = cKDTree(positions).query_pairs(reach, output_type="ndarray").astype(np.int64)
+    pairs = _close_pairs(positions, reach, period).astype(np.int64)
     if not len(pairs):
         return np.zeros((0, 2), np.int64)
     keep = np.empty(len(pairs), bool)
     for start in range(0, len(pairs), 1 << 20):   # chunks keep the temporaries small
         i, j = pairs[start:start + (1 << 20)].T
-        distance = np.linalg.norm(positions[i] - positions[j], axis=1)
+        distance = np.linalg.norm(minimum_image_array(positions[i] - positions[j], period), axis=1)
         keep[start:start + len(i)] = distance <= 0.5 * (diameters[i] + diameters[j]) * (1.0 + gap_tolerance)
     pairs = pairs[keep]
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -20,7 +20,8 @@ from .scene import MESH_KEYS, SCHEMA, WALL_KEYS
 from .schema import REQUIRED, toml_text
 
 #: What each kind of key looks like in TOML.
-KIND_NAMES = {"float": "float", "int": "int", "str": "string", "path": "path", "bool": "bool", "vec3": "vec3"}
+KIND_NAMES = {"float": "float", "int": "int", "str": "string", "path": "path", "bool": "bool", "vec3": "vec3",
+              "bool3": "bool3"}
 
 #: One line on each section of `SCHEMA` (a section missing here is listed without one).
 SECTION_INTRO = {
@@ -28,6 +29,8 @@ SECTION_INTRO = {
                   "(see the integrators in [guide.md](guide.md#integrators)).",
     "output": "What is written, and how often, into the output folder (see "
               "[guide.md](guide.md#outputs)).",
+    "cell": "The simulation cell ([theory §3b.8](theory.md)): a box periodic along any of x, y and z, through whose "
+            "faces particles pass and contacts and bonds act (see [guide.md](guide.md#periodic-cells)).",
     "contact": "Contact between particles and with walls ([theory §3](theory.md)): a normal law (Hertz or Hooke, "
                "[guide.md](guide.md#contact-models)) with optional damping, friction, rolling and twisting "
                "resistance ([theory §3b](theory.md); the model: [guide.md](guide.md#friction-rolling-and-"

@@ -14,10 +14,11 @@ import numba
 from tqdm import tqdm
 
 from . import _numba_cache, distributed
+from .cell import ORIGIN, PERIOD
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
-from .observers import Checkpointer, EnergyGuard, EnergyLog, FabricLog, VTKWriter, WallLog
+from .observers import CellLog, Checkpointer, EnergyGuard, EnergyLog, FabricLog, VTKWriter, WallLog
 from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
@@ -132,6 +133,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                  guard, checkpointer]
     if scene.output["contacts"]:
         observers.insert(1, FabricLog(output_dir / "fabric.csv", scene.output["log_every"], resume_step))
+    if (state.cell[PERIOD] > 0.0).all():
+        observers.insert(1, CellLog(output_dir / "cell.csv", scene.output["log_every"], resume_step))
     if "walls" in model.inputs:
         observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
@@ -178,6 +181,15 @@ def describe_walls(model):
     return ", ".join(parts)
 
 
+def describe_cell(cell):
+    """The periodic cell (`dem.cell`) in words."""
+    if not cell.any():
+        return "none (not periodic)"
+    axes = [axis for axis in range(3) if cell[PERIOD, axis] > 0.0]
+    return (f"periodic in {''.join('xyz'[a] for a in axes)}: "
+            + ", ".join(f"{'xyz'[a]} in [{cell[ORIGIN, a]:g}, {cell[ORIGIN, a] + cell[PERIOD, a]:g})" for a in axes))
+
+
 def describe(scene_path, overrides=(), out=None, show_loop=False):
     """What a scene builds, as lines of text: bodies per builder, bonds, walls, sites, the acting
     interactions, the time step and its critical estimate, steps, memory, outputs; with
@@ -192,6 +204,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
         f"bonds        {len(model.bonds)} ({model.bonds.n_colors} colours)",
         f"walls        {describe_walls(model)}",
+        f"cell         {describe_cell(state.cell)}",
         f"sites        {model.n_sites}",
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",

@@ -12,15 +12,18 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import schema
 from .builders import BUILDERS
+from .cell import section_problem
 from .integrators import SCHEMES
 from .interactions.walls import MESH_KEYS, WALL_KEYS, mesh_problem, wall_problem  # noqa: F401 (re-exported)
 from .schema import REQUIRED, Key, SceneError, folder_name, non_negative, positive, printable, show
 from .system import SECTION_KEYS
 
 #: Sections in the order the reference lists them; sections of new interactions follow.
-_PREFERRED_ORDER = ("simulation", "output", "contact", "damping", "breakage", "fields", "ortolan_saccon")
+_PREFERRED_ORDER = ("simulation", "output", "cell", "contact", "damping", "breakage", "fields", "ortolan_saccon")
 
 FRAMEWORK = {
     "simulation": {
@@ -186,6 +189,7 @@ def load_scene(path, overrides=()):
                 if problem:
                     fail(f"{name}.{k}.{problem[0]}", problem[1])
             builders.append((name, k, params))
+    _check_cell(sections["cell"], builders, fail)
     if not builders:
         fail("(builders)", f"the scene builds nothing: add at least one of {', '.join(f'[[{b}]]' for b in BUILDERS)}")
     if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
@@ -198,6 +202,27 @@ def load_scene(path, overrides=()):
         fail("simulation.dt", f"gives t_end/dt = {simulation['t_end'] / simulation['dt']:.3g} steps, more than the "
              f"{schema.MAX_STEPS:.0e} a run may take")
     return Scene(path, sections, tables["walls"], builders, tables["mesh"], tuple(applied))
+
+
+def _check_cell(cell, builders, fail):
+    """The ``[cell]`` section (`dem.cell`): a periodic axis has an edge, a periodic assembly spans
+    the cell along its periodic axes. (What the built system must satisfy, `dem.system` checks.)"""
+    problem = section_problem(cell)
+    if problem:
+        fail(f"cell.{problem[0]}", problem[1])
+    for name, k, params in builders:
+        if name != "assembly" or not any(params["periodic"]):
+            continue
+        low = np.asarray(params["center"]) - 0.5 * np.asarray(params["size"])
+        for axis in np.flatnonzero(params["periodic"]):
+            where = f"assembly.{k}"
+            if not cell["periodic"][axis]:
+                fail(f"{where}.periodic", f"is periodic along {'xyz'[axis]}, but the cell is not: set cell.periodic")
+            edge = cell["size"][axis]
+            if abs(params["size"][axis] - edge) > 1e-9 * edge or abs(low[axis] - cell["origin"][axis]) > 1e-9 * edge:
+                fail(f"{where}.size", f"along the periodic axis {'xyz'[axis]} the box must span the cell, "
+                     f"[{cell['origin'][axis]:g}, {cell['origin'][axis] + edge:g}], got [{low[axis]:g}, "
+                     f"{low[axis] + params['size'][axis]:g}] (center ± size/2)")
 
 
 def _array(data, name, fail):

@@ -29,7 +29,7 @@ class SceneError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One scene key: ``kind`` is one of ``float int str path bool vec3`` (``path``: a file name,
+    """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3`` (``path``: a file name,
     relative to the scene file's folder unless absolute; `dem.scene` resolves it); ``check``
     returns an error text or None; ``choices`` restricts strings."""
 
@@ -145,7 +145,7 @@ def too_many(count):
 def _type_error(kind, value):
     names = {"float": "a number", "int": "an integer", "str": "a string", "path": "a file name (a string)",
              "bool": "true or false",
-             "vec3": "a list of 3 numbers"}
+             "vec3": "a list of 3 numbers", "bool3": "a list of 3 booleans (true or false)"}
     if kind == "float" and _is_number(value) or kind == "vec3" and isinstance(value, list) and len(value) == 3 \
             and all(_is_number(c) for c in value):
         return f"must be {names[kind].replace('number', 'finite number')}, got {show(value)}"
@@ -197,6 +197,10 @@ def coerce(kind, value):
         if None in numbers:
             raise ValueError(_type_error(kind, value))
         return tuple(numbers)
+    if kind == "bool3":
+        if not (isinstance(value, list) and len(value) == 3 and all(isinstance(c, bool) for c in value)):
+            raise ValueError(_type_error(kind, value))
+        return tuple(value)
     raise AssertionError(kind)
 
 

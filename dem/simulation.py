@@ -76,7 +76,7 @@ class Simulation:
             self.aux = scheme.aux(state, self.bodies)
             if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
                 self.aux = type(self.aux)(**aux)
-            self.contacts.restore(contacts, model.diameter)
+            self.contacts.restore(contacts, model.diameter, state.cell)
 
     def _configure(self, model, state, integrator, dt, observers, parallel):
         """Check and set what every simulation has; returns the scheme."""

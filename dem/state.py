@@ -18,8 +18,8 @@ from .rotations import cross_one, quat_rotate_inverse_one, quat_rotate_one
 
 #: What every kernel may read of the bodies (constant).
 BodyArrays = namedtuple("BodyArrays", "mass inverse_mass inertia inverse_inertia diameter com_offset")
-#: The bodies' configuration and velocities, and the force and moment buffers.
-StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment")
+#: The bodies' configuration and velocities, the force and moment buffers, and the cell (`dem.cell`).
+StateArrays = namedtuple("StateArrays", "position velocity orientation angular_velocity force moment cell")
 
 
 @njit(cache=True)
@@ -186,9 +186,11 @@ class Model:
 class State:
     """Time-varying data: ``position (n,3)``, ``velocity (n,3)``, ``orientation (n,4)`` unit
     quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
-    spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration, and
+    spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration,
     ``interactions[name]``: the time-varying arrays of each interaction that has any (broken
-    bonds, energy booked to breakage or damping, …)."""
+    bonds, energy booked to breakage or damping, …), and ``cell (2, 3)``: the periodic cell
+    (`dem.cell`; all zero: none). Positions are unwrapped: a particle that crossed a periodic
+    face keeps going."""
 
     position: np.ndarray
     velocity: np.ndarray
@@ -199,6 +201,7 @@ class State:
     interactions: dict = field(default_factory=dict)
     step: int = 0
     time: float = 0.0
+    cell: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
 
     @classmethod
     def new(cls, position, velocity, orientation, angular_velocity, interactions=None):
@@ -215,7 +218,7 @@ class State:
 
     def arrays(self):
         return StateArrays(self.position, self.velocity, self.orientation, self.angular_velocity, self.force,
-                           self.moment)
+                           self.moment, self.cell)
 
 
 @njit(cache=True)

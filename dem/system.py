@@ -8,6 +8,8 @@ import numpy as np
 from numba import njit
 
 from .builders import BUILDERS
+from .cell import KEYS as CELL_KEYS
+from .cell import cell_array, minimum_image, reach_problem, section_problem, wall_problem
 from .contacts import KEYS as CONTACT_KEYS
 from .contacts import contact_skin
 from .diagnostics import energy_budget
@@ -25,7 +27,7 @@ from .schema import SceneError, defaults
 from .state import BOND_LAWS, LAW_PARAMETERS, Bonds, Model, State, color_bonds
 
 #: Every section an interaction (or the contact table) reads, with its keys.
-SECTION_KEYS = {**section_keys()}
+SECTION_KEYS = {**section_keys(), **CELL_KEYS}
 for _section, _keys in CONTACT_KEYS.items():
     SECTION_KEYS[_section] = {**SECTION_KEYS.get(_section, {}), **_keys}
 
@@ -149,6 +151,11 @@ class SystemBuilder:
         bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
         self._blocks = []
         state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
+        cell = {**defaults(CELL_KEYS["cell"]), **sections.get("cell", {})}
+        problem = section_problem(cell)
+        if problem:
+            raise SceneError(f"cell.{problem[0]}: {problem[1]}")
+        state.cell = cell_array(cell)
         counts = np.zeros(self._count, np.int64)
         for body, sites in self._sites.items():
             counts[body] = len(sites)
@@ -180,6 +187,7 @@ class SystemBuilder:
             raise SceneError(problem)
         model.skin = max(contact_skin(model.sections["contact"]["skin"], model.diameter),
                          jkr_skin(model.sections["contact"], model.diameter))
+        _check_cell(model, state.cell)
         model.interactions = setup_interactions(model)
         state.interactions = initial_states(model)
         for name, params in model.interactions.items():
@@ -214,9 +222,29 @@ class SystemBuilder:
         i, j = columns[0], columns[1]
         m = len(i)
         rest_length, rest_dir_i, rest_dir_j, rest_relative = np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 4))
-        _rest_bond_kernel(state.position, state.orientation, i, j, rest_length, rest_dir_i, rest_dir_j, rest_relative)
+        _rest_bond_kernel(state.position, state.orientation, i, j, rest_length, rest_dir_i, rest_dir_j, rest_relative,
+                          state.cell)
         return Bonds(i, j, columns[2], columns[3], columns[4], rest_length, rest_dir_i, rest_dir_j, rest_relative,
                      columns[5], color, parameters)
+
+
+def _check_cell(model, cell):
+    """Refuse what does not work across periodic faces (`dem.cell`), naming the key."""
+    if not cell.any():
+        return
+    problem = reach_problem(cell, model.diameter, model.skin)
+    if problem:
+        raise SceneError(f"cell.{problem[0]}: {problem[1]}")
+    wall = wall_problem(cell, model.wall_normal)
+    if wall is not None:
+        raise SceneError(f"walls.{wall}.normal: a plane must be parallel to every periodic axis of the cell (its "
+                         f"normal without a component along them), got {tuple(float(c) for c in model.wall_normal[wall])}")
+    if model.inputs.get("walls", {}).get("meshes"):
+        raise SceneError("mesh.0: mesh walls do not act across periodic faces: use planes in a periodic cell, or make "
+                         "cell.periodic all false")
+    if model.n_sites:
+        raise SceneError("cell.periodic: interaction sites (Lennard-Jones) do not act across periodic faces: make "
+                         "cell.periodic all false")
 
 
 def _joined(arrays):
@@ -224,12 +252,15 @@ def _joined(arrays):
 
 
 @njit(cache=True)
-def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_dir_i, rest_dir_j, rest_relative):
-    """Rest state of each bond: ``r0``, ``n0`` in each end's body frame, and ``R_j0ᵀ R_i0``."""
+def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_dir_i, rest_dir_j, rest_relative,
+                      cell):
+    """Rest state of each bond: ``r0``, ``n0`` in each end's body frame, and ``R_j0ᵀ R_i0`` (``d``
+    the nearest image's across periodic faces, `dem.cell`)."""
     for b in range(bond_i.shape[0]):
         i = bond_i[b]
         j = bond_j[b]
-        d = (position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2])
+        d = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                          position[i, 2] - position[j, 2], cell)
         r = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
         n = (d[0] / r, d[1] / r, d[2] / r)
         rest_length[b] = r

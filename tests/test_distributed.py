@@ -178,6 +178,17 @@ def test_moving_walls_are_refused(tmp_path):
                            "run on one process\n")
 
 
+@needs_mpi
+def test_a_periodic_cell_is_refused(tmp_path):
+    """A periodic cell stops an MPI run before its first step, with one line."""
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", str(ROOT / "scenes/granular_gas.toml"),
+                           "--quiet", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr == ("dem: error: cell.periodic: a periodic cell runs in one process (threads) for now, not "
+                           "under MPI: run it without mpiexec\n")
+
+
 def test_bisection_tiles_space_in_balanced_boxes():
     points = np.random.default_rng(5).normal(size=(3000, 3)) * (3.0, 1.0, 0.5)
     for parts in (1, 2, 3, 5):

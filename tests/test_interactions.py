@@ -258,7 +258,7 @@ def run_forces(model, state, springs=None, dt=0.0):
     """Forces of ``model`` at ``state`` (with ``springs``, taking a step ``dt`` of them); returns
     the contact table."""
     contacts = new_contacts(model)
-    contacts.rebuild(state.position, model.diameter)
+    contacts.rebuild(state.position, model.diameter, state.cell)
     if springs is not None:
         set_springs(model, state, contacts, springs)
     return compute_forces(model, state, contacts, dt=dt)

@@ -107,7 +107,7 @@ def test_frictional_lines_carry_the_pipeline_forces(tmp_path, adhesion):
                          poisson_ratio=0.3, **law)
     assert list(model.interactions) == ["adhesive_pp" if adhesion else "contact_pp"]
     contacts = new_contacts(model)
-    contacts.rebuild(state.position, model.diameter)
+    contacts.rebuild(state.position, model.diameter, state.cell)
     for _ in range(5):
         compute_forces(model, state, contacts, dt=0.05)
     lines = written_lines(tmp_path, model, state, contacts)
@@ -134,7 +134,7 @@ def test_fabric_of_an_fcc_block_is_isotropic():
     system.add_bodies(position, mass=1.0, inertia=0.1, diameter=diameter)
     model, state = system.finish(contact={"k_pp": 1.0})
     contacts = new_contacts(model)
-    contacts.rebuild(state.position, model.diameter)
+    contacts.rebuild(state.position, model.diameter, state.cell)
     first, second, _, _ = touching_pairs(model, state, contacts)
     distance = np.linalg.norm(position[:, None] - position[None], axis=2)
     expected = np.argwhere(np.triu(distance < 1.0, 1))
@@ -163,7 +163,7 @@ def test_fabric_of_a_chain():
     system.add_body((0.0, 5.0, 0.0), mass=1.0, inertia=0.1)  # no diameter: not a particle
     model, state = system.finish(contact={"k_pp": 1.0})
     contacts = new_contacts(model)
-    contacts.rebuild(state.position, model.diameter)
+    contacts.rebuild(state.position, model.diameter, state.cell)
     found = fabric(model, state, contacts)
     assert (found.contacts, found.particles, found.rattlers) == (4, 5, 2)
     assert found.coordination == 1.6 and found.mechanical == 2.0

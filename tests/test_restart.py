@@ -43,7 +43,7 @@ def assert_same_run(first, second):
     assert int(checkpoint1["step"]) == int(checkpoint2["step"])
 
 
-@pytest.mark.parametrize("case", ["torus", "assembly", "sticky", "rig"])
+@pytest.mark.parametrize("case", ["torus", "assembly", "sticky", "rig", "periodic"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
@@ -56,10 +56,14 @@ def test_restart_is_exact(tmp_path, case):
     if case == "rig":  # moving, servo and mesh walls, damping
         scene = rig_file(tmp_path)
         settings = ["simulation.t_end=0.8", "output.vtk_every=100"]
+    if case == "periodic":  # frictional contacts through the faces of a periodic cell
+        scene = str(ROOT / "scenes/granular_gas.toml")
+        settings = ["simulation.t_end=0.6", "output.vtk_every=200", "contact.friction=0.5",
+                    "contact.rolling_friction=0.1"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     # on the VTK grid: a run snapshots its last step
-    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6"}[case]
+    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3"}[case]
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
@@ -69,6 +73,8 @@ def test_restart_is_exact(tmp_path, case):
     if case == "sticky":  # contacts formed, and some broke, before and after the restart
         assert sim.state.interactions["adhesive_pw"].adhered.any()
         assert sim.energy_budget()["hysteresis"] > 0
+    if case == "periodic":  # pairs across the faces carried springs over the restart
+        assert sim.energy_budget()["friction"] > 0
     if case == "rig":
         walls = sim.state.interactions["walls"]
         assert np.abs(walls.load[1:, :3]).max(axis=1).min() > 0 and walls.work.sum() < 0  # the moving walls pushed

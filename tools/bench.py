@@ -9,6 +9,7 @@ pile settling under gravity (``--pile``), or of a scene's whole run of steps.
     python tools/bench.py --pile --steps 300 --threads 2                  # the frictional pile, N = 97556
     python tools/bench.py --pile --steps 300 --threads 2 --frictionless   # the frictionless, elastic pile
     python tools/bench.py --pile --steps 300 --threads 2 --compare --repeat 3   # the two in turn
+    python tools/bench.py --pile --steps 300 --threads 2 --periodic       # periodic in x and y, as LAMMPS's
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 4 --compare --repeat 5   # against the plain map
@@ -38,7 +39,9 @@ coordinate, the lowest 0.51 from the planes; mass 1, inertia 0.1, Gaussian veloc
 deviation 0.5 per component (seed 1), gravity (0, 0, −1), a floor z = 0 and four side planes at
 x = 0, Lx and y = 0, Ly (Lx, Ly: the largest centre + 0.51); Hertz contact K = 1e5 between spheres
 and with the planes, restitution 0.5, friction 0.5, rolling and twisting friction 0.1
-(``--frictionless``: friction and rolling 0, restitution 1); dt = 1e-3, rrp2.
+(``--frictionless``: friction and rolling 0, restitution 1); dt = 1e-3, rrp2. ``--periodic``
+replaces the four side planes by a cell periodic in x and y of edges ``m a`` (``m`` lattice cells
+of edge ``a = 1.02 √2``: the lattice continues across the faces), the set-up of LAMMPS's input.
 
 The same pile for LAMMPS (periodic in x and y instead of the side planes) is
 ``tools/lammps/in.pile``: ``lmp/bin/mpirun -np 2 lmp/bin/lmp -in tools/lammps/in.pile -log none`` (LAMMPS in a
@@ -85,7 +88,7 @@ def build_block(n_target, binder="three_spring", friction=0.0, rolling=0.0, subs
     return system.finish([wall], contact=contact | ({} if substeps is None else {"substeps": substeps}))
 
 
-def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None):
+def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None, periodic=False):
     position = fcc_block(n_target, diameter=1.02)
     rng = np.random.default_rng(1)
     position += rng.uniform(-0.005, 0.005, position.shape)
@@ -96,11 +99,16 @@ def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=No
     planes = [((0.0, 0.0, 0.0), (0.0, 0.0, 1.0)),  # the floor, then the sides
               ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)), ((lx, 0.0, 0.0), (-1.0, 0.0, 0.0)),
               ((0.0, 0.0, 0.0), (0.0, 1.0, 0.0)), ((0.0, ly, 0.0), (0.0, -1.0, 0.0))]
+    sections = {}
+    if periodic:  # the lattice's period m a along x and y instead of the side planes
+        period = round((len(position) / 4.0) ** (1.0 / 3.0)) * 1.02 * np.sqrt(2.0)
+        planes = planes[:1]
+        sections["cell"] = {"periodic": [True, True, False], "size": [period, period, 0.0]}
     walls = [dict(point=point, normal=normal, size=0.0) for point, normal in planes]
     contact = {"k_pp": 1e5, "k_pw": 1e5, "restitution": restitution, "friction": friction,
                "rolling_friction": rolling, "twisting_friction": rolling}
     return system.finish(walls, contact=contact | ({} if substeps is None else {"substeps": substeps}),
-                         fields={"gravity": (0.0, 0.0, -1.0)})
+                         fields={"gravity": (0.0, 0.0, -1.0)}, **sections)
 
 
 def build_case(args, plain=False):
@@ -108,7 +116,7 @@ def build_case(args, plain=False):
     block or the frictionless, elastic pile."""
     if args.pile:
         frictional = not (plain or args.frictionless)
-        return build_pile(args.n, *((0.5, 0.1, 0.5) if frictional else (0.0, 0.0, 1.0)), args.substeps)
+        return build_pile(args.n, *((0.5, 0.1, 0.5) if frictional else (0.0, 0.0, 1.0)), args.substeps, args.periodic)
     friction, rolling = (0.0, 0.0) if plain else (0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
     return build_block(args.n, args.binder, friction, rolling, args.substeps)
 
@@ -125,6 +133,8 @@ def main():
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     parser.add_argument("--pile", action="store_true", help="time the frictional pile instead of the block")
     parser.add_argument("--frictionless", action="store_true", help="with --pile: the frictionless, elastic pile")
+    parser.add_argument("--periodic", action="store_true", help="with --pile: periodic in x and y instead of the side "
+                        "planes (as LAMMPS's input)")
     parser.add_argument("--friction", action="store_true", help="block with Coulomb friction 0.5")
     parser.add_argument("--rolling", action="store_true", help="block with rolling and twisting friction 0.1")
     parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
@@ -140,6 +150,8 @@ def main():
         parser.error("--pile is frictional already (--frictionless: not), and not a scene")
     if args.frictionless and (not args.pile or args.compare):
         parser.error("--frictionless is for --pile, without --compare")
+    if args.periodic and not args.pile:
+        parser.error("--periodic is for --pile")
     if args.n is None:
         args.n = 97_556 if args.pile else 100_000
     numba.set_num_threads(args.threads)

@@ -37,10 +37,16 @@ ASSEMBLY_KEYS = {
     "n_particles": Key("int", None, "number of spheres of a random packing", "", positive),
     "packing_fraction": Key("float", None, f"target packing fraction of a random packing (≤ "
                             f"{RANDOM_FRACTION_LIMIT}; reached: 0.61 monodisperse, 0.62 polydisperse)", "", positive),
-    "seed": Key("int", 0, "random seed of a random packing", "", non_negative),
+    "seed": Key("int", 0, "random seed of a random packing and of velocity_spread", "", non_negative),
+    "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which the box is packed and bonded across "
+                    "its faces, for a periodic [cell] (shape = box; along these axes the box must span the cell, "
+                    "and a lattice must fit a whole number of cells)"),
     "density": Key("float", 1.0, "mass density: m = ρ π D³/6, J = m D²/10 (solid spheres)", "mass/length³",
                    positive),
     "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity of the assembly", "length/time"),
+    "velocity_spread": Key("float", 0.0, "standard deviation of random Gaussian velocity components added to the "
+                           "spheres' (seeded by seed; their mean is removed, so that the assembly moves at velocity): "
+                           "a granular gas's temperature m σ²", "length/time", non_negative),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial rigid spin ω about the centre of mass (each "
                             "particle also spins at ω)", "1/time"),
     "bonded": Key("bool", True, "bond neighbours with binder"),
@@ -62,6 +68,8 @@ def check_assembly(p):
     problem = shape_problem(p["shape"], {k: p[k] for k in ("size", "diameter", "height", "tube_diameter")})
     if problem:
         return problem
+    if any(p["periodic"]) and p["shape"] != "box":
+        return "periodic", f"only a box can be packed periodically, not a {p['shape']}"
     shape = make_shape(p["shape"], **{k: p[k] for k in ("size", "diameter", "height", "tube_diameter", "center")
                                       if p[k] is not None})
     try:
@@ -138,8 +146,8 @@ def assembly_positions(p):
         return random_packing(shape, n_particles=p["n_particles"], packing_fraction=p["packing_fraction"],
                               distribution=p["distribution"], particle_diameter=p["particle_diameter"],
                               diameter_min=p["diameter_min"], diameter_max=p["diameter_max"],
-                              diameter_sigma=p["diameter_sigma"], seed=p["seed"])
-    return lattice_packing(p["lattice"], p["particle_diameter"], shape)
+                              diameter_sigma=p["diameter_sigma"], seed=p["seed"], periodic=p["periodic"])
+    return lattice_packing(p["lattice"], p["particle_diameter"], shape, periodic=p["periodic"])
 
 
 def assembly_arrays(p):
@@ -147,8 +155,9 @@ def assembly_arrays(p):
     indices local to the assembly:
 
     ``position (n, 3)``, ``diameter (n,)``, ``mass (n,) = ρ π D³/6``, ``inertia (n,) = m D²/10``,
-    ``velocity (n, 3) = v0 + ω × (x − x_cm)``, ``angular_velocity (n, 3) = ω``, ``bonds (m, 2)``
-    (`bond_pairs` with ``bond_gap_tolerance``; none when ``bonded`` is false) and
+    ``velocity (n, 3) = v0 + ω × (x − x_cm)`` (plus the random ``velocity_spread``),
+    ``angular_velocity (n, 3) = ω``, ``bonds (m, 2)`` (`bond_pairs` with ``bond_gap_tolerance``,
+    across the faces along ``periodic`` axes; none when ``bonded`` is false) and
     ``bond_properties``, what `dem.system.SystemBuilder.add_bonds` takes for them under the
     table's bond law (`dem.builders.binders.bond_properties`: the three-spring binder's ``k_axial``,
     ``k_shear``, ``k_bending`` ``(m,)``, given or from the binder material, or the parallel
@@ -162,11 +171,16 @@ def assembly_arrays(p):
     omega = np.asarray(p["angular_velocity"], float)
     centre_of_mass = mass @ position / mass.sum()
     velocity = np.asarray(p["velocity"], float) + np.cross(omega, position - centre_of_mass)
+    if p["velocity_spread"] > 0.0:
+        spread = np.random.default_rng((p["seed"], 1)).normal(scale=p["velocity_spread"], size=(n, 3))
+        velocity += spread - mass @ spread / mass.sum()
     angular_velocity = np.repeat(omega[None], n, axis=0)
-    bonds = bond_pairs(position, diameter, p["bond_gap_tolerance"]) if p["bonded"] else np.zeros((0, 2), np.int64)
+    period = np.where(p["periodic"], np.asarray(p["size"] or (0.0, 0.0, 0.0), float), 0.0)
+    bonds = bond_pairs(position, diameter, p["bond_gap_tolerance"], period) if p["bonded"] \
+        else np.zeros((0, 2), np.int64)
     return dict(position=position, diameter=diameter, mass=mass, inertia=inertia, velocity=velocity,
                 angular_velocity=angular_velocity, bonds=bonds,
-                bond_properties=bond_properties(p, bonds[:, 0], bonds[:, 1], position, diameter))
+                bond_properties=bond_properties(p, bonds[:, 0], bonds[:, 1], position, diameter, period))
 
 
 def build_assembly(system, p):

@@ -19,6 +19,7 @@ import logging
 
 import numpy as np
 
+from ..cell import minimum_image_array
 from ..schema import Key, non_negative, positive
 from ..state import BOND_LAWS
 
@@ -121,17 +122,18 @@ def check_binder(p):
     return None
 
 
-def bond_properties(p, i, j, position, diameter):
+def bond_properties(p, i, j, position, diameter, period=None):
     """What `dem.system.SystemBuilder.add_bonds` takes for the bonds ``i[b]``–``j[b]`` between
     spheres at ``position (n, 3)`` of diameters ``diameter (n,)`` under the bond-law keys of the
-    (checked) builder table ``p`` (rest lengths ``|x_i − x_j|`` are computed for the seed
-    binder's material mode only)."""
+    (checked) builder table ``p`` (rest lengths ``|x_i − x_j|``, nearest images' along the axes
+    where ``period (3,)`` > 0, are computed for the seed binder's material mode only)."""
     mode = stiffness_mode(p)
     ratio = p["binder_radius_ratio"]
     if mode == "per_bond":
         return {k: np.full(len(i), p[k] if p[k] is not None else 0.0) for k in PER_BOND_KEYS}
     if mode == "material":
-        rest_length = np.linalg.norm(position[i] - position[j], axis=1)
+        rest_length = np.linalg.norm(minimum_image_array(position[i] - position[j], np.zeros(3) if period is None
+                                                         else period), axis=1)
         stiffness = material_stiffness(rest_length, diameter[i], diameter[j], p["binder_modulus"],
                                        p["binder_shear_modulus"], ratio if ratio is not None else
                                        DEFAULT_RADIUS_RATIO["three_spring"])

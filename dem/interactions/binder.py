@@ -30,6 +30,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..cell import minimum_image
 from ..rotations import log_scale_one, quat_conjugate_one, quat_multiply_one, unit_quat_rotate_one
 from ..schema import Key, non_negative
 from .contract import BOND, Interaction, localize_bonds
@@ -55,13 +56,13 @@ KEYS = {
 
 
 @njit(inline="always")
-def _separation(b, position, p):
-    """``(i, j, dx, dy, dz, r)`` of bond ``b``: its ends and ``d = x_i − x_j``, ``r = |d|``."""
+def _separation(b, position, p, cell):
+    """``(i, j, dx, dy, dz, r)`` of bond ``b``: its ends and ``d = x_i − x_j`` (the nearest
+    image's across the periodic faces of ``cell``, `dem.cell`), ``r = |d|``."""
     i = p.i[b]
     j = p.j[b]
-    dx = position[i, 0] - position[j, 0]
-    dy = position[i, 1] - position[j, 1]
-    dz = position[i, 2] - position[j, 2]
+    dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                               position[i, 2] - position[j, 2], cell)
     return i, j, dx, dy, dz, np.sqrt(dx * dx + dy * dy + dz * dz)
 
 
@@ -82,13 +83,13 @@ def _add_fast(fast, i, j, f):
 
 
 @njit(inline="always")
-def bond_ends(b, position, orientation, p):
+def bond_ends(b, position, orientation, p, cell):
     """What every bond law measures of bond ``b`` (``p.i``, ``p.j``, ``p.rest_dir_i``,
     ``p.rest_dir_j``, ``p.rest_relative``): ``(i, j, d, r, a_i, a_j, q, sign, |q_v|, scale)`` with
     ``d = x_i − x_j``, ``r = |d|``, ``a_i = R_i R_i0ᵀ n0``, ``a_j = R_j R_j0ᵀ n0``, ``q`` the
     quaternion of the relative rotation ``R_j R_j0ᵀ R_i0 R_iᵀ`` and ``θ = scale · q_v`` its
     rotation vector (``|θ| ≤ π``; ``sign`` that of ``q_0``)."""
-    i, j, dx, dy, dz, r = _separation(b, position, p)
+    i, j, dx, dy, dz, r = _separation(b, position, p, cell)
     q_i = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
     q_j = (orientation[j, 0], orientation[j, 1], orientation[j, 2], orientation[j, 3])
     a_i = unit_quat_rotate_one(q_i, (p.rest_dir_i[b, 0], p.rest_dir_i[b, 1], p.rest_dir_i[b, 2]))
@@ -103,11 +104,11 @@ def bond_ends(b, position, orientation, p):
 
 
 @njit(inline="always")
-def _deformation(b, position, orientation, p):
+def _deformation(b, position, orientation, p, cell):
     """Measures of bond ``b``: ``(i, j, n, 1/r, 1/r0, r/r0 − 1, a_i, a_j, 1 − s_i, 1 − s_j, p, scale,
     |θ|)`` with ``p`` the quaternion of the relative rotation and ``θ = scale · p_v``. Written out
     in scalars: it is the innermost loop of every bonded simulation."""
-    i, j, d, r, a_i, a_j, relative, _, s, scale = bond_ends(b, position, orientation, p)
+    i, j, d, r, a_i, a_j, relative, _, s, scale = bond_ends(b, position, orientation, p, cell)
     inverse_r = 1.0 / r
     n = (d[0] * inverse_r, d[1] * inverse_r, d[2] * inverse_r)
     inverse_r0 = 1.0 / p.rest_length[b]
@@ -150,14 +151,14 @@ def binder_forces(lo, hi, h, st, bodies, p, own, fast):
     limits, booking their energy and half-step work (see the module's docstring). With contact
     sub-stepping (``fast`` has rows, no breakage) also add their axial force into ``fast``, as
     `binder_axial_fast` does."""
-    position, orientation, force, moment = st.position, st.orientation, st.force, st.moment
+    position, orientation, force, moment, cell = st.position, st.orientation, st.force, st.moment, st.cell
     broken, k_axial, k_shear, k_bending = own.broken, p.k_axial, p.k_shear, p.k_bending
     substepped = fast.shape[0] > 0 and not p.breakable
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
         i, j, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, q, scale, angle = \
-            _deformation(b, position, orientation, p)
+            _deformation(b, position, orientation, p, cell)
         nx, ny, nz = n
         f0, f1, f2 = _bond_force(k_axial[b], k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
         kc_i = k_shear[b] * c_i
@@ -204,11 +205,11 @@ def binder_axial_fast(lo, hi, st, bodies, p, own, fast):
     its axial force stays on the step."""
     if p.breakable:
         return
-    position, broken, k_axial, rest_length = st.position, own.broken, p.k_axial, p.rest_length
+    position, broken, k_axial, rest_length, cell = st.position, own.broken, p.k_axial, p.rest_length, st.cell
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
-        i, j, dx, dy, dz, r = _separation(b, position, p)
+        i, j, dx, dy, dz, r = _separation(b, position, p, cell)
         inverse_r = 1.0 / r
         inverse_r0 = 1.0 / rest_length[b]
         _add_fast(fast, i, j, _axial(k_axial[b], inverse_r0, r * inverse_r0 - 1.0,
@@ -232,7 +233,7 @@ def binder_energy(st, bodies, contacts, p, own):
     for b in range(p.i.shape[0]):
         if own.broken[b] != INTACT:
             continue
-        _, _, _, _, _, strain, _, _, c_i, c_j, _, _, angle = _deformation(b, st.position, st.orientation, p)
+        _, _, _, _, _, strain, _, _, c_i, c_j, _, _, angle = _deformation(b, st.position, st.orientation, p, st.cell)
         u = _bond_energy(b, p, strain, c_i, c_j, angle)
         axial += u[0]
         shear += u[1]
@@ -241,10 +242,10 @@ def binder_energy(st, bodies, contacts, p, own):
 
 
 @njit(cache=True)
-def _measures_kernel(position, orientation, p, out):
+def _measures_kernel(position, orientation, p, out, cell):
     for b in range(p.i.shape[0]):
         _, _, n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j, _, _, angle = \
-            _deformation(b, position, orientation, p)
+            _deformation(b, position, orientation, p, cell)
         out[b, 0] = strain
         out[b, 1] = max(c_i, c_j)
         out[b, 2] = angle
@@ -264,7 +265,7 @@ def bond_measures(model, state):
     if params is None:
         return {}
     table = np.zeros((len(params.i), 7))
-    _measures_kernel(state.position, state.orientation, params, table)
+    _measures_kernel(state.position, state.orientation, params, table, state.cell)
     out = dict(zip(("axial_strain", "shear", "bending_angle", "axial_force"), table[:, :4].T.copy()))
     out["broken"] = state.interactions["binder"].broken.copy()
     out["force"] = np.where(out["broken"][:, None] == INTACT, table[:, 4:], 0.0)

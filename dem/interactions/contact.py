@@ -144,7 +144,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     the spheres touch and holds, stretched, until ``ξ_n < ξ_c``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter)
+    dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter, st.cell)
     zero = (0.0, 0.0, 0.0)
     active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
     xi, theta = _springs(history, slot)
@@ -312,7 +312,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     active = 0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
         j = index[k]
-        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
         if substepped:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach and not every:
@@ -345,7 +345,7 @@ def _energies(st, bodies, contacts, p, history):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
-            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
             if r2 < reach * reach or (p.law == JKR and history[slot, FORMED] != 0.0):
                 r = np.sqrt(r2)
                 delta = 1.0 - r / reach

@@ -32,6 +32,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..cell import minimum_image
 from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
@@ -317,12 +318,12 @@ def pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon):
 
 
 @njit(inline="always")
-def pair_overlap(i, j, radius, position, diameter):
-    """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``; they touch
-    when ``r² < reach²``."""
-    dx = position[i, 0] - position[j, 0]
-    dy = position[i, 1] - position[j, 1]
-    dz = position[i, 2] - position[j, 2]
+def pair_overlap(i, j, radius, position, diameter, cell):
+    """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``, ``d = x_i −
+    x_j`` the nearest image's along the periodic axes of ``cell`` (`dem.cell`); they touch when
+    ``r² < reach²``."""
+    dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                               position[i, 2] - position[j, 2], cell)
     return dx, dy, dz, dx * dx + dy * dy + dz * dz, radius + 0.5 * diameter[j]
 
 
@@ -349,7 +350,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     radius = 0.5 * diameter[i]
     for k in range(start[i], start[i + 1]):
         j = index[k]
-        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
         if horizon >= 0.0:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach:
@@ -503,7 +504,7 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
         fx = fy = fz = 0.0
         radius = 0.5 * diameter[i]
         for k in range(start[i], start[i + 1]):
-            dx, dy, dz, r2, reach = pair_overlap(i, index[k], radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, index[k], radius, position, diameter, st.cell)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)
@@ -533,7 +534,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
             j = index[k]
             if j < i:
                 continue
-            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)

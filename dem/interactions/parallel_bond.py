@@ -103,9 +103,9 @@ def _jacobian_coefficient(angle, cosine_half, sine_half):
 
 
 @njit(inline="always")
-def _deformation(b, position, orientation, p):
+def _deformation(b, position, orientation, p, cell):
     """Measures of bond ``b``: ``(i, j, n, r, a_i, a_j, c, s, θ, |θ|, κ)`` (module docstring)."""
-    i, j, d, r, a_i, a_j, relative, sign, sine_half, scale = bond_ends(b, position, orientation, p)
+    i, j, d, r, a_i, a_j, relative, sign, sine_half, scale = bond_ends(b, position, orientation, p, cell)
     n = (d[0] / r, d[1] / r, d[2] / r)
     m = (0.5 * (a_i[0] + a_j[0]), 0.5 * (a_i[1] + a_j[1]), 0.5 * (a_i[2] + a_j[2]))
     c = dot_one(m, n)
@@ -164,13 +164,13 @@ def _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend):
 def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
     """Add the loads of the intact parallel bonds ``lo ≤ b < hi`` (one colour); break those past
     their strengths, booking their energy and half-step work (module docstring)."""
-    position, orientation, force, moment = st.position, st.orientation, st.force, st.moment
+    position, orientation, force, moment, cell = st.position, st.orientation, st.force, st.moment, st.cell
     velocity, angular_velocity = st.velocity, st.angular_velocity
     broken, broken_energy = own.broken, own.broken_energy
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
-        i, j, n, r, a_i, a_j, c, s, theta, _, kappa = _deformation(b, position, orientation, p)
+        i, j, n, r, a_i, a_j, c, s, theta, _, kappa = _deformation(b, position, orientation, p, cell)
         k_n, k_s, k_t, k_b = _springs(b, p)
         length = p.rest_length[b]
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
@@ -209,12 +209,12 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
 def parallel_bond_energy(st, bodies, contacts, p, own):
     """``(axial, shear, bending, broken)``: normal, shear, twisting + bending energies of the
     intact bonds and the energy booked to broken ones."""
-    position, orientation, broken = st.position, st.orientation, own.broken
+    position, orientation, broken, cell = st.position, st.orientation, own.broken, st.cell
     normal = shear = rotation = 0.0
     for b in range(p.i.shape[0]):
         if broken[b] != INTACT:
             continue
-        _, _, n, r, _, _, _, s, theta, _, _ = _deformation(b, position, orientation, p)
+        _, _, n, r, _, _, _, s, theta, _, _ = _deformation(b, position, orientation, p, cell)
         k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         u = _energy(k_n, k_s, k_t, k_b, p.rest_length[b], stretch, shear2, twist, bend)
@@ -230,9 +230,9 @@ MEASURES = ("axial_strain", "shear", "bending_angle", "twist_angle", "axial_forc
 
 
 @njit(cache=True)
-def _measures_kernel(position, orientation, p, out):
+def _measures_kernel(position, orientation, p, out, cell):
     for b in range(p.i.shape[0]):
-        _, _, n, r, _, _, c, s, theta, _, _ = _deformation(b, position, orientation, p)
+        _, _, n, r, _, _, c, s, theta, _, _ = _deformation(b, position, orientation, p, cell)
         k_n, k_s, k_t, k_b = _springs(b, p)
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         bending = np.sqrt(dot_one(bend, bend))
@@ -256,7 +256,7 @@ def measures(model, state):
     if params is None:
         return {}
     table = np.zeros((len(params.i), len(MEASURES) + 3))
-    _measures_kernel(state.position, state.orientation, params, table)
+    _measures_kernel(state.position, state.orientation, params, table, state.cell)
     out = dict(zip(MEASURES, table[:, :len(MEASURES)].T.copy()))
     out["broken"] = state.interactions["parallel_bond"].broken.copy()
     out["force"] = np.where(out["broken"][:, None] == INTACT, table[:, len(MEASURES):], 0.0)

@@ -1,12 +1,14 @@
 """The CSV logs of a run, appended while it goes: ``energy.csv`` (the energy budget and momenta,
-docs/theory.md §4), ``walls.csv`` (where each wall is and the force the particles exert on it)
-and ``fabric.csv`` (the contact network's coordination numbers and fabric tensor)."""
+docs/theory.md §4), ``walls.csv`` (where each wall is and the force the particles exert on it),
+``fabric.csv`` (the contact network's coordination numbers and fabric tensor) and ``cell.csv``
+(a periodic cell's homogenised stress)."""
 
 import numpy as np
 
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 from ..meshes import MAX_CONTACTS
 from ..network import fabric
+from ..stress import COMPONENTS, PARTS, cell_volume, homogenised_stress
 
 #: docs/theory.md §4's columns, in its order; `columns` appends the others.
 COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
@@ -146,3 +148,32 @@ class FabricLog(CsvLog):
         return [str(found.contacts), repr(found.coordination), repr(found.mechanical), str(found.rattlers)] \
             + [repr(float(tensor[a, b])) for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))] \
             + [repr(found.anisotropy)]
+
+
+#: ``cell.csv``'s columns: the cell, then the stress (positive in compression) and its parts
+CELL_COLUMNS = (("step", "t", "volume", "solid_fraction", "pressure")
+                + tuple(f"s_{'xyz'[a]}{'xyz'[b]}" for a, b in COMPONENTS)
+                + tuple(f"{part}_{'xyz'[a]}{'xyz'[b]}" for part in PARTS for a, b in COMPONENTS))
+
+
+class CellLog(CsvLog):
+    """``cell.csv`` (`CELL_COLUMNS`): a periodic cell's volume, its particles' solid fraction and
+    the homogenised stress of the state at each row (`dem.stress`: the pressure ``tr σ / 3``, the
+    six components of σ, then those of its kinetic, contact and bond parts). Not part of the
+    loop's sample: the loop comes back to Python at every row (``sampled`` False)."""
+
+    sampled = False
+
+    def header(self, model):
+        return CELL_COLUMNS
+
+    def report(self, sim):
+        self.record(sim, sim.state.step, sim.state.time, None)
+
+    def values(self, sim, sample):
+        model, state = sim.model, sim.state
+        volume = cell_volume(state.cell)
+        stress = homogenised_stress(model, state, sim.contacts)
+        values = [volume, float(np.pi / 6.0 * np.sum(model.diameter ** 3)) / volume, np.trace(stress["total"]) / 3.0]
+        values += [stress[part][a, b] for part in ("total",) + PARTS for a, b in COMPONENTS]
+        return [repr(float(v)) for v in values]

@@ -69,6 +69,7 @@ from vtkmodules.vtkCommonCore import vtkPoints
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
+from ..cell import PERIOD, minimum_image_array, wrapped
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..interactions.walls import FIXED
 from ..network import contact_network
@@ -302,7 +303,7 @@ def _particles(model, state, fragments):
     data += [("force", state.force, f64), ("moment", state.moment, f64),
              ("center_of_mass", state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), f64),
              ("mass", model.mass, f64), ("fragment", fragments, i32)]
-    return Frame(state.position, verts=(np.arange(n + 1), np.arange(n)), point_data=data,
+    return Frame(wrapped(state.position, state.cell), verts=(np.arange(n + 1), np.arange(n)), point_data=data,
                  vectors="velocity")
 
 
@@ -337,8 +338,8 @@ def _bonds(model, state):
     data += [("broken", measures["broken"], np.uint8), ("law", measures["law"], np.uint8)]
     if bonds.law.any():  # parallel bonds: their forces, moments and stresses
         data += [(name, measures[name], np.float64) for name in PARALLEL_ONLY]
-    return Frame(state.position, lines=(np.arange(0, 2 * len(bonds) + 1, 2), np.column_stack((bonds.i, bonds.j)).ravel()),
-                 cell_data=data, scalars="axial_strain")
+    points, ends = _pair_lines(state, bonds.i, bonds.j)
+    return Frame(points, lines=(np.arange(0, 2 * len(bonds) + 1, 2), ends), cell_data=data, scalars="axial_strain")
 
 
 def _contacts(model, state, table):
@@ -348,8 +349,20 @@ def _contacts(model, state, table):
     data = [("force", network.force, f64), ("normal_force", network.normal_force, f64),
             ("tangential_force", network.tangential_force, f64), ("overlap", network.overlap, f64),
             ("sliding", network.sliding, np.uint8), ("i", network.i, np.int32), ("j", network.j, np.int32)]
-    ends = np.column_stack((network.i, network.j)).ravel()
-    return Frame(state.position, lines=(np.arange(0, len(ends) + 1, 2), ends), cell_data=data, scalars="normal_force")
+    points, ends = _pair_lines(state, network.i, network.j)
+    return Frame(points, lines=(np.arange(0, len(ends) + 1, 2), ends), cell_data=data, scalars="normal_force")
+
+
+def _pair_lines(state, first, second):
+    """``(points, ends)`` of lines joining pairs of bodies: between their centres, or in a
+    periodic cell (`dem.cell`) from the first body's wrapped centre to the nearest image of the
+    second beside it (a pair across a face is drawn sticking out of it, not across the cell)."""
+    if not state.cell.any():
+        return state.position, np.column_stack((first, second)).ravel()
+    start = wrapped(state.position[first], state.cell)
+    end = start - minimum_image_array(state.position[first] - state.position[second], state.cell[PERIOD])
+    m = len(first)
+    return np.concatenate((start, end)), np.column_stack((np.arange(m), m + np.arange(m))).ravel()
 
 
 def wall_square(model, state):
