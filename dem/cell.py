@@ -26,7 +26,7 @@ KEYS = {"cell": {
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which the cell is periodic: a particle "
                     "leaving through a face re-enters through the opposite one, and contacts and bonds act across "
                     "the faces (nearest image). Planes must be parallel to every periodic axis; mesh walls and "
-                    "Lennard-Jones sites do not act across faces (refused), nor does MPI (refused)"),
+                    "Lennard-Jones sites do not act across faces (refused)"),
     "origin": Key("vec3", (0.0, 0.0, 0.0), "lowest corner of the cell", "length"),
     "size": Key("vec3", None, "edges [Lx, Ly, Lz] of the cell; needed when an axis is periodic, each periodic edge "
                 "more than twice the largest contact or bond reach (D_max + skin)", "length"),

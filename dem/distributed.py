@@ -22,6 +22,11 @@ kernels'. A rank evaluates exactly these terms, in this order, for each body it 
   an owned end has its serial value; at a rebuild the histories travel by global pair key from
   the owner of the pair's first body to the new owners of both.
 
+A periodic cell (`dem.cell`): the boxes cut the cell by the bodies' wrapped positions, and a
+rank's ghosts are the bodies within the halo width of its box through the faces too (nearest
+images); every pair kernel takes the nearest image of a ghost's unwrapped position, so one copy
+serves whichever face it is reached through.
+
 Walls: fixed planes (the walls interaction's state is whole on every rank, `Interaction.
 shared_state`). Each rank books the loads of its owned particles on them, and `walls.csv` logs
 the ranks' loads added in rank order: the same to round-off as one process, not bit for bit (one
@@ -53,6 +58,7 @@ import os
 import numpy as np
 from numba import njit
 
+from .cell import PERIOD, minimum_image_array, wrapped
 from .contacts import ContactTable, owner_offsets, restore_history, save_history
 from .engine import FAILED, NOT_FINITE, OK, distributed_module, fast_pair_law, substeps_contacts
 from .integrators.stages import first_not_finite
@@ -135,11 +141,15 @@ class Bisection:
     """Recursive coordinate bisection of space into ``parts`` boxes with about equal numbers of
     ``points``: each cut halves (in proportion to the parts on either side) the points of a box
     along its widest extent. ``boxes (parts, 2, 3)``: the corners; the outer ones are infinite,
-    so the boxes tile space. The same points give the same boxes on every rank."""
+    so the boxes tile space. The same points give the same boxes on every rank. In a periodic
+    ``cell`` (`dem.cell`) points are placed by their wrapped positions, and distances along a
+    periodic axis are those of the nearest image (the boxes tile the cell, which repeats)."""
 
-    def __init__(self, points, parts):
+    def __init__(self, points, parts, cell):
+        self.cell = cell
         self.boxes = np.empty((parts, 2, 3))
-        self.tree = self._split(np.asarray(points, float), np.full(3, -np.inf), np.full(3, np.inf), 0, parts)
+        self.tree = self._split(wrapped(np.asarray(points, float), cell), np.full(3, -np.inf), np.full(3, np.inf), 0,
+                                parts)
 
     def _split(self, points, lo, hi, first, parts):
         if parts == 1:
@@ -162,6 +172,7 @@ class Bisection:
 
     def owners(self, points):
         """The box of each point (a non-finite one goes to some box)."""
+        points = wrapped(points, self.cell)
         out = np.empty(len(points), np.int64)
 
         def descend(index, node):
@@ -179,16 +190,27 @@ class Bisection:
     def near(self, points, part, width):
         """Which ``points`` lie within ``width`` of box ``part``."""
         lo, hi = self.boxes[part]
-        gap = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+        points = wrapped(points, self.cell)
+        gap = self._nearest(lambda shift: np.maximum(np.maximum(lo - points - shift, points + shift - hi), 0.0))
         return np.sum(gap * gap, axis=1) <= width * width
 
     def neighbours(self, part, width):
         """The other boxes within ``width`` of box ``part``."""
         lo, hi = self.boxes[part]
-        gap = np.maximum(np.maximum(self.boxes[:, 0] - hi, lo - self.boxes[:, 1]), 0.0)
+        gap = self._nearest(lambda shift: np.maximum(np.maximum(self.boxes[:, 0] - hi - shift,
+                                                                lo - self.boxes[:, 1] + shift), 0.0))
         near = np.sum(gap * gap, axis=1) <= width * width
         near[part] = False
         return np.flatnonzero(near)
+
+    def _nearest(self, gap):
+        """``gap(shift)`` (gaps per axis, ``shift (3,)`` added to the points or boxes measured),
+        the smallest over the images one period either way along the periodic axes."""
+        period = self.cell[PERIOD]
+        out = gap(np.zeros(3))
+        for sign in (-1.0, 1.0):
+            out = np.minimum(out, np.where(period > 0.0, gap(sign * period), np.inf))
+        return out
 
 
 class Part:
@@ -252,9 +274,8 @@ class DistributedSimulation(Simulation):
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         scheme = self._configure(model, state, integrator, dt, observers, False)
         names = tuple(model.interactions)
-        if state.cell.any():
-            raise MPIError("cell.periodic: a periodic cell runs in one process (threads) for now, not under MPI: run "
-                           "it without mpiexec")
+        #: the periodic cell (`dem.cell`), the same on every rank
+        self.cell = state.cell.copy()
         for name in names:
             interaction = INTERACTIONS[name]
             if interaction.kind in (BOND, GLOBAL) and interaction.localize is None or \
@@ -306,7 +327,7 @@ class DistributedSimulation(Simulation):
             values = np.asarray(contacts.get(f"history_values.{name}", np.zeros((0, width))), float)
             held = (keys[:, 0] >= mine[0]) & (keys[:, 0] <= mine[-1]) if len(mine) else np.zeros(len(keys), bool)
             histories[name] = (keys[held], values[held], reference[keys[held, 1]])
-        self.boxes = Bisection(reference, self.size)
+        self.boxes = Bisection(reference, self.size, self.cell)
         bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
         self._distribute(mine, self._rows_of(mine, state, aux, state.interactions), reference[mine], histories,
                          bond_length, build=self.neighbors and (restored is None or restarted))
@@ -329,7 +350,7 @@ class DistributedSimulation(Simulation):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
         all ranks."""
         intact = self._intact()[bonds]
-        d = position[i[intact]] - position[j[intact]]
+        d = minimum_image_array(position[i[intact]] - position[j[intact]], self.cell[PERIOD])
         longest = float(np.sqrt(np.max(np.sum(d * d, axis=1), initial=0.0)))
         return self.comm.allreduce(longest, op=self._mpi.MAX)
 
@@ -427,7 +448,7 @@ class DistributedSimulation(Simulation):
 
         self.state = State(*(local(mine[f"state.{f}"], f"state.{f}" if f in GHOST_FIELDS else None)
                              for f in STATE_FIELDS),
-                           step=self.state.step, time=self.state.time)
+                           step=self.state.step, time=self.state.time, cell=self.cell)
         self.aux = self.aux_type(*(local(mine[f"aux.{f}"]) for f in self.aux_type._fields))
         for name, own_type in self.own_types.items():
             bond_fields = INTERACTIONS[name].bond_state
@@ -593,7 +614,8 @@ class DistributedSimulation(Simulation):
         counts = self.comm.allgather(len(owned))
         if max(counts) > IMBALANCE * np.mean(counts):
             step = max(1, len(owned) // SAMPLE)
-            self.boxes = Bisection(np.concatenate(self.comm.allgather(st.position[owned[::step]])), self.size)
+            points = np.concatenate(self.comm.allgather(st.position[owned[::step]]))
+            self.boxes = Bisection(points, self.size, self.cell)
             self.rebalanced += 1
         self._builds += 1
         moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions),
@@ -650,7 +672,8 @@ class DistributedSimulation(Simulation):
             array[ids] = _concatenated(pieces, key, like)
             return array
 
-        state = State(*(whole(f"state.{f}", getattr(st, f)) for f in STATE_FIELDS), step=st.step, time=st.time)
+        state = State(*(whole(f"state.{f}", getattr(st, f)) for f in STATE_FIELDS), step=st.step, time=st.time,
+                      cell=self.cell)
         for name, own in st.interactions.items():
             fields = []
             for f in own._fields:

@@ -3,7 +3,8 @@ ranks — positions, velocities, forces, own states and contact histories in the
 energy log and the VTK snapshots — with contacts, friction, bonds, fixed walls, contact and
 local damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
 clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
-ranks; the walls' loads (``walls.csv``) to round-off. Moving walls are refused with one line.
+ranks, and a frictional gas in a periodic cell (``cell.csv`` too); the walls' loads (``walls.csv``)
+to round-off. Moving walls are refused with one line.
 The ranks run `mpi_job.py`; the one-process runs are made here."""
 
 import json
@@ -43,6 +44,11 @@ ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_fr
 STICKY_SETTINGS = ROUGH_SETTINGS + ["contact.normal='jkr'", "contact.work_of_adhesion=0.5"]
 #: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
 LOADS = ("interaction.walls.load", "interaction.walls.partial")
+#: a frictional gas in a cell periodic along x, y and z: pairs, histories, ghosts and migration
+#: across the faces
+GAS = str(ROOT / "scenes/granular_gas.toml")
+GAS_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "output.log_every=20", "contact.friction=0.5",
+                "contact.rolling_friction=0.1"]
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
 TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
 
@@ -102,6 +108,7 @@ def runs(tmp_path_factory):
     serial(granule, STICKY_SETTINGS, folder / "sticky_1")
     serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
+    serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
@@ -110,6 +117,7 @@ def runs(tmp_path_factory):
         {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
+        {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_2"), "probe": False},
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
          "restart": str(folder / "torus_1to2/checkpoint.npz")},
         {"scene": granule, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "granule_2to3")},
@@ -118,6 +126,7 @@ def runs(tmp_path_factory):
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")},
         {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_3")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_3"), "probe": False},
+        {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_3"), "probe": False},
         {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2to3"),
          "restart": str(folder / "granule_2to3/checkpoint.npz")},
     ], folder)
@@ -125,12 +134,12 @@ def runs(tmp_path_factory):
 
 
 @needs_mpi
-@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra")]
+@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra", "gas")]
                          + [("rough", 2), ("sticky", 2), ("mixed", 2)])
 def test_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
-    if scene == "tetra":
+    if scene in ("tetra", "gas"):  # no walls
         assert_same_run(outputs(one), outputs(many))
     else:  # the wall was loaded
         walls = assert_same_but_wall_loads(outputs(one), outputs(many))
@@ -144,6 +153,12 @@ def test_same_as_one_process(runs, scene, n):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
         assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
+    if scene == "gas":  # live springs, some of them between pairs across the faces; the cell's stress logged
+        checkpoint = outputs(many)[2]
+        keys = checkpoint["contacts.history_keys.contact_pp"]
+        position = checkpoint["state_position"]
+        assert np.abs(position[keys[:, 0]] - position[keys[:, 1]]).max() > 10.0
+        assert "cell.csv" in outputs(many)[0]
     if scene == "mixed":  # both bond laws: parallel bonds broke too
         assert np.count_nonzero(outputs(many)[2]["interaction.parallel_bond.broken"]) > 0
     if scene == "rough":  # live tangential, rolling and twisting springs between particles and with the wall
@@ -178,21 +193,10 @@ def test_moving_walls_are_refused(tmp_path):
                            "run on one process\n")
 
 
-@needs_mpi
-def test_a_periodic_cell_is_refused(tmp_path):
-    """A periodic cell stops an MPI run before its first step, with one line."""
-    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", str(ROOT / "scenes/granular_gas.toml"),
-                           "--quiet", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
-    assert done.returncode == 2
-    assert done.stderr == ("dem: error: cell.periodic: a periodic cell runs in one process (threads) for now, not "
-                           "under MPI: run it without mpiexec\n")
-
-
 def test_bisection_tiles_space_in_balanced_boxes():
     points = np.random.default_rng(5).normal(size=(3000, 3)) * (3.0, 1.0, 0.5)
     for parts in (1, 2, 3, 5):
-        bisection = Bisection(points, parts)
+        bisection = Bisection(points, parts, np.zeros((2, 3)))
         owners = bisection.owners(points)
         counts = np.bincount(owners, minlength=parts)
         assert counts.max() - counts.min() <= parts  # balanced by count

@@ -27,7 +27,8 @@ def outputs(folder):
     checkpoint = load_checkpoint(folder / "checkpoint.npz")
     pvd = {series: (folder / f"{series}.pvd").read_text() for series in ("particles", "bonds", "walls", "meshes")
            if (folder / f"{series}.pvd").exists()}
-    logs = {name: (folder / name).read_text() for name in ("energy.csv", "walls.csv") if (folder / name).exists()}
+    logs = {name: (folder / name).read_text() for name in ("energy.csv", "walls.csv", "cell.csv")
+            if (folder / name).exists()}
     return logs, pvd, checkpoint
 
 
