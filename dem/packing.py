@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .cell import minimum_image_array
+from .cell import minimum_image, minimum_image_array
 
 SHAPES = ("box", "sphere", "cylinder", "torus")
 LATTICES = ("sc", "fcc", "hcp")
@@ -410,9 +410,9 @@ def _wall_push(code, params, x, y, z, r):
 
 
 @njit(cache=True)
-def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, period):
+def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, cell):
     """Forces ``−∂E/∂x`` of ``E = ½ Σ_pairs [r_i + r_j − |x_i − x_j|]₊² + ½ Σ_i excess_i²``
-    into ``force`` (``x_i − x_j`` the nearest image's along the axes where ``period`` > 0);
+    into ``force`` (``x_i − x_j`` the nearest image's along the periodic axes of ``cell``, `dem.cell`);
     returns the largest overlap over the pair's mean diameter (walls: excess over the sphere's
     diameter)."""
     force[:] = 0.0
@@ -420,15 +420,8 @@ def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force
     for k in range(pair_i.shape[0]):
         i = pair_i[k]
         j = pair_j[k]
-        dx = position[i, 0] - position[j, 0]
-        dy = position[i, 1] - position[j, 1]
-        dz = position[i, 2] - position[j, 2]
-        if period[0] > 0.0:
-            dx -= period[0] * np.rint(dx / period[0])
-        if period[1] > 0.0:
-            dy -= period[1] * np.rint(dy / period[1])
-        if period[2] > 0.0:
-            dz -= period[2] * np.rint(dz / period[2])
+        dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                                   position[i, 2] - position[j, 2], cell)
         reach = radius[i] + radius[j]
         d2 = dx * dx + dy * dy + dz * dz
         if d2 >= reach * reach:
@@ -464,7 +457,7 @@ CONVERGED, REBUILD, EXHAUSTED = range(3)
 
 @njit(cache=True)
 def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params, reference, half_skin, fire,
-                 tolerance, max_steps, period):
+                 tolerance, max_steps, cell):
     """FIRE steps minimising the overlap energy of `_overlap_forces_kernel` until the largest
     relative overlap is below ``tolerance`` (returns ``CONVERGED``), a sphere has moved more than
     ``half_skin`` from ``reference`` (``REBUILD``: the pair list is stale) or ``max_steps``
@@ -509,7 +502,7 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
                 delta = position[i, c] - reference[i, c]
                 d2 += delta * delta
             moved = max(moved, d2)
-        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, period)
+        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, cell)
         fire[0], fire[1], fire[2] = dt, alpha, n_positive
         if moved > half_skin * half_skin:
             return step + 1, REBUILD, worst
@@ -559,17 +552,18 @@ def relax_overlaps(position, radius, shape, tolerance=1e-4, max_steps=20_000, pe
     params = np.asarray(shape.params, float)
     if shape.kind == "box":
         params = np.where(period > 0.0, np.inf, params)
+    cell = np.stack((period, np.zeros(3)))  # (a `dem.cell` array: its PERIOD row)
     steps = 0
     while True:
         pair_i, pair_j = _candidate_pairs(position, radius, skin, period)
-        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, shape.code, params, force, period)
+        worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, shape.code, params, force, cell)
         if worst < tolerance:
             return steps, worst
         if steps >= max_steps:
             raise ValueError(f"random packing jammed: the largest overlap is still {worst:.2e} of a diameter after "
                              f"{steps} relaxation steps; ask for a lower packing fraction or fewer particles")
         done, status, worst = _fire_kernel(position, velocity, force, radius, pair_i, pair_j, shape.code, params,
-                                           position.copy(), 0.5 * skin, fire, tolerance, max_steps - steps, period)
+                                           position.copy(), 0.5 * skin, fire, tolerance, max_steps - steps, cell)
         steps += done
         if status == CONVERGED:
             return steps, worst
