@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from .cli import script
 
-sys.exit(main())
+sys.exit(script())

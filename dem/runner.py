@@ -5,7 +5,6 @@ The command line (`dem.cli`) and the tools call these.
 
 import logging
 import signal
-import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +33,7 @@ def prepare(scene_path, overrides=(), out=None):
     """Validate the scene and build the system; nothing is written. Returns ``(scene, model,
     state, output_dir)``; raises `SceneError`."""
     scene = load_scene(scene_path, overrides)
-    if sys.stderr.isatty():  # a person is watching: say it before the builders' kernels compile (seconds)
-        announce_compiling()
+    announce_compiling()  # before the builders' kernels compile (seconds), once the scene reads without error
     model, state = build_system(scene)
     integrator = scene.simulation["integrator"]
     if SCHEMES[integrator].spherical and not model.spherical:
@@ -120,7 +118,6 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     except OSError as error:
         raise SceneError(f"{scene.path}: output.dir: cannot create the output folder {output_dir}: "
                          f"{error.strerror}") from None
-    announce_compiling()  # (a log read later: once the scene has built, so that bad input stays one line)
     resume_step = state.step if restart is not None else None
     hint = instability_hint(scene, critical)
     guard = EnergyGuard(scene.output["log_every"], scene.simulation["energy_tolerance"],

@@ -1,5 +1,17 @@
+import pytest
 from hypothesis import settings
 
 # The first call of a numba function compiles it; hypothesis' per-example deadline would count it.
 settings.register_profile("dem", deadline=None, max_examples=200, derandomize=True)
 settings.load_profile("dem")
+
+
+@pytest.fixture(autouse=True)
+def no_compile_notice(monkeypatch):
+    """The first run's compile notice (`dem.runner.announce_compiling`) would go to whichever test
+    builds the first scene in the worker that created numba's cache folder (an empty cache: a
+    clean clone's suite), and add a line to what that test reads; the test of the notice turns it
+    on itself."""
+    from dem import _numba_cache
+
+    monkeypatch.setattr(_numba_cache, "FRESH", False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dem import _numba_cache, runner
 from dem.cli import main
 from dem.scene import SceneError, load_scene
 
@@ -85,6 +86,27 @@ def test_bad_scene_from_the_command_line_has_no_traceback(tmp_path):
     assert "Traceback" not in result.stderr
     assert f"{path}: simulation.dt: must be positive" in result.stderr
     assert not (tmp_path / "output").exists()
+
+
+def test_the_first_run_says_it_compiles_as_soon_as_the_scene_reads(tmp_path, monkeypatch, caplog):
+    """The first run of a version of dem (`dem._numba_cache.FRESH`) says that it compiles before
+    the builders' kernels compile (seconds), into a terminal or a log alike, and says it once."""
+    logged = []
+
+    def build(scene):
+        logged.append(caplog.text)
+        raise SceneError("stopped before building")
+
+    monkeypatch.setattr(_numba_cache, "FRESH", True)
+    monkeypatch.setattr(runner, "build_system", build)
+    with caplog.at_level("INFO", logger="dem"):
+        for _ in range(2):
+            with pytest.raises(SceneError, match="stopped before building"):
+                runner.run(ROOT / "scenes/torus_impact.toml", out=tmp_path / "out")
+    notice = "first run of this dem version on this machine: compiling its kernels"
+    assert [text.count(notice) for text in logged] == [1, 1]
+    assert notice in caplog.text.splitlines()[0]  # the first thing said
+    assert not (tmp_path / "out").exists()
 
 
 def test_overrides_reach_nested_keys_and_lists():
