@@ -13,6 +13,8 @@ Problems with the folder raise `RunFolderError`, whose message names the file an
 from pathlib import Path
 
 import numpy as np
+from vtkmodules.util import numpy_support
+from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
 from .observers.vtk import read_collection
 
@@ -22,9 +24,6 @@ class RunFolderError(ValueError):
 
 
 def _read(path):
-    # (vtk here, not at the top: a run imports this module through the command line and needs no vtk)
-    from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
-
     if not path.is_file():
         raise RunFolderError(f"{path}: the snapshot listed in the .pvd file is missing")
     reader = vtkXMLPolyDataReader()
@@ -37,13 +36,7 @@ def _array(data, name, path):
     array = data.GetArray(name)
     if array is None:
         raise RunFolderError(f"{path}: no '{name}' array (a snapshot written by an older dem: rerun the scene)")
-    return _numpy(array)
-
-
-def _numpy(array):
-    from vtkmodules.util.numpy_support import vtk_to_numpy
-
-    return vtk_to_numpy(array)
+    return numpy_support.vtk_to_numpy(array)
 
 
 def snapshot_entries(run_dir):
@@ -67,14 +60,14 @@ def read_snapshot(run_dir, time=None, entry=None):
     step, found_time, name = entry
     particles = _read(run_dir / name)
     data = particles.GetPointData()
-    out = dict(time=found_time, step=step, position=_numpy(particles.GetPoints().GetData()),
+    out = dict(time=found_time, step=step, position=numpy_support.vtk_to_numpy(particles.GetPoints().GetData()),
                velocity=_array(data, "velocity", run_dir / name), mass=_array(data, "mass", run_dir / name),
                diameter=_array(data, "diameter", run_dir / name), bonds=np.zeros((0, 2), np.int64),
                broken=np.zeros(0, np.uint8), bond_force=np.zeros((0, 3)))
     bonds = {entry[0]: entry[2] for entry in read_collection(run_dir / "bonds.pvd")}
     if step in bonds:
         polydata = _read(run_dir / bonds[step])
-        lines = _numpy(polydata.GetLines().GetConnectivityArray())
+        lines = numpy_support.vtk_to_numpy(polydata.GetLines().GetConnectivityArray())
         out["bonds"] = lines.reshape(-1, 2).astype(np.int64)
         out["broken"] = _array(polydata.GetCellData(), "broken", run_dir / bonds[step])
         out["bond_force"] = _array(polydata.GetCellData(), "force", run_dir / bonds[step]).reshape(-1, 3)

@@ -1,11 +1,7 @@
 """The package's layering: no import cycles between `dem`'s modules, nothing below the command
-line imports it, the public API is what `dem/__init__.py` exports, and a run imports only what it
-needs."""
+line imports it, and the public API is what `dem/__init__.py` exports."""
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dem
@@ -82,21 +78,3 @@ def test_the_layers_point_down():
 def test_the_public_api():
     assert set(dem.__all__) <= set(dir(dem))
     assert {"Simulation", "SystemBuilder", "Interaction", "register", "load_scene"} <= set(dem.__all__)
-
-
-def test_a_run_imports_no_vtk_and_no_analysis_library(tmp_path):
-    """``python -m dem SCENE`` writes its snapshots without the vtk package and plots nothing:
-    vtk, matplotlib, meshio (a scene without mesh or particle files) and dask stay unimported (vtk
-    alone cost a tenth of a second of the torus impact's two)."""
-    root = PACKAGE.parent
-    code = ("import sys; from dem.cli import main; "
-            "status = main(['scenes/torus_impact.toml', '--quiet', '--set', 'simulation.t_end=0.01', '--out', "
-            "sys.argv[1]]); "
-            "print(status, *sorted({m.split('.')[0] for m in sys.modules} "
-            "& {'vtk', 'vtkmodules', 'matplotlib', 'meshio', 'dask', 'distributed'}))")
-    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=root, capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(root)))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0"]
-    assert sorted(p.name for p in (tmp_path / "vtk").glob("particles_*.vtp")) == ["particles_000000000.vtp",
-                                                                                  "particles_000000010.vtp"]
