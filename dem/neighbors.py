@@ -94,57 +94,74 @@ def _cell_grid(position, diameter, skin, max_cells, cell):
 
 @njit(inline="always")
 def _coordinate(position, i, c, grid):
-    """Cell coordinate of particle ``i`` along axis ``c`` in ``grid = (lo, size, top, first,
-    dims, period)`` (`_cell_of`); along a periodic axis its position is wrapped into the cell."""
-    lo, size, top, first, period = grid[0], grid[1], grid[2], grid[3], grid[5]
+    """Cell coordinate of particle ``i`` along axis ``c`` in ``grid`` (`_cell_of`); along a
+    periodic axis its position is wrapped into the cell (without a branch: a test here, in every
+    build's innermost calls, cost more than the arithmetic)."""
+    lo, size, top, first, period, inverse = grid[0], grid[1], grid[2], grid[3], grid[5], grid[6]
     u = position[i, c] - lo[c]
-    if period[c] > 0.0:
-        u -= period[c] * np.floor(u / period[c])
+    u -= period[c] * np.floor(u * inverse[c])  # (0 · ⌊u · 0⌋ = 0 along the other axes: u unchanged)
     return min(int(u / size[c]), top[c]) - first[c]
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _cell_of(position, i, grid):
-    """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims, period)``: the
-    cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell ``top``) less ``first``,
-    the first cell of the part of it that ``dims`` spans (all of it, ``first = 0``, except on an
-    MPI rank: `build_on_grid`); ``period``: the cell's periodic edges (0: not periodic)."""
+    """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims, period,
+    inverse)``: the cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell ``top``)
+    less ``first``, the first cell of the part of it that ``dims`` spans (all of it, ``first =
+    0``, except on an MPI rank: `build_on_grid`); ``period``: the cell's periodic edges (0: not
+    periodic), ``inverse`` their inverses (0 where not periodic)."""
     return _coordinate(position, i, 0, grid), _coordinate(position, i, 1, grid), _coordinate(position, i, 2, grid)
 
 
 @njit(inline="always")
 def _span(centre, dims, periodic):
     """``(first, count)`` of the neighbour cells along one axis around cell ``centre``: the cells
-    ``first … first + count − 1`` (taken modulo ``dims`` along a periodic axis, where all of them
-    are neighbours when there are fewer than three)."""
+    ``first … first + count − 1`` (wrapped around along a periodic axis, `_wrap`, where all of
+    them are neighbours when there are fewer than three)."""
     if periodic:
         return (centre - 1, 3) if dims >= 3 else (0, dims)
     first = max(centre - 1, 0)
     return first, min(centre + 2, dims) - first
 
 
+@njit(inline="always")
+def _wrap(k, dims):
+    """Cell ``k`` of ``dims`` along an axis, where ``−1`` and ``dims`` wrap around (an integer
+    ``%`` costs more than the two tests, in the innermost loops of every build)."""
+    if k < 0:
+        return k + dims
+    if k >= dims:
+        return k - dims
+    return k
+
+
 @njit(cache=True)
 def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
-    """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i``."""
+    """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i`` (the
+    periodic steps only where the cell is periodic: its tests are loop-invariant)."""
     count = 0
     dims, period = grid[4], grid[5]
+    periodic = period[0] > 0.0 or period[1] > 0.0 or period[2] > 0.0
     ca, cb, cc = _cell_of(position, i, grid)
     first_a, count_a = _span(ca, dims[0], period[0] > 0.0)
     first_b, count_b = _span(cb, dims[1], period[1] > 0.0)
     first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
     for ta in range(count_a):
-        a = (first_a + ta) % dims[0]
+        a = _wrap(first_a + ta, dims[0]) if periodic else first_a + ta
         for tb in range(count_b):
-            b = (first_b + tb) % dims[1]
+            b = _wrap(first_b + tb, dims[1]) if periodic else first_b + tb
             for tc in range(count_c):
-                c = (first_c + tc) % dims[2]
+                c = _wrap(first_c + tc, dims[2]) if periodic else first_c + tc
                 cell_index = (a * dims[1] + b) * dims[2] + c
                 for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
                     j = cell_particles[k]  # active by construction
                     if j == i:
                         continue
-                    dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
-                                               position[i, 2] - position[j, 2], cell)
+                    dx = position[i, 0] - position[j, 0]
+                    dy = position[i, 1] - position[j, 1]
+                    dz = position[i, 2] - position[j, 2]
+                    if periodic:
+                        dx, dy, dz = minimum_image(dx, dy, dz, cell)
                     reach = 0.5 * (diameter[i] + diameter[j]) + skin
                     if dx * dx + dy * dy + dz * dz < reach * reach:
                         if fill:
@@ -181,7 +198,12 @@ def build_kernel(position, diameter, skin, parallel, reference_position, start, 
 @njit(cache=True)
 def _whole_grid(lo, size, dims, cell):
     """The grid of `_cell_of` that spans all of ``dims``."""
-    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy()
+    period = cell[PERIOD].copy()
+    inverse = np.zeros(3)
+    for c in range(3):
+        if period[c] > 0.0:
+            inverse[c] = 1.0 / period[c]
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims, period, inverse
 
 
 @njit(cache=True)
@@ -201,7 +223,7 @@ def _part_grid(position, diameter, lo, size, dims, cell):
     if last[0] < 0:  # no active particle
         first[:] = 0
         last[:] = 0
-    return lo, size, dims - 1, first, last - first + 1, whole[5]
+    return lo, size, dims - 1, first, last - first + 1, whole[5], whole[6]
 
 
 @njit(cache=True)
