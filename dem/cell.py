@@ -10,9 +10,13 @@ the cell. The neighbour list bins the wrapped positions on cells that tile the b
 (`minimum_image`): with every edge longer than twice the largest pair reach, at most one image of
 a particle is ever within reach of another, so a pair is still one entry of each row.
 
-Kernels read the cell as an array ``(2, 3)`` (`StateArrays.cell`): row `PERIOD` holds the edge
-along each periodic axis and 0 along the others, row `ORIGIN` the lowest corner. A scene without
-a periodic axis has ``PERIOD`` all zero: its kernels take no branch and keep their arithmetic.
+Kernels read the cell as an array ``(3, 3)`` (`StateArrays.cell`): row `PERIOD` holds the edge
+along each periodic axis and 0 along the others, row `ORIGIN` the lowest corner, row `INVERSE`
+the edges' inverses (0 along the other axes). The nearest image is taken without a branch and
+without a division, ``d − L rint(d/L)`` as ``d − L rint(d · L⁻¹)``: in the innermost loops a test
+or a division (whose zero check numba compiles in) cost more than the arithmetic. Along an axis
+that is not periodic it subtracts ``0 · rint(d · 0) = ±0`` and leaves ``d`` as it is, to the bit
+(a difference of positions is never −0), so a scene without a periodic axis keeps its results.
 """
 
 import numpy as np
@@ -20,7 +24,7 @@ from numba import njit
 
 from .schema import Key
 
-PERIOD, ORIGIN = 0, 1
+PERIOD, ORIGIN, INVERSE = 0, 1, 2
 
 KEYS = {"cell": {
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which the cell is periodic: a particle "
@@ -39,12 +43,20 @@ def periodic(section):
 
 
 def cell_array(section):
-    """The ``(2, 3)`` array the kernels read for the ``[cell]`` section (validated: a periodic
+    """The ``(3, 3)`` array the kernels read for the ``[cell]`` section (validated: a periodic
     axis has a positive edge)."""
-    cell = np.zeros((2, 3))
+    cell = np.zeros((3, 3))
     if periodic(section):
         cell[PERIOD] = np.where(section["periodic"], np.asarray(section["size"], float), 0.0)
         cell[ORIGIN] = section["origin"]
+    return with_inverse(cell)
+
+
+def with_inverse(cell):
+    """``cell`` with its `INVERSE` row set from its `PERIOD` row; returns it."""
+    on = cell[PERIOD] > 0.0
+    cell[INVERSE] = 0.0
+    cell[INVERSE, on] = 1.0 / cell[PERIOD, on]
     return cell
 
 
@@ -82,14 +94,10 @@ def wall_problem(cell, normal):
 @njit(inline="always")
 def minimum_image(dx, dy, dz, cell):
     """The separation ``(dx, dy, dz)`` of two particles reduced to its nearest image along the
-    periodic axes of ``cell``; unchanged (the same bits) along the others."""
-    if cell[PERIOD, 0] > 0.0:
-        dx -= cell[PERIOD, 0] * np.rint(dx / cell[PERIOD, 0])
-    if cell[PERIOD, 1] > 0.0:
-        dy -= cell[PERIOD, 1] * np.rint(dy / cell[PERIOD, 1])
-    if cell[PERIOD, 2] > 0.0:
-        dz -= cell[PERIOD, 2] * np.rint(dz / cell[PERIOD, 2])
-    return dx, dy, dz
+    periodic axes of ``cell``; unchanged (the same bits) along the others (module docstring)."""
+    return (dx - cell[PERIOD, 0] * np.rint(dx * cell[INVERSE, 0]),
+            dy - cell[PERIOD, 1] * np.rint(dy * cell[INVERSE, 1]),
+            dz - cell[PERIOD, 2] * np.rint(dz * cell[INVERSE, 2]))
 
 
 def minimum_image_array(d, period):

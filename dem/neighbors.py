@@ -20,7 +20,7 @@ from every update. ``counters`` holds ``[n_entries, n_builds]``.
 import numpy as np
 from numba import njit, prange
 
-from .cell import ORIGIN, PERIOD, minimum_image
+from .cell import INVERSE, ORIGIN, PERIOD, minimum_image
 
 N_ENTRIES, N_BUILDS = 0, 1
 CHUNK = 4096
@@ -198,12 +198,7 @@ def build_kernel(position, diameter, skin, parallel, reference_position, start, 
 @njit(cache=True)
 def _whole_grid(lo, size, dims, cell):
     """The grid of `_cell_of` that spans all of ``dims``."""
-    period = cell[PERIOD].copy()
-    inverse = np.zeros(3)
-    for c in range(3):
-        if period[c] > 0.0:
-            inverse[c] = 1.0 / period[c]
-    return lo, size, dims - 1, np.zeros(3, np.int64), dims, period, inverse
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy()
 
 
 @njit(cache=True)
@@ -358,7 +353,7 @@ class NeighborList:
     def update(self, position, diameter, skin, parallel=False, cell=None):
         """Rebuild the list if it is due (``cell``: `dem.state.State.cell`; None: not periodic)."""
         update = _update_parallel if parallel else update_serial
-        self.index = update(position, diameter, float(skin), *self.arrays(), np.zeros((2, 3)) if cell is None else cell)
+        self.index = update(position, diameter, float(skin), *self.arrays(), np.zeros((3, 3)) if cell is None else cell)
 
     def build_part(self, position, diameter, skin, grid, cell):
         """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the

@@ -188,7 +188,7 @@ class State:
     quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
     spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration,
     ``interactions[name]``: the time-varying arrays of each interaction that has any (broken
-    bonds, energy booked to breakage or damping, …), and ``cell (2, 3)``: the periodic cell
+    bonds, energy booked to breakage or damping, …), and ``cell (3, 3)``: the periodic cell
     (`dem.cell`; all zero: none). Positions are unwrapped: a particle that crossed a periodic
     face keeps going."""
 
@@ -201,7 +201,7 @@ class State:
     interactions: dict = field(default_factory=dict)
     step: int = 0
     time: float = 0.0
-    cell: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
+    cell: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
 
     @classmethod
     def new(cls, position, velocity, orientation, angular_velocity, interactions=None):

@@ -196,7 +196,7 @@ def test_moving_walls_are_refused(tmp_path):
 def test_bisection_tiles_space_in_balanced_boxes():
     points = np.random.default_rng(5).normal(size=(3000, 3)) * (3.0, 1.0, 0.5)
     for parts in (1, 2, 3, 5):
-        bisection = Bisection(points, parts, np.zeros((2, 3)))
+        bisection = Bisection(points, parts, np.zeros((3, 3)))
         owners = bisection.owners(points)
         counts = np.bincount(owners, minlength=parts)
         assert counts.max() - counts.min() <= parts  # balanced by count
