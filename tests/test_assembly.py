@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from granule import granule_file
-from reference_laws import REFERENCE
+from support.granule import granule_file
+from support.reference_laws import REFERENCE
 
 from dem import Simulation
 from dem.diagnostics import energy_budget

@@ -4,7 +4,7 @@ energy log and the VTK snapshots — with contacts, friction, bonds, fixed walls
 local damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
 clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
 ranks; the walls' loads (``walls.csv``) to round-off. Moving walls are refused with one line.
-The ranks run `mpi_job.py`; the one-process runs are made here."""
+The ranks run `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from granule import GRANULE, PARALLEL_BONDED, granule_file
-from history_probe import PROBE
+from support.granule import GRANULE, PARALLEL_BONDED, granule_file
+from support.history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
 from dem.distributed import Bisection
@@ -62,7 +62,7 @@ def ranks(n, jobs, folder):
     """Run ``jobs`` (`mpi_job.py`) on ``n`` ranks; returns rank 0's report of each."""
     path = folder / f"jobs_{n}.json"
     path.write_text(json.dumps([{"restart": None, "probe": True, **job} for job in jobs]), encoding="utf-8")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/mpi_job.py"), str(path)],
+    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/support/mpi_job.py"), str(path)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

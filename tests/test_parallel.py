@@ -9,7 +9,7 @@ import pytest
 
 from dem import Simulation, SystemBuilder
 from dem.packing import bond_pairs, fcc_block
-from surfaces import floor_mesh
+from support.surfaces import floor_mesh
 
 STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from statics import relax
+from support.statics import relax
 
 from dem import SystemBuilder
 from dem.cli import main
@@ -305,7 +305,7 @@ def test_a_breaking_parallel_bonded_granule_restarts_exactly_and_closes_its_budg
     """The granule of the restart tests with parallel bonds that break on impact: a run in two
     pieces (checkpoint, restart) is the same run bit for bit, and the energy booked to breakage
     keeps the budget closed."""
-    from granule import GRANULE
+    from support.granule import GRANULE
     from test_restart import assert_same_run, outputs
 
     text = GRANULE.split("k_axial")[0] + PARALLEL_GRANULE_BONDS

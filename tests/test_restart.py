@@ -10,8 +10,8 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
-from granule import granule_file
-from surfaces import rig_file
+from support.granule import granule_file
+from support.surfaces import rig_file
 
 from dem.checkpoint import load_checkpoint
 from dem.cli import main

@@ -1,5 +1,5 @@
 """Runs scenes under ``mpiexec`` for `test_distributed.py`:
-``mpiexec -n R python tests/mpi_job.py JOBS.json``, where the file lists jobs ``{"scene", "out",
+``mpiexec -n R python tests/support/mpi_job.py JOBS.json``, where the file lists jobs ``{"scene", "out",
 "settings", "restart", "probe"}`` (``probe``: with the history probe of `history_probe`
 registered). Rank 0 prints one JSON line per job: its output folder, the bodies that changed
 rank at rebuilds and the rebalancings of the boxes."""
