@@ -6,8 +6,12 @@ rank at rebuilds and the rebalancings of the boxes."""
 
 import json
 import sys
+from pathlib import Path
 
-from history_probe import PROBE
+# the probe as `support.history_probe`, its name in the test process: numba's cache records the
+# types of its parameters by module name, and a rank loads what the test process compiled
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.history_probe import PROBE  # noqa: E402
 
 from dem import distributed
 from dem.interactions import register, unregister
