@@ -80,7 +80,8 @@ diameter = 1.0
 velocity = [2.0, 0.0, 0.0]
 angular_velocity = [0.0, 0.0, 5.0]
 """
-    _, model, state, _ = prepare(scene(tmp_path, fixed))
+    # with rolling resistance: the interactions of scenes/column_collapse.toml, one compiled loop for both
+    _, model, state, _ = prepare(scene(tmp_path, fixed), ["contact.rolling_friction=0.1"])
     assert model.pinned[0] and model.clamped[0]
     start = state.position.copy(), state.orientation.copy()
     sim = Simulation(model, state, "rrp2", 1e-4)

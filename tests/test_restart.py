@@ -43,7 +43,8 @@ def assert_same_run(first, second):
     assert int(checkpoint1["step"]) == int(checkpoint2["step"])
 
 
-@pytest.mark.parametrize("case", ["torus", "assembly", "sticky", "rig"])
+#: "sticky" (JKR adhesion with friction: a loop of five interactions that only this check compiles) is slow
+@pytest.mark.parametrize("case", ["torus", "assembly", pytest.param("sticky", marks=pytest.mark.slow), "rig"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
