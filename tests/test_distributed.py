@@ -64,8 +64,8 @@ def ranks(n, jobs, folder):
     """Run ``jobs`` (`mpi_job.py`) on ``n`` ranks; returns rank 0's report of each."""
     path = folder / f"jobs_{n}.json"
     path.write_text(json.dumps([{"restart": None, "probe": True, **job} for job in jobs]), encoding="utf-8")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/support/mpi_job.py"), str(path)],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/support/mpi_job.py"),
+                           str(path)], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
