@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from granule import granule_file
-from reference_laws import REFERENCE
+from support.granule import granule_file
+from support.reference_laws import REFERENCE
 
 from dem import Simulation
 from dem.diagnostics import energy_budget
@@ -42,8 +42,9 @@ def test_parallel_kernels_equal_brute_force(scene_file):
 
 
 def test_free_flight_conserves_momenta(scene_file):
+    """The serial loop (the parallel one steps to the same bits: test_parallel.py)."""
     _, model, state, _ = prepare(scene_file, ["walls=[]"])
-    sim = Simulation(model, state, "rrp2", 1e-3, parallel=True)
+    sim = Simulation(model, state, "rrp2", 1e-3)
     start = energy_budget(model, state)
     sim.advance(500)
     end = sim.energy_budget()

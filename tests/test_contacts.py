@@ -5,7 +5,7 @@ threads."""
 import numba
 import numpy as np
 import pytest
-from history_probe import PROBE
+from support.history_probe import PROBE
 
 from dem import Simulation, SystemBuilder
 from dem.checkpoint import load_checkpoint, restore, save_checkpoint

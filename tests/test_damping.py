@@ -4,8 +4,8 @@ equilibrium left unbiased, and bad values."""
 
 import numpy as np
 import pytest
-from granule import granule_file
-from surfaces import stack_file
+from support.granule import granule_file
+from support.surfaces import stack_file
 
 from dem import Simulation, SystemBuilder
 from dem.engine import compute_forces

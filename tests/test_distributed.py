@@ -1,11 +1,12 @@
 """MPI (``mpiexec -n R python -m dem``, `dem.distributed`): the same run, bit for bit, on 1, 2 and 3
 ranks — positions, velocities, forces, own states and contact histories in the checkpoint, the
-energy log and the VTK snapshots — with contacts, friction, bonds, fixed walls, contact and
-local damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
+energy log and the VTK snapshots — with contacts, both bond laws, fixed walls, contact and local
+damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
 clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
 ranks, and a frictional gas in a periodic cell (``cell.csv`` too); the walls' loads (``walls.csv``)
-to round-off. Moving walls are refused with one line.
-The ranks run `mpi_job.py`; the one-process runs are made here."""
+to round-off; on 2 ranks with friction, rolling and twisting resistance and with JKR adhesion in
+the slow suite (``python -m pytest -m slow``). Moving walls are refused with one line. The ranks
+run `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from granule import GRANULE, PARALLEL_BONDED, granule_file
-from history_probe import PROBE
+from support.granule import GRANULE, PARALLEL_BONDED, granule_file
+from support.history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
 from dem.distributed import Bisection
@@ -68,8 +69,8 @@ def ranks(n, jobs, folder):
     """Run ``jobs`` (`mpi_job.py`) on ``n`` ranks; returns rank 0's report of each."""
     path = folder / f"jobs_{n}.json"
     path.write_text(json.dumps([{"restart": None, "probe": True, **job} for job in jobs]), encoding="utf-8")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/mpi_job.py"), str(path)],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(ROOT / "tests/support/mpi_job.py"),
+                           str(path)], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -98,45 +99,50 @@ def last_snapshot(folder):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """One-process runs, then the same on 2 and on 3 ranks (one mpiexec each), and restarts
-    from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks."""
+    from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks. The
+    granule is the mixed one (`GRANULE` + `PARALLEL_BONDED`: both bond laws, one loop to compile)."""
     folder = tmp_path_factory.mktemp("mpi")
-    granule = str(granule_file(folder))
     mixed = str(granule_file(folder, "mixed.toml", GRANULE + PARALLEL_BONDED))
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
-    serial(granule, GRANULE_SETTINGS, folder / "granule_1")
-    serial(granule, ROUGH_SETTINGS, folder / "rough_1")
-    serial(granule, STICKY_SETTINGS, folder / "sticky_1")
     serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
     serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
-        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2")},
-        {"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
-        {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_2"), "probe": False},
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
          "restart": str(folder / "torus_1to2/checkpoint.npz")},
-        {"scene": granule, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "granule_2to3")},
+        {"scene": mixed, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "mixed_2to3")},
     ], folder)
     reports += ranks(3, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")},
-        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_3")},
+        {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_3")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_3"), "probe": False},
         {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_3"), "probe": False},
-        {"scene": granule, "settings": GRANULE_SETTINGS, "out": str(folder / "granule_2to3"),
-         "restart": str(folder / "granule_2to3/checkpoint.npz")},
+        {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2to3"),
+         "restart": str(folder / "mixed_2to3/checkpoint.npz")},
     ], folder)
     return folder, {Path(report["out"]).name: report for report in reports}
 
 
-@needs_mpi
-@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "granule", "tetra", "gas")]
-                         + [("rough", 2), ("sticky", 2), ("mixed", 2)])
-def test_same_as_one_process(runs, scene, n):
+@pytest.fixture(scope="module")
+def rough_runs(tmp_path_factory):
+    """The granule with friction, rolling and twisting resistance (`ROUGH_SETTINGS`) and with JKR
+    adhesion too (`STICKY_SETTINGS`) on one process and on 2 ranks: two more loops of six to
+    eight interactions, each compiled for one process and for the ranks (slow)."""
+    folder = tmp_path_factory.mktemp("mpi_rough")
+    granule = str(granule_file(folder))
+    serial(granule, ROUGH_SETTINGS, folder / "rough_1")
+    serial(granule, STICKY_SETTINGS, folder / "sticky_1")
+    reports = ranks(2, [{"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
+                        {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")}], folder)
+    return folder, {Path(report["out"]).name: report for report in reports}
+
+
+def assert_same_as_one_process(runs, scene, n):
     folder, reports = runs
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
     if scene in ("tetra", "gas"):  # no walls
@@ -149,7 +155,7 @@ def test_same_as_one_process(runs, scene, n):
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
-    if scene in ("granule", "rough", "sticky", "mixed"):
+    if scene in ("rough", "sticky", "mixed"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
         assert np.count_nonzero(checkpoint["contacts.history_values.history_probe"]) > 0  # live contact histories
@@ -175,7 +181,20 @@ def test_same_as_one_process(runs, scene, n):
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", ["torus_1to2", "granule_2to3"])
+@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")])
+def test_same_as_one_process(runs, scene, n):
+    assert_same_as_one_process(runs, scene, n)
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", ["rough", "sticky"])
+def test_same_as_one_process_with_friction_and_adhesion(rough_runs, scene):
+    assert_same_as_one_process(rough_runs, scene, 2)
+
+
+@needs_mpi
+@pytest.mark.parametrize("case", ["torus_1to2", "mixed_2to3"])
 def test_restart_on_another_number_of_ranks(runs, case):
     folder, _ = runs
     scene = case.partition("_")[0]

@@ -5,7 +5,7 @@ budget, and the per-contact springs across neighbour rebuilds, restarts and thre
 import numba
 import numpy as np
 import pytest
-from surfaces import floor_mesh
+from support.surfaces import floor_mesh
 
 from dem import Simulation, SystemBuilder
 from dem.checkpoint import load_checkpoint, restore, save_checkpoint

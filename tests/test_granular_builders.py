@@ -36,6 +36,11 @@ velocity = [1.0, 0.0, 0.0]
 """
 
 
+#: rolling resistance too, for the runs: they then step the interactions of scenes/column_collapse.toml,
+#: whose loop the force-chain picture (test_docs.py) and test_friction.py compile as well
+ROLLING = "contact.rolling_friction=0.1"
+
+
 def scene(folder, text, name="scene.toml"):
     path = folder / name
     path.write_text(HEAD + text, encoding="utf-8")
@@ -80,7 +85,7 @@ diameter = 1.0
 velocity = [2.0, 0.0, 0.0]
 angular_velocity = [0.0, 0.0, 5.0]
 """
-    _, model, state, _ = prepare(scene(tmp_path, fixed))
+    _, model, state, _ = prepare(scene(tmp_path, fixed), [ROLLING])
     assert model.pinned[0] and model.clamped[0]
     start = state.position.copy(), state.orientation.copy()
     sim = Simulation(model, state, "rrp2", 1e-4)
@@ -181,7 +186,8 @@ def test_a_snapshot_of_a_run_imports_as_a_packing(tmp_path):
     """The last ``particles_*.vtp`` of a run is a packing file: settle once, start many runs."""
     position, diameter, velocity = packing()
     write_csv(tmp_path / "pack.csv", position, diameter, velocity)
-    assert main([str(scene(tmp_path, particles("pack.csv"))), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main([str(scene(tmp_path, particles("pack.csv"))), "--out", str(tmp_path / "run"), "--quiet",
+                 "--set", ROLLING]) == 0
     snapshot = sorted((tmp_path / "run" / "vtk").glob("particles_*.vtp"))[-1]
     _, model, state, _ = prepare(scene(tmp_path, particles(snapshot), name="again.toml"))
     assert model.n_bodies == 30 and np.allclose(model.diameter, diameter)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reference_laws import REFERENCE, random_springs
+from support.reference_laws import REFERENCE, random_springs
 
 from dem import SystemBuilder
 from dem.builders.tetra_chain import TETRAHEDRON
@@ -122,7 +122,7 @@ def spheres_around_a_mesh(rng):
         system.add_body(x, mass=1.0, inertia=1.0, diameter=1.0, orientation=random_quaternions(rng, 1)[0])
     model, state = system.finish([], [dict(vertices=vertices, faces=faces)], contact={"k_pw": 30.0})
     # put each sphere at a random overlap with the surface, along its direction from the centre
-    from reference_laws import closest_on_mesh
+    from support.reference_laws import closest_on_mesh
     centre = vertices.mean(axis=0)
     for i in range(model.n_bodies):
         u = state.position[i] / np.linalg.norm(state.position[i])

@@ -1,15 +1,17 @@
 """Parallel kernels: race-free and deterministic (bitwise identical across runs, thread counts
-and the serial path), on a bonded block hitting a wall with breakage, and on the same block in a
-rig (a wall pushed in, a servo wall, a turning mesh, damping): the walls' loads, work and motion
-too."""
+and the serial path), on a block bonded by both bond laws hitting a wall with breakage, and on
+the same block in a rig (a wall pushed in, a servo wall, a turning mesh, more damping): the walls'
+loads, work and motion too. Both cases have the same interactions, so they share one compiled
+serial loop and one parallel loop."""
 
 import numba
 import numpy as np
 import pytest
 
 from dem import Simulation, SystemBuilder
+from dem.engine import CHUNK
 from dem.packing import bond_pairs, fcc_block
-from surfaces import floor_mesh
+from support.surfaces import floor_mesh
 
 STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
 
@@ -18,10 +20,18 @@ def seed_bonds(system, pairs):
     system.add_bonds(pairs[:, 0], pairs[:, 1], k_axial=200.0, k_shear=200.0, k_bending=10.0)
 
 
-def block(rig=False, n=5000, bonds=seed_bonds):
-    """An FCC block of about ``n`` spheres flying at a wall (in a rig of moving walls, a servo
-    wall, a turning mesh and damping with ``rig``); ``bonds(system, pairs)`` bonds the touching
-    pairs."""
+def both_laws(system, pairs):
+    """Every tenth touching pair by the three-spring binder, the others by breakable parallel bonds."""
+    seed_bonds(system, pairs[::10])
+    parallel = np.delete(pairs, np.s_[::10], axis=0)
+    system.add_bonds(parallel[:, 0], parallel[:, 1], law="parallel_bond", modulus=300.0, shear_modulus=120.0,
+                     radius=0.5, tensile_strength=3.0, shear_strength=4.0)
+
+
+def block(rig=False, n=5000, bonds=both_laws):
+    """An FCC block of about ``n`` spheres flying at a wall, with viscous damping (in a rig of
+    moving walls, a servo wall, a turning mesh and local damping too with ``rig``);
+    ``bonds(system, pairs)`` bonds the touching pairs."""
     position = fcc_block(n)
     position -= position.min(axis=0)
     pairs = bond_pairs(position, np.ones(len(position)), 1e-6)
@@ -31,7 +41,8 @@ def block(rig=False, n=5000, bonds=seed_bonds):
                       velocity=(-2.0, 0.0, 0.0) + 0.1 * rng.normal(size=(len(position), 3)),
                       angular_velocity=0.5 * rng.normal(size=(len(position), 3)))
     bonds(system, pairs)
-    walls, meshes, sections = [dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)], [], {}
+    walls, meshes = [dict(point=(-0.6, 0, 0), normal=(1.0, 0, 0), size=0.0)], []
+    sections = {"damping": {"local": 0.0, "viscous": 0.1}}
     if rig:
         top = position.max(axis=0)
         walls += [dict(point=(0.0, 0.0, top[2] + 0.55), normal=(0.0, 0.0, -1.0), velocity=(0.0, 0.0, -1.0)),
@@ -79,7 +90,10 @@ def test_bitwise_identical_across_threads_and_paths(reference, parallel, threads
 
 def test_the_reference_run_is_not_trivial(reference):
     rig, model, state, sim = reference
-    assert np.count_nonzero(state.interactions["binder"].broken) > 0  # bonds broke
+    assert np.count_nonzero(state.interactions["binder"].broken) > 0  # bonds of both laws broke
+    assert np.count_nonzero(state.interactions["parallel_bond"].broken) > 0
+    # colours of more than one chunk of parallel bonds: the threads split them
+    assert np.diff(model.bonds.color_start("parallel_bond")).max() > CHUNK
     assert state.position[:, 0].min() < -0.05  # the block pressed into the wall
     assert sim.contacts.n_builds > 1
     if rig:  # every wall was loaded, over several chunks of rows, and moved

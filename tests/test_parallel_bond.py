@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from statics import relax
+from support.statics import relax
 
 from dem import SystemBuilder
 from dem.cli import main
 from dem.diagnostics import energy_budget
-from dem.engine import CHUNK, compute_forces
+from dem.engine import compute_forces
 from dem.interactions.binder import BROKEN_SHEAR, BROKEN_TENSION
 from dem.interactions.bonds import bond_measures
 from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
@@ -305,7 +305,7 @@ def test_a_breaking_parallel_bonded_granule_restarts_exactly_and_closes_its_budg
     """The granule of the restart tests with parallel bonds that break on impact: a run in two
     pieces (checkpoint, restart) is the same run bit for bit, and the energy booked to breakage
     keeps the budget closed."""
-    from granule import GRANULE
+    from support.granule import GRANULE
     from test_restart import assert_same_run, outputs
 
     text = GRANULE.split("k_axial")[0] + PARALLEL_GRANULE_BONDS
@@ -323,34 +323,3 @@ def test_a_breaking_parallel_bonded_granule_restarts_exactly_and_closes_its_budg
     assert log["broken"][-1] > 0.01 * log["total"][0]
     assert np.abs(log["total"] - log["total"][0]).max() < 1e-3 * log["total"][0]
     assert log["broken_parallel_tension"][-1] == np.count_nonzero(broken == BROKEN_TENSION)
-
-
-def test_parallel_bonds_are_bitwise_identical_across_threads():
-    """A block with both bond laws hitting a wall, parallel bonds breaking: the parallel path on
-    two threads (colours of more than `dem.engine.CHUNK` parallel bonds split between them)
-    equals the serial one bit for bit."""
-    import numba
-    from test_parallel import STATE_FIELDS, block, seed_bonds
-
-    def both_laws(system, pairs):
-        seed_bonds(system, pairs[::10])
-        parallel = np.delete(pairs, np.s_[::10], axis=0)
-        system.add_bonds(parallel[:, 0], parallel[:, 1], law="parallel_bond", modulus=300.0, shear_modulus=120.0,
-                         radius=0.5, tensile_strength=3.0, shear_strength=4.0)
-
-    states = []
-    previous = numba.get_num_threads()
-    try:
-        for parallel, threads in ((False, 1), (True, 2)):
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-            model, state = block(bonds=both_laws)
-            assert np.diff(model.bonds.color_start("parallel_bond")).max() > CHUNK
-            Simulation(model, state, "rrp2", 1e-3, parallel=parallel).advance(60)
-            states.append(state)
-    finally:
-        numba.set_num_threads(previous)
-    assert np.count_nonzero(states[0].interactions["parallel_bond"].broken) > 0
-    for name in STATE_FIELDS:
-        assert np.array_equal(states[1].__dict__[name], states[0].__dict__[name]), name
-    for name in ("binder", "parallel_bond"):
-        assert np.array_equal(states[1].interactions[name].broken, states[0].interactions[name].broken)

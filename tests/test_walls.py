@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from granule import granule_file
-from surfaces import floor_mesh, rig_file, stack_file, write_surface
+from support.granule import granule_file
+from support.surfaces import floor_mesh, rig_file, stack_file, write_surface
 
 from dem import Simulation, SystemBuilder
 from dem.cli import main

@@ -1,13 +1,17 @@
 """Runs scenes under ``mpiexec`` for `test_distributed.py`:
-``mpiexec -n R python tests/mpi_job.py JOBS.json``, where the file lists jobs ``{"scene", "out",
+``mpiexec -n R python tests/support/mpi_job.py JOBS.json``, where the file lists jobs ``{"scene", "out",
 "settings", "restart", "probe"}`` (``probe``: with the history probe of `history_probe`
 registered). Rank 0 prints one JSON line per job: its output folder, the bodies that changed
 rank at rebuilds and the rebalancings of the boxes."""
 
 import json
 import sys
+from pathlib import Path
 
-from history_probe import PROBE
+# the probe as `support.history_probe`, its name in the test process: numba's cache records the
+# types of its parameters by module name, and a rank loads what the test process compiled
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.history_probe import PROBE  # noqa: E402
 
 from dem import distributed
 from dem.interactions import register, unregister

@@ -3,7 +3,7 @@
 import meshio
 import numpy as np
 
-from granule import GRANULE
+from .granule import GRANULE
 
 
 def floor_mesh(n=6, size=6.0, jitter=0.0, seed=0):
