@@ -42,10 +42,11 @@ def bond_forces(model, state, name):
     bodies = model.body_arrays()
     fast = () if INTERACTIONS[name].fast is None else (np.zeros((0, 3)),)
     force = np.zeros((len(params.i), 3))
+    copy = type(own)(*(np.copy(a) for a in own))  # (what the kernel books or breaks stays in the copy)
     for color in range(len(params.color_start) - 1):
         lo, hi = int(params.color_start[color]), int(params.color_start[color + 1])
         scratch.force[params.i[lo:hi]] = 0.0
-        kernel(lo, hi, 0.0, scratch, bodies, params, type(own)(*(np.copy(a) for a in own)), *fast)
+        kernel(lo, hi, 0.0, scratch, bodies, params, copy, *fast)
         force[lo:hi] = scratch.force[params.i[lo:hi]]
     intact = own.broken == INTACT
     return params.i[intact], params.j[intact], force[intact]

@@ -129,25 +129,31 @@ FABRIC_COLUMNS = ("step", "t", "contacts", "coordination", "mechanical_coordinat
                   "phi_zz", "phi_xy", "phi_xz", "phi_yz", "anisotropy")
 
 
-class FabricLog(CsvLog):
-    """``fabric.csv`` (`FABRIC_COLUMNS`): the statistics of the touching particle pairs
-    (`dem.network.fabric`) of the state at each row. They are not part of the loop's sample, so
-    the loop comes back to Python at every row (``sampled`` False)."""
+class StateLog(CsvLog):
+    """A log of what the loop's sample does not hold (its ``columns``), read from the state at
+    each row: the loop comes back to Python at every row (``sampled`` False)."""
 
     sampled = False
+    columns = ()
 
     def header(self, model):
-        return FABRIC_COLUMNS
+        return self.columns
 
     def report(self, sim):
         self.record(sim, sim.state.step, sim.state.time, None)
+
+
+class FabricLog(StateLog):
+    """``fabric.csv`` (`FABRIC_COLUMNS`): the statistics of the touching particle pairs
+    (`dem.network.fabric`) of the state at each row."""
+
+    columns = FABRIC_COLUMNS
 
     def values(self, sim, sample):
         found = fabric(sim.model, sim.state, sim.contacts)
         tensor = found.tensor
         return [str(found.contacts), repr(found.coordination), repr(found.mechanical), str(found.rattlers)] \
-            + [repr(float(tensor[a, b])) for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))] \
-            + [repr(found.anisotropy)]
+            + [repr(float(tensor[a, b])) for a, b in COMPONENTS] + [repr(found.anisotropy)]
 
 
 #: ``cell.csv``'s columns: the cell, then the stress (positive in compression) and its parts
@@ -156,19 +162,12 @@ CELL_COLUMNS = (("step", "t", "volume", "solid_fraction", "pressure")
                 + tuple(f"{part}_{'xyz'[a]}{'xyz'[b]}" for part in PARTS for a, b in COMPONENTS))
 
 
-class CellLog(CsvLog):
+class CellLog(StateLog):
     """``cell.csv`` (`CELL_COLUMNS`): a periodic cell's volume, its particles' solid fraction and
     the homogenised stress of the state at each row (`dem.stress`: the pressure ``tr σ / 3``, the
-    six components of σ, then those of its kinetic, contact and bond parts). Not part of the
-    loop's sample: the loop comes back to Python at every row (``sampled`` False)."""
+    six components of σ, then those of its kinetic, contact and bond parts)."""
 
-    sampled = False
-
-    def header(self, model):
-        return CELL_COLUMNS
-
-    def report(self, sim):
-        self.record(sim, sim.state.step, sim.state.time, None)
+    columns = CELL_COLUMNS
 
     def values(self, sim, sample):
         model, state = sim.model, sim.state
