@@ -10,13 +10,35 @@ the cell. The neighbour list bins the wrapped positions on cells that tile the b
 (`minimum_image`): with every edge longer than twice the largest pair reach, at most one image of
 a particle is ever within reach of another, so a pair is still one entry of each row.
 
-Kernels read the cell as an array ``(3, 3)`` (`StateArrays.cell`): row `PERIOD` holds the edge
+A periodic cell may deform (docs/theory.md §3b.9): its edges stretch at the true strain rates
+``L_aa`` (``strain_rate``), and with a ``shear_rate`` ``γ̇ = L_xy`` the images across the y faces
+slide along x (Lees–Edwards): the cell's lattice vectors are ``a₁ = (L_x, 0, 0)``, ``a₂ = (s,
+L_y, 0)``, ``a₃ = (0, 0, L_z)`` with the tilt ``s`` growing at ``γ̇ L_y`` (kept within ``±L_x/2``
+by subtracting ``a₁``: the same lattice, so shear strain is unlimited), and they move as ``ȧ =
+L a``. The image of particle ``j`` at ``x_j + H k`` (``H`` the lattice vectors as columns, ``k``
+integers) moves at ``v_j + L H k``: every pair kernel that reads a relative velocity subtracts
+``L s`` (`image_velocity`, ``s = H k`` the shift from the raw separation to the nearest image's),
+and books the power ``f · L s`` its force puts through the moving faces into the energy budget's
+``cell`` column. Particles are not moved with the cell (positions stay unwrapped, no affine
+remap): a flow develops from the faces, and a stretched cell pulls on its particles only
+through their images. The deformation advances once per step (`deform`, run by the ``cell``
+interaction, `dem.interactions.deformation`), and a servo (`dem.stress.CellServo`) can set the
+strain rate of an edge to hold a target stress instead.
+
+Kernels read the cell as an array ``(9, 3)`` (`StateArrays.cell`): row `PERIOD` holds the edge
 along each periodic axis and 0 along the others, row `ORIGIN` the lowest corner, row `INVERSE`
-the edges' inverses (0 along the other axes). The nearest image is taken without a branch and
-without a division, ``d − L rint(d/L)`` as ``d − L rint(d · L⁻¹)``: in the innermost loops a test
-or a division (whose zero check numba compiles in) cost more than the arithmetic. Along an axis
-that is not periodic it subtracts ``0 · rint(d · 0) = ±0`` and leaves ``d`` as it is, to the bit
-(a difference of positions is never −0), so a scene without a periodic axis keeps its results.
+the edges' inverses (0 along the other axes), row `TILT` the tilt ``s`` and its value at the
+neighbour list's last build, row `GRADIENT` the strain rates ``L_aa``, row `SHEAR` ``γ̇``, row
+`INITIAL` the edges at the start, row `MOTION` the shear strain ``γ = ∫ γ̇ dt``, the lattice's
+accumulated motion ``∫ Σ|Ḣ| dt`` and its value at the last build (the neighbour list rebuilds
+when the lattice has moved by its skin, `dem.neighbors.rebuild_due`), row `BUILT` the edges at
+the last build (a restart rebuilds the list on that lattice, `lattice_at_build`). The nearest
+image is taken without a branch and without a division, ``d − L rint(d/L)`` as ``d − L rint(d ·
+L⁻¹)`` (y first, then x shifted by the tilt): in the innermost loops a test or a division (whose
+zero check numba compiles in) cost more than the arithmetic. Along an axis that is not periodic
+it subtracts ``0 · rint(d · 0) = ±0`` and leaves ``d`` as it is, to the bit (a difference of
+positions is never −0), so a scene without a periodic axis keeps its results, and a cell that
+does not deform subtracts ``0 · s = ±0`` from every relative velocity (the same bits).
 """
 
 import numpy as np
@@ -24,7 +46,8 @@ from numba import njit
 
 from .schema import Key
 
-PERIOD, ORIGIN, INVERSE = 0, 1, 2
+PERIOD, ORIGIN, INVERSE, TILT, GRADIENT, SHEAR, INITIAL, MOTION, BUILT = range(9)
+ROWS = 9
 
 KEYS = {"cell": {
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which the cell is periodic: a particle "
@@ -34,6 +57,21 @@ KEYS = {"cell": {
     "origin": Key("vec3", (0.0, 0.0, 0.0), "lowest corner of the cell", "length"),
     "size": Key("vec3", None, "edges [Lx, Ly, Lz] of the cell; needed when an axis is periodic, each periodic edge "
                 "more than twice the largest contact or bond reach (D_max + skin)", "length"),
+    "strain_rate": Key("vec3", (0.0, 0.0, 0.0), "true strain rates [L_xx, L_yy, L_zz] of the periodic edges (each "
+                       "edge grows as dL/dt = L_aa L; negative: the cell shrinks); the particles follow through "
+                       "their images", "1/time"),
+    "shear_rate": Key("float", 0.0, "Lees-Edwards shear rate gamma-dot = dv_x/dy: the images across the y faces "
+                      "slide along x at gamma-dot L_y (needs x and y periodic; unlimited strain)", "1/time"),
+    "stress_control": Key("bool3", (False, False, False), "axes whose edge a servo moves to hold target_stress "
+                          "(docs/guide.md, Deforming cells); their strain_rate must be 0"),
+    "target_stress": Key("vec3", None, "the normal stresses [s_xx, s_yy, s_zz] (positive in compression) the "
+                         "servo holds along the stress-controlled axes (0 along the others)", "force/length²"),
+    "servo_gain": Key("float", None, "the servo's strain rate per relative stress error, (s - target)/servo_stress, "
+                      "clipped to +-servo_gain; needed with stress_control", "1/time"),
+    "servo_stress": Key("float", None, "the stress scale of the servo's relative error (default: the largest "
+                        "|target_stress|; needed when every target is 0)", "force/length²"),
+    "servo_interval": Key("int", 10, "steps between the servo's stress readings", "",
+                          lambda v: None if v >= 1 else "must be at least 1"),
 }}
 
 
@@ -42,14 +80,40 @@ def periodic(section):
     return any(section["periodic"])
 
 
+def deforming(section):
+    """Whether the ``[cell]`` section (its values) makes the cell deform."""
+    return any(section["strain_rate"]) or section["shear_rate"] != 0.0 or any(section["stress_control"])
+
+
 def cell_array(section):
-    """The ``(3, 3)`` array the kernels read for the ``[cell]`` section (validated: a periodic
-    axis has a positive edge)."""
-    cell = np.zeros((3, 3))
+    """The ``(ROWS, 3)`` array the kernels read for the ``[cell]`` section (validated: a
+    periodic axis has a positive edge)."""
+    cell = np.zeros((ROWS, 3))
     if periodic(section):
         cell[PERIOD] = np.where(section["periodic"], np.asarray(section["size"], float), 0.0)
         cell[ORIGIN] = section["origin"]
+        cell[INITIAL] = cell[BUILT] = cell[PERIOD]
+        cell[GRADIENT] = section["strain_rate"]
+        cell[SHEAR, 0] = section["shear_rate"]
     return with_inverse(cell)
+
+
+def box_cell(period=(0.0, 0.0, 0.0), origin=(0.0, 0.0, 0.0)):
+    """The array of a cell that does not deform, periodic where ``period`` is positive (all
+    zero: none)."""
+    cell = np.zeros((ROWS, 3))
+    cell[PERIOD] = period
+    cell[ORIGIN] = origin
+    cell[INITIAL] = cell[BUILT] = period
+    return with_inverse(cell)
+
+
+def lattice_at_build(cell):
+    """A copy of ``cell`` with the edges and tilt of the neighbour list's last build."""
+    out = cell.copy()
+    out[PERIOD] = cell[BUILT]
+    out[TILT, 0] = cell[TILT, 1]
+    return with_inverse(out)
 
 
 def with_inverse(cell):
@@ -63,12 +127,48 @@ def with_inverse(cell):
 def section_problem(section):
     """``(key, problem)`` of a ``[cell]`` section that cannot make a cell, or None."""
     if not periodic(section):
-        return None
+        return _deformation_problem(section)
     if section["size"] is None:
         return "size", "is required when an axis is periodic"
     for axis, (on, edge) in enumerate(zip(section["periodic"], section["size"])):
         if on and not edge > 0.0:
             return "size", f"must be positive along the periodic axis {'xyz'[axis]}, got {edge:g}"
+    return _deformation_problem(section)
+
+
+def servo_scale(section):
+    """The stress scale of the servo's relative error (``servo_stress``, or the largest
+    ``|target_stress|`` of the stress-controlled axes), or None when there is none."""
+    scale = section["servo_stress"]
+    if scale is None:
+        scale = max((abs(section["target_stress"][a]) for a in range(3) if section["stress_control"][a]), default=0.0)
+    return scale if scale > 0.0 else None
+
+
+def _deformation_problem(section):
+    """``(key, problem)`` of the deformation keys of a ``[cell]`` section, or None."""
+    on, controlled, target = section["periodic"], section["stress_control"], section["target_stress"]
+    for axis in range(3):
+        name = "xyz"[axis]
+        if not on[axis] and section["strain_rate"][axis] != 0.0:
+            return "strain_rate", f"the cell is not periodic along {name}: only a periodic edge can be strained"
+        if not on[axis] and controlled[axis]:
+            return "stress_control", f"the cell is not periodic along {name}: only a periodic edge can be servoed"
+        if controlled[axis] and section["strain_rate"][axis] != 0.0:
+            return "strain_rate", (f"the edge along {name} is stress-controlled (the servo sets its rate): make its "
+                                   f"strain rate 0")
+        if target is not None and target[axis] != 0.0 and not controlled[axis]:
+            return "target_stress", (f"a stress target along {name}, which is strain-controlled: set "
+                                     f"stress_control along {name} or make its target 0")
+    if section["shear_rate"] != 0.0 and not (on[0] and on[1]):
+        return "shear_rate", "Lees-Edwards shear needs a cell periodic along x and y"
+    if any(controlled):
+        if target is None:
+            return "target_stress", "is required with stress_control"
+        if servo_scale(section) is None:
+            return "servo_stress", "is required when every target stress is 0, and must be positive"
+        if section["servo_gain"] is None or not section["servo_gain"] > 0.0:
+            return "servo_gain", "is required with stress_control and must be positive"
     return None
 
 
@@ -94,19 +194,69 @@ def wall_problem(cell, normal):
 @njit(inline="always")
 def minimum_image(dx, dy, dz, cell):
     """The separation ``(dx, dy, dz)`` of two particles reduced to its nearest image along the
-    periodic axes of ``cell``; unchanged (the same bits) along the others (module docstring)."""
+    periodic axes of ``cell`` (across the y faces shifted by the tilt); unchanged (the same bits)
+    along the others (module docstring)."""
+    ky = np.rint(dy * cell[INVERSE, 1])
+    dx = dx - cell[TILT, 0] * ky
     return (dx - cell[PERIOD, 0] * np.rint(dx * cell[INVERSE, 0]),
-            dy - cell[PERIOD, 1] * np.rint(dy * cell[INVERSE, 1]),
+            dy - cell[PERIOD, 1] * ky,
             dz - cell[PERIOD, 2] * np.rint(dz * cell[INVERSE, 2]))
 
 
-def minimum_image_array(d, period):
+@njit(inline="always")
+def image_velocity(i, j, dx, dy, dz, position, cell):
+    """The velocity ``L s`` of the image of ``j`` nearest to ``i`` relative to ``j`` itself
+    (``s = x_i − x_j − d`` the shift to the nearest image's separation ``d``, ``L`` the cell's
+    velocity gradient): subtracted from ``v_i − v_j`` it gives the pair's relative velocity; ±0
+    in a cell that does not deform."""
+    sx = position[i, 0] - position[j, 0] - dx
+    sy = position[i, 1] - position[j, 1] - dy
+    sz = position[i, 2] - position[j, 2] - dz
+    return (cell[GRADIENT, 0] * sx + cell[SHEAR, 0] * sy, cell[GRADIENT, 1] * sy, cell[GRADIENT, 2] * sz)
+
+
+@njit(inline="always")
+def deforms(cell):
+    """Whether ``cell`` deforms (a strain or shear rate: its images move)."""
+    return cell[SHEAR, 0] != 0.0 or cell[GRADIENT, 0] != 0.0 or cell[GRADIENT, 1] != 0.0 or cell[GRADIENT, 2] != 0.0
+
+
+@njit(cache=True)
+def deform(h, cell):
+    """Advance a deforming ``cell`` by the step ``h``: each periodic edge by ``h L_aa L_a``, the
+    tilt by ``h (L_xx s + γ̇ L_y)`` (then brought back within ``±L_x/2``), the shear strain and the
+    lattice's accumulated motion (module docstring)."""
+    rate = 0.0
+    tilt_rate = cell[GRADIENT, 0] * cell[TILT, 0] + cell[SHEAR, 0] * cell[PERIOD, 1]
+    for a in range(3):
+        change = h * cell[GRADIENT, a] * cell[PERIOD, a]
+        rate += abs(change)
+        cell[PERIOD, a] += change
+        if cell[PERIOD, a] > 0.0:
+            cell[INVERSE, a] = 1.0 / cell[PERIOD, a]
+    tilt = cell[TILT, 0] + h * tilt_rate
+    rate += abs(h * tilt_rate)
+    if cell[PERIOD, 0] > 0.0:
+        tilt -= cell[PERIOD, 0] * np.rint(tilt * cell[INVERSE, 0])
+    cell[TILT, 0] = tilt
+    cell[MOTION, 0] += h * cell[SHEAR, 0]
+    cell[MOTION, 1] += rate
+
+
+def minimum_image_array(d, period, tilt=0.0):
     """`minimum_image` of separations ``d (m, 3)`` along the axes where ``period (3,)`` (a
-    cell's `PERIOD` row) is positive (numpy)."""
+    cell's `PERIOD` row) is positive, with the tilt ``tilt`` (numpy)."""
     on = period > 0.0
     d = np.array(d, float)
+    if on[1] and tilt != 0.0:
+        d[:, 0] -= tilt * np.rint(d[:, 1] / period[1])
     d[:, on] -= period[on] * np.rint(d[:, on] / period[on])
     return d
+
+
+def cell_image(d, cell):
+    """`minimum_image_array` of ``d`` in the cell ``cell`` (its edges and tilt)."""
+    return minimum_image_array(d, cell[PERIOD], cell[TILT, 0])
 
 
 def wrapped(position, cell):
@@ -117,5 +267,7 @@ def wrapped(position, cell):
     if not on.any():
         return position
     out = np.array(position, float)
+    if on[1] and cell[TILT, 0] != 0.0:  # across the y faces the images are shifted along x
+        out[:, 0] -= cell[TILT, 0] * np.floor((out[:, 1] - origin[1]) / period[1])
     out[:, on] = origin[on] + np.mod(out[:, on] - origin[on], period[on])
     return out

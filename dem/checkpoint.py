@@ -1,7 +1,7 @@
 """Checkpoints: everything a run needs to continue bit for bit as if it had never stopped.
 
 A checkpoint (``.npz``) holds the state (positions, velocities, orientations, angular velocities,
-the forces and moments of that configuration), every interaction's own time-varying arrays
+the forces and moments of that configuration, the cell), every interaction's own time-varying arrays
 (``interaction.<name>.<field>``: broken bonds, energy booked to breakage or damping, …), the
 scheme's state (``lgvi``: the spatial angular momenta), the contact table (the reference
 positions of its last build, from which the neighbour list is rebuilt so that contact sums run in
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-#: 2: named interaction state and keyed contact histories (format 1, before them, is refused)
-FORMAT = 2
-STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment")
+#: 3: the cell (`dem.cell`: a deforming cell's lattice and rates) and the pair laws' booked work
+#: against it (formats 1 and 2, before them, are refused)
+FORMAT = 3
+STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment", "cell")
 
 
 class CheckpointError(ValueError):

@@ -1,4 +1,5 @@
-"""Command line: ``python -m dem [run|validate|plot|fragments|rig|repose|sweep] …`` (see `main` and ``--help``)."""
+"""Command line: ``python -m dem [run|validate|plot|fragments|rig|repose|rheology|sweep] …`` (see `main` and
+``--help``)."""
 
 import argparse
 import gc
@@ -31,6 +32,7 @@ EXAMPLES = """examples:
   python -m dem sweep scenes/pendulum.toml --grid simulation.dt=[0.01,0.02] --out output/pendulum_dt
   mpiexec -n 4 python -m dem scenes/assembly_impact.toml       one run on 4 MPI processes (pip install ".[mpi]")
   python -m dem repose output/column_collapse                slope angle of the heap a run left
+  python -m dem rheology output/shear_sweep                  mu(I) of sheared runs: rheology.csv, rheology.png
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -50,7 +52,7 @@ def _parser():
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{run,validate,plot,fragments,rig,repose,sweep}")
+                                     metavar="{run,validate,plot,fragments,rig,repose,rheology,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -77,11 +79,13 @@ def _parser():
                                     "at a snapshot: RUN_DIR/fragments.csv and fragments.png")
     fragments.add_argument("run_dir", type=Path, help="a run's output folder (with particles.pvd)")
     fragments.add_argument("--time", type=float, help="use the snapshot nearest this time (default: the last)")
-    rig = commands.add_parser("rig", help="a material test's figures from its platens and snapshots: stress-strain "
-                              "curve, strength, E and ν (RUN_DIR/rig.csv and rig.png)")
-    rig.add_argument("run_dir", type=Path, help="a run's output folder (with walls.csv and particles.pvd)")
+    rig = commands.add_parser("rig", help="a material test's figures from its platens and snapshots (or a periodic "
+                                          "cell's cell.csv): stress-strain curve, strength, E and ν (RUN_DIR/rig.csv "
+                                          "and rig.png)")
+    rig.add_argument("run_dir", type=Path, help="a run's output folder (with walls.csv and particles.pvd, or cell.csv)")
     rig.add_argument("--test", choices=TESTS, default="auto",
-                     help="uniaxial compression or Brazilian disc (auto: a disc-shaped specimen is Brazilian)")
+                     help="uniaxial compression, Brazilian disc or a strained periodic cell (auto: a run with cell.csv "
+                          "and no walls is periodic, a disc-shaped specimen Brazilian)")
     rig.add_argument("--platens", type=_pair, metavar="A,B", help="the two platen walls (default: the run's two walls)")
     rig.add_argument("--interior", type=float, default=0.5, metavar="F",
                      help="the central box used for the affine strain and virial stress, as a fraction of the "
@@ -96,6 +100,16 @@ def _parser():
     repose.add_argument("run_dir", type=Path, help="a run's output folder (with vtk/particles_*.vtp)")
     repose.add_argument("--up", metavar="X,Y,Z", help="the vertical (default: against the run's gravity, else +z)")
     repose.add_argument("--profile", action="store_true", help="also print the surface profile (ring, height)")
+    rheology = commands.add_parser("rheology", help="effective friction against inertial number of sheared runs "
+                                                    "(mu(I): rheology.csv, rheology.png)",
+                                   description="Measure mu = tau/p and I = shear_rate d/sqrt(p/rho) over the steady "
+                                               "part of runs in a Lees-Edwards cell (their cell.csv), and fit mu(I) "
+                                               "(docs/guide.md#deforming-cells).")
+    rheology.add_argument("runs", type=Path, nargs="+", help="run folders, or a sweep's folder (all its points)")
+    rheology.add_argument("--skip", type=float, default=0.5, metavar="F",
+                          help="leave out the rows below this fraction of a run's final shear strain (default 0.5)")
+    rheology.add_argument("--out", type=Path, help="folder for rheology.csv and .png (default: the sweep folder, or "
+                                                   "the first run's)")
     return parser
 
 
@@ -122,7 +136,7 @@ def main(argv=None):
     if not argv:  # python -m dem alone: what it does and how
         _parser().print_help()
         return 2
-    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "sweep", "-h", "--help"):
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "rheology", "sweep", "-h", "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     try:
@@ -162,6 +176,13 @@ def main(argv=None):
             return sweep_command(args)
         if args.command == "repose":
             return _repose(args)
+        if args.command == "rheology":
+            from . import rheology
+
+            flows, fit, out = rheology.write_rheology(args.runs, args.out, args.skip)
+            print("\n".join(rheology.summary(flows, fit)))
+            print(f"written: {out / 'rheology.csv'}, {out / 'rheology.png'}")
+            return 0
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except (SceneError, distributed.MPIError) as error:
         if primary:

@@ -33,6 +33,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .cell import lattice_at_build
 from .neighbors import N_BUILDS, NeighborList, update_serial
 from .schema import Key, non_negative
 
@@ -256,7 +257,7 @@ class ContactTable(NeighborList):
                 for name, h in self.histories.items()}
         self.counters[N_BUILDS] = 0
         self.index = update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
-                                   self.cell_start, self.cell_particles, self.counters, cell)
+                                   self.cell_start, self.cell_particles, self.counters, cell.copy())
         owner_offsets(self.start, self.index, self.owner_start)
         for name, live in keys.items():
             self.histories[name] = spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
@@ -278,7 +279,7 @@ class ContactTable(NeighborList):
             self.counters[N_BUILDS] = 0
             self.index = update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
                                        self.start, self.index, self.cell_start, self.cell_particles, self.counters,
-                                       cell)
+                                       lattice_at_build(cell))
             owner_offsets(self.start, self.index, self.owner_start)
         self.counters[N_BUILDS] = builds
         for name in self.histories:

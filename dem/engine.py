@@ -264,7 +264,8 @@ def _forces_text(names, parallel):
     if neighbors:
         w.use(rebuild_due, "rebuild_due")
         w.use(build_kernel, "build_kernel")
-        w("if rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters):", 1)
+        w("if rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters, "
+          "st.cell):", 1)
         for name in (n for n in names if INTERACTIONS[n].history):
             w.use(compact_history, "compact_history")
             w(f"keys_{name} = compact_history(table.start, index, table.owner_start, hist_{name}, "

@@ -20,7 +20,7 @@ from every update. ``counters`` holds ``[n_entries, n_builds]``.
 import numpy as np
 from numba import njit, prange
 
-from .cell import INVERSE, ORIGIN, PERIOD, minimum_image
+from .cell import BUILT, INVERSE, MOTION, ORIGIN, PERIOD, TILT, box_cell, minimum_image
 
 N_ENTRIES, N_BUILDS = 0, 1
 CHUNK = 4096
@@ -93,24 +93,36 @@ def _cell_grid(position, diameter, skin, max_cells, cell):
 
 
 @njit(inline="always")
-def _coordinate(position, i, c, grid):
-    """Cell coordinate of particle ``i`` along axis ``c`` in ``grid`` (`_cell_of`); along a
-    periodic axis its position is wrapped into the cell (without a branch: a test here, in every
-    build's innermost calls, cost more than the arithmetic)."""
-    lo, size, top, first, period, inverse = grid[0], grid[1], grid[2], grid[3], grid[5], grid[6]
-    u = position[i, c] - lo[c]
-    u -= period[c] * np.floor(u * inverse[c])  # (0 · ⌊u · 0⌋ = 0 along the other axes: u unchanged)
+def _offset_x(position, i, grid):
+    """Particle ``i``'s offset from the grid's origin along x, shifted by the tilt for each
+    period of y that wraps it into the cell (the images across the y faces of a sheared cell,
+    `dem.cell`); without a branch (a test here, in every build's innermost calls, cost more than
+    the arithmetic: ``0 · ⌊u · 0⌋ = 0`` where y is not periodic, and a zero tilt, leave the
+    offset as it is)."""
+    lo, inverse, tilt = grid[0], grid[6], grid[7]
+    return position[i, 0] - lo[0] - tilt * np.floor((position[i, 1] - lo[1]) * inverse[1])
+
+
+@njit(inline="always")
+def _bin(u, c, grid):
+    """The cell along axis ``c`` of the offset ``u`` from the grid's origin, wrapped into the
+    cell along a periodic axis (`_cell_of`)."""
+    size, top, first, period, inverse = grid[1], grid[2], grid[3], grid[5], grid[6]
+    u -= period[c] * np.floor(u * inverse[c])
     return min(int(u / size[c]), top[c]) - first[c]
 
 
 @njit(inline="always")
 def _cell_of(position, i, grid):
     """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims, period,
-    inverse)``: the cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell ``top``)
-    less ``first``, the first cell of the part of it that ``dims`` spans (all of it, ``first =
-    0``, except on an MPI rank: `build_on_grid`); ``period``: the cell's periodic edges (0: not
-    periodic), ``inverse`` their inverses (0 where not periodic)."""
-    return _coordinate(position, i, 0, grid), _coordinate(position, i, 1, grid), _coordinate(position, i, 2, grid)
+    inverse, tilt)``: the cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell
+    ``top``) less ``first``, the first cell of the part of it that ``dims`` spans (all of it,
+    ``first = 0``, except on an MPI rank: `build_on_grid`); ``period``: the cell's periodic edges
+    (0: not periodic), ``inverse`` their inverses (0 where not periodic), ``tilt`` the shift
+    along x of the images across the y faces (`dem.cell`)."""
+    lo = grid[0]
+    return (_bin(_offset_x(position, i, grid), 0, grid), _bin(position[i, 1] - lo[1], 1, grid),
+            _bin(position[i, 2] - lo[2], 2, grid))
 
 
 @njit(inline="always")
@@ -135,6 +147,29 @@ def _wrap(k, dims):
     return k
 
 
+@njit(inline="always")
+def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, fill, cell,
+               periodic, count):
+    """`_scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images only
+    where the cell is ``periodic``); returns ``count`` plus those found (written from ``offset +
+    count`` when ``fill``)."""
+    for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
+        j = cell_particles[k]  # active by construction
+        if j == i:
+            continue
+        dx = position[i, 0] - position[j, 0]
+        dy = position[i, 1] - position[j, 1]
+        dz = position[i, 2] - position[j, 2]
+        if periodic:
+            dx, dy, dz = minimum_image(dx, dy, dz, cell)
+        reach = 0.5 * (diameter[i] + diameter[j]) + skin
+        if dx * dx + dy * dy + dz * dz < reach * reach:
+            if fill:
+                index[offset + count] = j
+            count += 1
+    return count
+
+
 @njit(cache=True)
 def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
     """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i`` (the
@@ -152,21 +187,41 @@ def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, ind
             b = _wrap(first_b + tb, dims[1]) if periodic else first_b + tb
             for tc in range(count_c):
                 c = _wrap(first_c + tc, dims[2]) if periodic else first_c + tc
-                cell_index = (a * dims[1] + b) * dims[2] + c
-                for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
-                    j = cell_particles[k]  # active by construction
-                    if j == i:
-                        continue
-                    dx = position[i, 0] - position[j, 0]
-                    dy = position[i, 1] - position[j, 1]
-                    dz = position[i, 2] - position[j, 2]
-                    if periodic:
-                        dx, dy, dz = minimum_image(dx, dy, dz, cell)
-                    reach = 0.5 * (diameter[i] + diameter[j]) + skin
-                    if dx * dx + dy * dy + dz * dz < reach * reach:
-                        if fill:
-                            index[offset + count] = j
-                        count += 1
+                count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
+                                   cell_particles, index, offset, fill, cell, periodic, count)
+    return count
+
+
+@njit(cache=True)
+def _scan_row_sheared(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
+    """`_scan_row` in a cell whose images across the y faces are shifted along x by the tilt
+    (`dem.cell`; x and y periodic): a row of cells across a y face is searched around i's x less
+    the shift. A grid of fewer than three cells along x or y is searched whole along that axis
+    (a row of cells is then a neighbour through several images)."""
+    count = 0
+    size, dims, period = grid[1], grid[4], grid[5]
+    _, cb, cc = _cell_of(position, i, grid)
+    x = _offset_x(position, i, grid)
+    x -= period[0] * np.floor(x * grid[6][0])
+    first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
+    rows = 3 if dims[1] >= 3 else dims[1]
+    count_a = 3 if dims[0] >= 3 and dims[1] >= 3 else dims[0]
+    for tb in range(rows):
+        b = cb - 1 + tb if dims[1] >= 3 else tb
+        shift = 0.0
+        if b < 0:
+            b += dims[1]
+            shift = -grid[7]
+        elif b >= dims[1]:
+            b -= dims[1]
+            shift = grid[7]
+        first_a = int(np.floor((x - shift) / size[0])) - 1 if count_a == 3 else 0
+        for ta in range(count_a):
+            a = (first_a + ta) % dims[0]
+            for tc in range(count_c):
+                c = _wrap(first_c + tc, dims[2])
+                count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
+                                   cell_particles, index, offset, fill, cell, True, count)
     return count
 
 
@@ -179,7 +234,12 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
             if not fill:
                 start[i + 1] = 0
             continue
-        count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill, cell)
+        if grid[7] != 0.0:
+            count = _scan_row_sheared(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
+                                      fill, cell)
+        else:
+            count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
+                              cell)
         if fill:
             index[start[i]:start[i] + count].sort()  # ascending rows (in place)
         else:
@@ -198,7 +258,7 @@ def build_kernel(position, diameter, skin, parallel, reference_position, start, 
 @njit(cache=True)
 def _whole_grid(lo, size, dims, cell):
     """The grid of `_cell_of` that spans all of ``dims``."""
-    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy()
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy(), cell[TILT, 0]
 
 
 @njit(cache=True)
@@ -218,7 +278,7 @@ def _part_grid(position, diameter, lo, size, dims, cell):
     if last[0] < 0:  # no active particle
         first[:] = 0
         last[:] = 0
-    return lo, size, dims - 1, first, last - first + 1, whole[5], whole[6]
+    return lo, size, dims - 1, first, last - first + 1, whole[5], whole[6], whole[7]
 
 
 @njit(cache=True)
@@ -272,6 +332,10 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
             _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell)
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
+    cell[MOTION, 2] = cell[MOTION, 1]  # the lattice of this build (`dem.cell`)
+    cell[TILT, 1] = cell[TILT, 0]
+    for c in range(3):
+        cell[BUILT, c] = cell[PERIOD, c]
     for i in range(n):
         for c in range(3):
             reference_position[i, c] = position[i, c]
@@ -294,9 +358,13 @@ def needs_rebuild(position, diameter, skin, reference_position):
 
 
 @njit(inline="always")
-def rebuild_due(position, diameter, skin, reference_position, counters):
-    """Whether the list must be (re)built: never built, or a particle moved more than ``skin/2``."""
-    return counters[N_BUILDS] == 0 or needs_rebuild(position, diameter, skin, reference_position)
+def rebuild_due(position, diameter, skin, reference_position, counters, cell):
+    """Whether the list must be (re)built: never built, or a particle moved more than half of
+    what the skin keeps after the motion ``m`` of the cell's lattice since the last build (a
+    deforming cell, `dem.cell`; two particles closed in by ``2 × moved + m``, 0 otherwise)."""
+    moved = cell[MOTION, 1] - cell[MOTION, 2]
+    return counters[N_BUILDS] == 0 or moved >= skin or needs_rebuild(position, diameter, skin - moved,
+                                                                      reference_position)
 
 
 @njit(inline="always")
@@ -305,7 +373,7 @@ def _update_kernel(position, diameter, skin, parallel, reference_position, start
     """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
     (its ``prange`` loops become part of the caller's parallel region: a separately compiled
     parallel function called from compiled code is costly)."""
-    if rebuild_due(position, diameter, skin, reference_position, counters):
+    if rebuild_due(position, diameter, skin, reference_position, counters, cell):
         return build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
                             cell_particles, counters, cell)
     return index
@@ -353,7 +421,10 @@ class NeighborList:
     def update(self, position, diameter, skin, parallel=False, cell=None):
         """Rebuild the list if it is due (``cell``: `dem.state.State.cell`; None: not periodic)."""
         update = _update_parallel if parallel else update_serial
-        self.index = update(position, diameter, float(skin), *self.arrays(), np.zeros((3, 3)) if cell is None else cell)
+        # (a copy of the cell: a build records the lattice's motion in it, which only the run's
+        # own list may do, `rebuild_due`)
+        cell = box_cell() if cell is None else cell.copy()
+        self.index = update(position, diameter, float(skin), *self.arrays(), cell)
 
     def build_part(self, position, diameter, skin, grid, cell):
         """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the

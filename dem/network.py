@@ -27,7 +27,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .cell import PERIOD, minimum_image_array
+from .cell import cell_image, image_velocity
 from .interactions.contact import LOADS, lower_slot, upper_entries
 from .interactions.hertz import contact_scales, normal_damped, normal_law, pair_overlap
 
@@ -100,8 +100,9 @@ def _normal_forces(first, second, position, velocity, diameter, inverse_mass, la
         delta = 1.0 - r / reach
         f = normal_law(law, delta, stiffness, reach)[1]
         if damping != 0.0:
-            speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                     + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+            wx, wy, wz = image_velocity(i, j, dx, dy, dz, position, cell)
+            speed = ((velocity[i, 0] - velocity[j, 0] - wx) * dx + (velocity[i, 1] - velocity[j, 1] - wy) * dy
+                     + (velocity[i, 2] - velocity[j, 2] - wz) * dz) / r
             f = normal_damped(f, 0.0, 0.5, law, delta, stiffness, reach, inverse_mass[i] + inverse_mass[j], speed,
                               damping)[0]
         f /= r
@@ -172,7 +173,7 @@ def put_pair_loads(table, keys, values):
 
 def separation(state, first, second):
     """``x_first − x_second`` of pairs, the nearest image's across periodic faces (`dem.cell`)."""
-    return minimum_image_array(state.position[first] - state.position[second], state.cell[PERIOD])
+    return cell_image(state.position[first] - state.position[second], state.cell)
 
 
 def touching_pairs(model, state, contacts):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .cell import minimum_image, minimum_image_array, with_inverse
+from .cell import box_cell, minimum_image, minimum_image_array
 
 SHAPES = ("box", "sphere", "cylinder", "torus")
 LATTICES = ("sc", "fcc", "hcp")
@@ -552,7 +552,7 @@ def relax_overlaps(position, radius, shape, tolerance=1e-4, max_steps=20_000, pe
     params = np.asarray(shape.params, float)
     if shape.kind == "box":
         params = np.where(period > 0.0, np.inf, params)
-    cell = with_inverse(np.stack((period, np.zeros(3), np.zeros(3))))  # (a `dem.cell` array)
+    cell = box_cell(period)
     steps = 0
     while True:
         pair_i, pair_j = _candidate_pairs(position, radius, skin, period)

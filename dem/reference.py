@@ -30,7 +30,9 @@ SECTION_INTRO = {
     "output": "What is written, and how often, into the output folder (see "
               "[guide.md](guide.md#outputs)).",
     "cell": "The simulation cell ([theory §3b.8](theory.md)): a box periodic along any of x, y and z, through whose "
-            "faces particles pass and contacts and bonds act (see [guide.md](guide.md#periodic-cells)).",
+            "faces particles pass and contacts and bonds act (see [guide.md](guide.md#periodic-cells)); it may "
+            "deform: strain rates, Lees-Edwards shear, stress control ([theory §3b.9](theory.md), "
+            "[guide.md](guide.md#deforming-cells)).",
     "contact": "Contact between particles and with walls ([theory §3](theory.md)): a normal law (Hertz or Hooke, "
                "[guide.md](guide.md#contact-models)) with optional damping, friction, rolling and twisting "
                "resistance ([theory §3b](theory.md); the model: [guide.md](guide.md#friction-rolling-and-"

@@ -41,6 +41,14 @@ than two are).
 **Brazilian test.** Tensile strength ``σ_t = 2 F_max/(π D t)`` with ``D`` the specimen's width along
 ``e`` and ``t`` its thickness (width along ``v``); the CSV's stress column is ``2F/(π D t)``.
 
+**Periodic test** (a run in a strained periodic cell, with ``cell.csv`` and no walls: `dem.cell`,
+``scenes/periodic_tension.toml``): the loading axis is the edge strained most, its strain the
+cell's true strain ``ε_a = ln(L/L₀)`` (positive in tension) and its stress the cell's homogenised
+stress ``σ_a = −s_aa`` (tension positive: ``s`` is positive in compression); the lateral strain is
+the mean of the other two edges'. ``E`` and ``ν`` are the slopes of ``σ_a`` and of minus the
+lateral strain against ``ε_a`` over the rows up to the peak stress whose stress is at most half
+of it; the strength is the peak of ``|σ_a|`` (tension or compression, as the cell was strained).
+
 ``rig.csv`` has one row per row of ``walls.csv``: `COLUMNS`; the snapshot columns are filled at the
 steps that have a snapshot (NaN elsewhere, and always for the Brazilian test).
 """
@@ -50,10 +58,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfiles import RunFolderError, read_snapshot, read_walls, snapshot_entries
+from .runfiles import RunFolderError, read_cell_log, read_snapshot, read_walls, snapshot_entries
 
 COLUMNS = ("step", "t", "gap", "strain", "force", "stress", "virial_stress", "axial_strain", "lateral_strain")
-TESTS = ("auto", "uniaxial", "brazilian")
+TESTS = ("auto", "uniaxial", "brazilian", "periodic")
 #: points per sphere outline in the cross-section's hull (area deficit below 1e-4 of the rounding)
 OUTLINE = 256
 
@@ -199,6 +207,9 @@ def analyse(run_dir, test="auto", platens=None, interior=0.5):
         raise RunFolderError(f"--test {test}: must be one of {', '.join(TESTS)}")
     if not 0.0 < interior <= 1.0:
         raise RunFolderError(f"--interior {interior}: must be in (0, 1]")
+    periodic = (run_dir / "cell.csv").is_file() and not (run_dir / "walls.csv").is_file()
+    if test == "periodic" or test == "auto" and periodic:
+        return _periodic(run_dir)
     walls = read_walls(run_dir)
     e, gap, force = platen_history(walls, platens)
     entries = snapshot_entries(run_dir)
@@ -234,8 +245,39 @@ def analyse(run_dir, test="auto", platens=None, interior=0.5):
     return out
 
 
+def _periodic(run_dir):
+    """`analyse` of a run in a strained periodic cell (module docstring)."""
+    log = read_cell_log(run_dir)
+    strains = np.array([log[f"strain_{c}{c}"] for c in "xyz"])
+    axis = int(np.argmax(np.abs(strains[:, -1])))
+    if strains[axis, -1] == 0.0:
+        raise RunFolderError(f"{run_dir}: the cell's edges were not strained (cell.csv): not a periodic test")
+    lateral = [a for a in range(3) if a != axis]
+    strain, stress = strains[axis], -log[f"s_{'xyz'[axis] * 2}"]
+    sense = np.sign(strain[-1])  # tension +1, compression -1: the figures are for |stress|
+    peak = int(np.argmax(sense * stress))
+    across = strains[lateral].mean(axis=0)
+    rows = np.full((len(strain), len(COLUMNS)), np.nan)
+    rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = log["step"], log["t"], log[f"L_{'xyz'[axis]}"], strain
+    rows[:, 5] = rows[:, 6] = stress
+    rows[:, 7], rows[:, 8] = strain, across
+    before = np.arange(peak + 1)
+    window = before[sense * stress[before] <= 0.5 * sense * stress[peak]]
+    window = window if len(window) >= 2 else before
+    return dict(test="periodic", rows=rows, axis=np.eye(3)[axis], sense="tension" if sense > 0 else "compression",
+                peak_step=int(log["step"][peak]), peak_stress=float(stress[peak]), peak_strain=float(strain[peak]),
+                young_modulus=_slope(strain[window], stress[window]),
+                poisson_ratio=-_slope(strain[window], across[window]), rows_fitted=len(window))
+
+
 def summary(result):
     """The figures of `analyse` as lines of text."""
+    if result["test"] == "periodic":
+        axis = "xyz"[int(np.argmax(result["axis"]))]
+        return [f"periodic {result['sense']} along {axis} (cell.csv): peak stress {result['peak_stress']:.6g} at true "
+                f"strain {result['peak_strain']:.6g} (step {result['peak_step']})",
+                f"Young's modulus E = {result['young_modulus']:.6g}, Poisson's ratio ν = {result['poisson_ratio']:.4g} "
+                f"(the cell's stress and strains, {result['rows_fitted']} rows)"]
     if result["test"] == "brazilian":
         return [f"Brazilian test: peak force F = {result['peak_force']:.6g} at step {result['peak_step']}, "
                 f"D = {result['diameter']:.6g}, t = {result['thickness']:.6g}",
@@ -256,6 +298,8 @@ def plot_rig(result, path, title):
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
+    if result["test"] == "periodic":
+        return _plot_periodic(result, path, title)
     uniaxial = result["test"] == "uniaxial"
     figure, axes = plt.subplots(1, 2 if uniaxial else 1, figsize=(11.0 if uniaxial else 6.4, 4.4),
                                 layout="constrained", squeeze=False)
@@ -276,6 +320,31 @@ def plot_rig(result, path, title):
     left.set_title(title)
     left.legend()
     left.grid(True, alpha=0.3)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _plot_periodic(result, path, title):
+    """``rig.png`` of a periodic test: stress and lateral strain against the axial strain."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.4), layout="constrained")
+    left.plot(rows[:, 3], rows[:, 5], label="cell: homogenised stress")
+    left.plot(result["peak_strain"], result["peak_stress"], "o", color="C3", label="peak")
+    left.set_xlabel("true strain ln(L/L₀)")
+    left.set_ylabel("stress [scene units], tension positive")
+    left.set_title(title)
+    left.legend()
+    left.grid(True, alpha=0.3)
+    right.plot(rows[:, 3], rows[:, 8], ".-", color="C1")
+    right.set_xlabel("axial true strain")
+    right.set_ylabel("lateral true strain (mean of the other edges)")
+    right.set_title(f"E = {result['young_modulus']:.4g}, ν = {result['poisson_ratio']:.3g}")
+    right.grid(True, alpha=0.3)
     figure.savefig(path, dpi=120)
     plt.close(figure)
 

@@ -5,11 +5,14 @@
   (particle positions, velocities, masses, diameters) with the bonds of the same step from
   ``RUN/bonds.pvd`` (their end particles, ``broken`` state and ``force`` on the first end);
 * `read_walls`: ``RUN/walls.csv``, the walls' points and the forces the particles exert on them
-  (columns ``step, t``, then ``w<k>_x, w<k>_y, w<k>_z, w<k>_fx, w<k>_fy, w<k>_fz`` for wall ``k``).
+  (columns ``step, t``, then ``w<k>_x, w<k>_y, w<k>_z, w<k>_fx, w<k>_fy, w<k>_fz`` for wall ``k``);
+* `read_cell_log`: ``RUN/cell.csv``, a periodic cell's edges, strains and stress
+  (`dem.observers.csv_log.CELL_COLUMNS`).
 
 Problems with the folder raise `RunFolderError`, whose message names the file and what is wrong.
 """
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +75,18 @@ def read_snapshot(run_dir, time=None, entry=None):
         out["broken"] = _array(polydata.GetCellData(), "broken", run_dir / bonds[step])
         out["bond_force"] = _array(polydata.GetCellData(), "force", run_dir / bonds[step]).reshape(-1, 3)
     return out
+
+
+def read_cell_log(run_dir):
+    """``RUN/cell.csv`` as ``{column: array}``."""
+    path = Path(run_dir) / "cell.csv"
+    if not path.is_file():
+        raise RunFolderError(f"{path}: no such file (a run in a cell periodic along x, y and z writes it)")
+    with open(path, newline="") as file:
+        rows = list(csv.DictReader(file))
+    if not rows:
+        raise RunFolderError(f"{path}: no rows yet")
+    return {key: np.array([float(row[key]) for row in rows]) for key in rows[0]}
 
 
 def read_walls(run_dir):

@@ -22,6 +22,7 @@ from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
 from .stability import SAFE_FRACTION, critical_time_step, memory_estimate
+from .stress import CellServo
 from .system import build_system
 
 log = logging.getLogger("dem")
@@ -134,6 +135,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         observers.insert(1, CellLog(output_dir / "cell.csv", scene.output["log_every"], resume_step))
     if "walls" in model.inputs:
         observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
+    if "cell" in model.interactions:  # first: the rates it sets are in the checkpoints
+        observers.insert(0, CellServo(model))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
                                  restored=restored)
     sim.instability_hint = hint
@@ -178,13 +181,23 @@ def describe_walls(model):
     return ", ".join(parts)
 
 
-def describe_cell(cell):
-    """The periodic cell (`dem.cell`) in words."""
+def describe_cell(cell, section):
+    """The periodic cell (`dem.cell`) of the ``[cell]`` section (its values) in words."""
     if not cell.any():
         return "none (not periodic)"
     axes = [axis for axis in range(3) if cell[PERIOD, axis] > 0.0]
-    return (f"periodic in {''.join('xyz'[a] for a in axes)}: "
-            + ", ".join(f"{'xyz'[a]} in [{cell[ORIGIN, a]:g}, {cell[ORIGIN, a] + cell[PERIOD, a]:g})" for a in axes))
+    words = (f"periodic in {''.join('xyz'[a] for a in axes)}: "
+             + ", ".join(f"{'xyz'[a]} in [{cell[ORIGIN, a]:g}, {cell[ORIGIN, a] + cell[PERIOD, a]:g})" for a in axes))
+    if section["shear_rate"]:
+        words += f"; sheared at {section['shear_rate']:g} (Lees-Edwards)"
+    strained = [a for a in range(3) if section["strain_rate"][a]]
+    if strained:
+        words += "; strained " + ", ".join(f"{'xyz'[a]} at {section['strain_rate'][a]:g}" for a in strained)
+    servoed = [a for a in range(3) if section["stress_control"][a]]
+    if servoed:
+        words += "; stress " + ", ".join(f"s_{'xyz'[a] * 2} = {section['target_stress'][a]:g}" for a in servoed) \
+            + f" held by the servo (gain {section['servo_gain']:g}, every {section['servo_interval']} steps)"
+    return words
 
 
 def describe(scene_path, overrides=(), out=None, show_loop=False):
@@ -201,7 +214,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         + ", ".join(f"[[{name}]]" for name, _, _ in scene.builders),
         f"bonds        {len(model.bonds)} ({model.bonds.n_colors} colours)",
         f"walls        {describe_walls(model)}",
-        f"cell         {describe_cell(state.cell)}",
+        f"cell         {describe_cell(state.cell, model.sections['cell'])}",
         f"sites        {model.n_sites}",
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",

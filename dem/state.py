@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .cell import box_cell
 from .rotations import cross_one, quat_rotate_inverse_one, quat_rotate_one
 
 #: What every kernel may read of the bodies (constant).
@@ -188,7 +189,7 @@ class State:
     quaternions (scalar first; ``R`` maps body to inertial frame), ``angular_velocity (n,3)`` the
     spatial ``Ω``, the ``force``/``moment`` (spatial) evaluated at this configuration,
     ``interactions[name]``: the time-varying arrays of each interaction that has any (broken
-    bonds, energy booked to breakage or damping, …), and ``cell (3, 3)``: the periodic cell
+    bonds, energy booked to breakage or damping, …), and ``cell``: the periodic cell
     (`dem.cell`; all zero: none). Positions are unwrapped: a particle that crossed a periodic
     face keeps going."""
 
@@ -201,7 +202,7 @@ class State:
     interactions: dict = field(default_factory=dict)
     step: int = 0
     time: float = 0.0
-    cell: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    cell: np.ndarray = field(default_factory=box_cell)
 
     @classmethod
     def new(cls, position, velocity, orientation, angular_velocity, interactions=None):

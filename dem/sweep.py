@@ -223,8 +223,10 @@ def _grid_error(scene_path, overrides, grids, values, point_overrides, problem, 
 
 
 def energy_errors(path):
-    """``(final, maximum)`` of ``|E − E(0)|/|E(0)|`` (column ``total``) over the rows of a run's
-    ``energy.csv``; ``(None, None)`` without rows, NaN when ``E(0) = 0`` or a row is not finite."""
+    """``(final, maximum)`` of ``|E − E(0)|/(|E(0)| + |W|)`` (column ``total``; ``W`` the work moving
+    walls and a deforming cell have put in by that row, columns ``walls`` and ``cell``: the energy
+    they bring is in play too) over the rows of a run's ``energy.csv``; ``(None, None)`` without
+    rows, NaN when the scale is 0 or a row is not finite."""
     try:
         with open(path, encoding="utf-8", newline="") as file:
             rows = list(csv.reader(file))
@@ -232,16 +234,18 @@ def energy_errors(path):
         return None, None
     if len(rows) < 2 or "total" not in rows[0]:
         return None, None
-    column = rows[0].index("total")
+    columns = [rows[0].index(name) for name in ("total", "walls", "cell") if name in rows[0]]
     try:
-        total = np.array([float(row[column]) for row in rows[1:] if len(row) == len(rows[0])])
+        values = np.array([[float(row[c]) for c in columns] for row in rows[1:] if len(row) == len(rows[0])])
     except ValueError:
         return None, None
-    if len(total) == 0:
+    if len(values) == 0:
         return None, None
-    if total[0] == 0.0:
+    total = values[:, 0]
+    scale = abs(total[0]) + np.abs(values[:, 1:]).sum(axis=1)
+    if not scale.all():
         return math.nan, math.nan
-    error = np.abs(total - total[0]) / abs(total[0])
+    error = np.abs(total - total[0]) / scale
     return float(error[-1]), float(np.max(error))  # NaN if any row is NaN
 
 

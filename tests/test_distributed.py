@@ -20,6 +20,7 @@ from support.granule import GRANULE, PARALLEL_BONDED, granule_file
 from support.history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
+from dem.cell import box_cell
 from dem.distributed import Bisection
 from dem.interactions import register, unregister
 from dem.runner import run
@@ -202,20 +203,25 @@ def test_restart_on_another_number_of_ranks(runs, case):
 
 
 @needs_mpi
-def test_moving_walls_are_refused(tmp_path):
-    """Moving, servo and mesh walls stop an MPI run before its first step, with one line."""
-    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", TORUS, "--quiet", "--out",
-                           str(tmp_path / "out"), "--set", "walls.0.velocity=[0.1,0,0]"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+@pytest.mark.parametrize("scene, setting, message", [
+    (TORUS, "walls.0.velocity=[0.1,0,0]", "walls.0.velocity: moving, servo and mesh walls do not run under MPI yet"),
+    (str(ROOT / "scenes/simple_shear.toml"), "simulation.t_end=0.01",
+     "cell.shear_rate: a deforming cell does not run under MPI yet"),
+], ids=["moving wall", "deforming cell"])
+def test_what_does_not_run_distributed_is_refused(tmp_path, scene, setting, message):
+    """Moving, servo and mesh walls and deforming cells stop an MPI run before its first step, with
+    one line."""
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", scene, "--quiet", "--out",
+                           str(tmp_path / "out"), "--set", setting], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)
     assert done.returncode == 2
-    assert done.stderr == ("dem: error: walls.0.velocity: moving, servo and mesh walls do not run under MPI yet: "
-                           "run on one process\n")
+    assert done.stderr == f"dem: error: {message}: run on one process\n"
 
 
 def test_bisection_tiles_space_in_balanced_boxes():
     points = np.random.default_rng(5).normal(size=(3000, 3)) * (3.0, 1.0, 0.5)
     for parts in (1, 2, 3, 5):
-        bisection = Bisection(points, parts, np.zeros((3, 3)))
+        bisection = Bisection(points, parts, box_cell())
         owners = bisection.owners(points)
         counts = np.bincount(owners, minlength=parts)
         assert counts.max() - counts.min() <= parts  # balanced by count

@@ -11,7 +11,7 @@ import pytest
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
 from dem.builders.assembly import assembly_arrays
-from dem.cell import minimum_image_array, with_inverse, wrapped
+from dem.cell import box_cell, minimum_image_array, with_inverse, wrapped
 from dem.cli import main
 from dem.engine import compute_forces
 from dem.neighbors import NeighborList
@@ -38,7 +38,7 @@ def test_the_list_finds_every_pair_through_the_faces(edges):
     rng = np.random.default_rng(3)
     n = 500
     period = np.array([edges[0], edges[1], 0.0])  # periodic along x and y only
-    cell = with_inverse(np.array([period, [1.0, -2.0, 0.0], np.zeros(3)]))
+    cell = box_cell(period, (1.0, -2.0, 0.0))
     diameter = rng.uniform(0.5, 1.2, n)
     position = cell[1] + rng.uniform(0, 1, size=(n, 3)) * [edges[0], edges[1], edges[2]]
     position[::7, :2] += period[:2] * rng.integers(-3, 4, size=(len(position[::7]), 2))  # unwrapped images

@@ -46,7 +46,7 @@ def assert_same_run(first, second):
 
 #: "sticky" (JKR adhesion with friction: a loop of five interactions that only this check compiles) is slow
 @pytest.mark.parametrize("case", ["torus", "assembly", pytest.param("sticky", marks=pytest.mark.slow), "rig",
-                                  "periodic"])
+                                  "periodic", "sheared"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
@@ -63,10 +63,13 @@ def test_restart_is_exact(tmp_path, case):
         scene = str(ROOT / "scenes/granular_gas.toml")
         settings = ["simulation.t_end=0.6", "output.vtk_every=200", "contact.friction=0.5",
                     "contact.rolling_friction=0.1"]
+    if case == "sheared":  # Lees-Edwards shear with a servoed edge: the cell's lattice, rates and list
+        scene = str(ROOT / "scenes/simple_shear.toml")
+        settings = ["simulation.t_end=1.2", "output.vtk_every=200", "output.log_every=100", "cell.shear_rate=0.5"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     # on the VTK grid: a run snapshots its last step
-    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3"}[case]
+    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3", "sheared": "0.5"}[case]
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
@@ -78,6 +81,10 @@ def test_restart_is_exact(tmp_path, case):
         assert sim.energy_budget()["hysteresis"] > 0
     if case == "periodic":  # pairs across the faces carried springs over the restart
         assert sim.energy_budget()["friction"] > 0
+    if case == "sheared":  # the servo moved the edge, the tilt wrapped past half an edge, the cell drove it
+        log = np.genfromtxt(pieces / "cell.csv", delimiter=",", names=True)
+        assert len(set(log["rate_yy"])) > 1 and log["tilt_xy"][-1] < 0 < log["tilt_xy"].max()
+        assert sim.energy_budget()["cell"] < 0
     if case == "rig":
         walls = sim.state.interactions["walls"]
         assert np.abs(walls.load[1:, :3]).max(axis=1).min() > 0 and walls.work.sum() < 0  # the moving walls pushed

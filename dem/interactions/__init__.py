@@ -14,6 +14,7 @@ from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
+from .deformation import DEFORMATION
 from .contact import ADHESIVE_PP, CONTACT_PP
 from .friction import FRICTION_PW
 from .gravity import GRAVITY
@@ -28,7 +29,7 @@ from .walls import WALLS
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, FRICTION_PW,
-                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DAMPING)
+                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DEFORMATION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of

@@ -30,7 +30,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import minimum_image
+from ..cell import deforms, image_velocity, minimum_image
 from ..rotations import log_scale_one, quat_conjugate_one, quat_multiply_one, unit_quat_rotate_one
 from ..schema import Key, non_negative
 from .contract import BOND, Interaction, localize_bonds
@@ -40,8 +40,10 @@ BREAK_CRITERIA = ("tension", "compression", "shear", "bending")
 
 BinderParams = namedtuple("BinderParams", "i j k_axial k_shear k_bending rest_length rest_dir_i rest_dir_j "
                           "rest_relative color_start limits breakable")
-#: ``broken (m,)``: 0 intact, else the `BREAK_CRITERIA` number + 1; ``broken_energy (n,)``.
-BinderState = namedtuple("BinderState", "broken broken_energy")
+#: ``broken (m,)``: 0 intact, else the `BREAK_CRITERIA` number + 1; ``broken_energy (n,)``;
+#: ``cell_work (n,)``: the work the bonds did against a deforming cell's moving images (`dem.cell`,
+#: the budget's ``cell`` column), booked to each bond's first body.
+BinderState = namedtuple("BinderState", "broken broken_energy cell_work")
 
 KEYS = {
     "breakage": {
@@ -154,6 +156,7 @@ def binder_forces(lo, hi, h, st, bodies, p, own, fast):
     position, orientation, force, moment, cell = st.position, st.orientation, st.force, st.moment, st.cell
     broken, k_axial, k_shear, k_bending = own.broken, p.k_axial, p.k_shear, p.k_bending
     substepped = fast.shape[0] > 0 and not p.breakable
+    driven = deforms(cell)
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
@@ -161,6 +164,11 @@ def binder_forces(lo, hi, h, st, bodies, p, own, fast):
             _deformation(b, position, orientation, p, cell)
         nx, ny, nz = n
         f0, f1, f2 = _bond_force(k_axial[b], k_shear[b], n, inverse_r, inverse_r0, strain, a_i, a_j, c_i, c_j)
+        image = (0.0, 0.0, 0.0)
+        if driven:  # the bond acts across a moving face: its image's velocity, and the cell's work
+            r = 1.0 / inverse_r
+            image = image_velocity(i, j, nx * r, ny * r, nz * r, position, cell)
+            own.cell_work[i] -= h * (f0 * image[0] + f1 * image[1] + f2 * image[2])
         kc_i = k_shear[b] * c_i
         kc_j = k_shear[b] * c_j
         k_m = k_bending[b] * scale
@@ -175,7 +183,8 @@ def binder_forces(lo, hi, h, st, bodies, p, own, fast):
             if code != INTACT:
                 broken[b] = code
                 v, w = st.velocity, st.angular_velocity
-                work = (f0 * (v[i, 0] - v[j, 0]) + f1 * (v[i, 1] - v[j, 1]) + f2 * (v[i, 2] - v[j, 2])
+                work = (f0 * (v[i, 0] - v[j, 0] - image[0]) + f1 * (v[i, 1] - v[j, 1] - image[1])
+                        + f2 * (v[i, 2] - v[j, 2] - image[2])
                         + ti0 * w[i, 0] + ti1 * w[i, 1] + ti2 * w[i, 2] + tj0 * w[j, 0] + tj1 * w[j, 1] + tj2 * w[j, 2])
                 u = _bond_energy(b, p, strain, c_i, c_j, angle)
                 own.broken_energy[i] += u[0] + u[1] + u[2] + 0.5 * h * work
@@ -225,8 +234,8 @@ def _bond_energy(b, p, strain, c_i, c_j, angle):
 
 @njit(cache=True)
 def binder_energy(st, bodies, contacts, p, own):
-    """``(axial, shear, bending, broken)``: the energies of the intact bonds and the energy booked
-    to broken ones."""
+    """``(axial, shear, bending, broken, cell)``: the energies of the intact bonds, the energy booked
+    to broken ones and the work done against a deforming cell."""
     axial = 0.0
     shear = 0.0
     bending = 0.0
@@ -238,7 +247,7 @@ def binder_energy(st, bodies, contacts, p, own):
         axial += u[0]
         shear += u[1]
         bending += u[2]
-    return axial, shear, bending, np.sum(own.broken_energy)
+    return axial, shear, bending, np.sum(own.broken_energy), np.sum(own.cell_work)
 
 
 @njit(cache=True)
@@ -286,7 +295,7 @@ def setup(model):
 
 
 def initial_state(model, params):
-    return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies))
+    return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies), np.zeros(model.n_bodies))
 
 
 def pair_inverse_inertia(model, p):
@@ -330,7 +339,7 @@ def extra_columns(model, p):
 
 
 BINDER = Interaction(
-    name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
+    name="binder", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken", "cell"), internal=True,
     keys=KEYS, setup=setup, state=initial_state, forces=binder_forces, energy=binder_energy, fast=binder_axial_fast,
     critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="three_spring",
     localize=functools.partial(localize_bonds, per_bond=("k_axial", "k_shear", "k_bending", "rest_length", "rest_dir_i",

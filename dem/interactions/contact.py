@@ -44,6 +44,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..cell import image_velocity
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared, step_spring,
@@ -68,9 +69,11 @@ ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work
                                             "twisting rolling_damping contact_inertia loads")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
 #: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`),
-#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``, and
-#: ``hysteresis``: the energy its JKR contacts lost forming and breaking (0 for other laws)
-ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper hysteresis")
+#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``,
+#: ``hysteresis``: the energy its JKR contacts lost forming and breaking (0 for other laws), and
+#: ``cell_work``: the work its pairs ``j > i`` did against a deforming cell's moving images
+#: (`dem.cell`; the budget's ``cell`` column)
+ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper hysteresis cell_work")
 #: the springs of a pair: ξ (3), θ_r (3), θ_t
 SPRINGS = 7
 #: under an adhesive law (`ADHESIVE_PP`) a column more: whether the pair's JKR contact is formed
@@ -136,11 +139,13 @@ def _release(p, xi, theta, reach, r_old, reduced):
 @njit(inline="always")
 def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
-    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power, lost)``: whether it carries a
-    load, the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the elastic normal
-    force on ``i``, whether it is active (`dem.interactions.hertz.pair_active`, with
-    ``horizon``), the work booked to friction, the damping power and the energy a JKR contact
-    lost forming or breaking (`dem.interactions.hertz.adhesive_law`). A JKR contact forms when
+    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power, lost, driven)``: whether it
+    carries a load, the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the
+    elastic normal force on ``i``, whether it is active (`dem.interactions.hertz.pair_active`,
+    with ``horizon``), the work booked to friction, the damping power, the energy a JKR contact
+    lost forming or breaking (`dem.interactions.hertz.adhesive_law`) and the power the pair takes
+    from a deforming cell's moving images (`dem.cell.image_velocity`: its relative velocity is
+    taken against the image's; 0 in a cell that does not deform). A JKR contact forms when
     the spheres touch and holds, stretched, until ``ξ_n < ξ_c``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
@@ -162,10 +167,12 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
                 lost = snapped
         history[slot, FORMED] = 1.0 if touching else 0.0
     if not (touching or stored):
-        return False, zero, zero, zero, zero, active, 0.0, 0.0, lost
+        return False, zero, zero, zero, zero, active, 0.0, 0.0, lost, 0.0
     r = np.sqrt(r2)
     n = (dx / r, dy / r, dz / r)
-    v = (velocity[i, 0] - velocity[j, 0], velocity[i, 1] - velocity[j, 1], velocity[i, 2] - velocity[j, 2])
+    w = image_velocity(i, j, dx, dy, dz, position, st.cell)
+    v = (velocity[i, 0] - velocity[j, 0] - w[0], velocity[i, 1] - velocity[j, 1] - w[1],
+         velocity[i, 2] - velocity[j, 2] - w[2])
     booked = power = 0.0
     springs = in_contact(r2, reach)
     r_old, old = r, n
@@ -177,7 +184,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             _store_springs(history, slot, zero, (0.0, 0.0, 0.0, 0.0))
             booked = _release(p, xi, theta, reach, r_old, reduced)
     if not touching:
-        return False, zero, zero, zero, zero, active, booked, 0.0, lost
+        return False, zero, zero, zero, zero, active, booked, 0.0, lost, 0.0
     delta = 1.0 - r / reach
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
@@ -244,7 +251,8 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
             ti = (ti[0] + moment[0], ti[1] + moment[1], ti[2] + moment[2])
             tj = (tj[0] - moment[0], tj[1] - moment[1], tj[2] - moment[2])
         _store_springs(history, slot, xi, theta)
-    return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power, lost
+    return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power, lost, \
+        fx * w[0] + fy * w[1] + fz * w[2]
 
 
 @njit(cache=True, _nrt=False)
@@ -258,17 +266,18 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     horizon = 2.0 * h if p.substeps > 1 else -1.0
     loads = p.loads
     for i in range(lo, hi):
-        fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = lost = 0.0
+        fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = lost = driven = 0.0
         active = 0
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            loaded, f, ti, tj, e, on, work, dissipation, snapped = _pair(i, j, slot, h, horizon, st, bodies, p,
-                                                                         history)
+            loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = _pair(i, j, slot, h, horizon, st, bodies,
+                                                                                p, history)
             slot += 1
             active += on
             booked += work
             lost += snapped
+            driven += taken
             if not loaded:
                 if p.law == JKR:
                     lower = lower_slot(contacts, i, j)
@@ -293,6 +302,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
         own.friction[i] += booked
         own.dissipated[i] += h * power
         own.hysteresis[i] += lost
+        own.cell_work[i] -= h * driven
 
 
 @njit(inline="always")
@@ -369,20 +379,20 @@ def _energies(st, bodies, contacts, p, history):
 
 @njit(cache=True)
 def contact_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's, the
-    tangential, rolling and twisting springs' elastic energies over the touching pairs, the
-    booked slip and damping work."""
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated, cell)``: the normal law's,
+    the tangential, rolling and twisting springs' elastic energies over the touching pairs, the
+    booked slip and damping work and the work done against a deforming cell."""
     normal, _, tangential, rolling, twisting = _energies(st, bodies, contacts, p, history)
-    return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+    return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated), np.sum(own.cell_work)
 
 
 @njit(cache=True)
 def adhesive_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated)``:
-    `contact_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
+    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated,
+    cell)``: `contact_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
     normal, adhesion, tangential, rolling, twisting = _energies(st, bodies, contacts, p, history)
     return (normal, adhesion, np.sum(own.hysteresis), tangential, rolling, twisting, np.sum(own.friction),
-            np.sum(own.dissipated))
+            np.sum(own.dissipated), np.sum(own.cell_work))
 
 
 def _setup(adhesion):
@@ -404,7 +414,7 @@ def _setup(adhesion):
 def _state(model, params):
     n = model.n_bodies
     return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
-                        np.zeros((n, UPPER)), np.zeros(n))
+                        np.zeros((n, UPPER)), np.zeros(n), np.zeros(n))
 
 
 _NORMAL_STEP = normal_critical_step("normal contact particle–particle", 1.0, 2.0)
@@ -427,7 +437,7 @@ CONTACT_PP = Interaction(
     name="contact_pp", kind=ROW,
     doc="Particle–particle contact pipeline: the normal law, damping, friction, rolling and twisting of each touching "
         "pair in one pass (where friction or rolling resistance acts).",
-    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
+    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated", "cell"), internal=True,
     keys={"contact": {**NORMAL_KEYS["contact"], **FRICTION_KEYS["contact"], **ROLLING_KEYS["contact"]}},
     setup=_setup(False), state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=contact_pp_update, critical_step=_critical_step, fast_pairs=True,
@@ -440,7 +450,8 @@ ADHESIVE_PP = Interaction(
     name="adhesive_pp", kind=ROW,
     doc="Particle–particle contact pipeline under an adhesive normal law (JKR or DMT): as contact_pp, with the "
         "adhesion's energy and the JKR hysteresis booked.",
-    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated"),
+    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated",
+             "cell"),
     internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=contact_pp_forces,
     energy=adhesive_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=contact_pp_update,
     critical_step=_critical_step, localize=CONTACT_PP.localize,

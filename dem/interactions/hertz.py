@@ -32,7 +32,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import minimum_image
+from ..cell import image_velocity, minimum_image
 from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
@@ -48,8 +48,10 @@ HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshe
 #: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force), and ``mean (n,
 #: 3)``, its scratch (the drifts' mean velocity); ``adhered (n, planes)``, whether the particle's JKR
 #: contact with each plane is formed (``(n, 0)`` for other laws), and ``hysteresis (n,)``, the energy
-#: its JKR contacts lost forming and breaking (`adhesive_law`; 0 for other laws).
-HertzState = namedtuple("HertzState", "dissipated active fast mean adhered hysteresis")
+#: its JKR contacts lost forming and breaking (`adhesive_law`; 0 for other laws); ``cell_work (n,)``
+#: (`hertz_pp`), the work its contacts did against the moving images of a deforming cell
+#: (`dem.cell`: minus the work the cell put in through them, the budget's ``cell`` column).
+HertzState = namedtuple("HertzState", "dissipated active fast mean adhered hysteresis cell_work")
 #: A contact is *active* (the next step sub-steps the contacts, `dem.integrators.respa`) when its
 #: overlap δ, now or as its approach speed would carry it over two steps, exceeds this: pairs that
 #: touch only by round-off (a block of spheres at rest spacing in flight) do not count.
@@ -338,14 +340,15 @@ def _wall_gap(i, w, position, wall_point, wall_normal):
 @njit(inline="always")
 def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     """Particle ``i``'s contacts with other particles: ``(fx, fy, fz, power, energy, active, ex,
-    ey, ez)``, the Hertz (and damping) force on ``i``, half the damping power and elastic energy of
-    its contacts (the other halves belong to the partners), with a ``horizon`` ≥ 0 (two steps;
-    0 at a run's start) how many of its pairs are active (`in_contact` now, or as the approach
-    speed would carry them over the horizon; 0 without a horizon), and the elastic Hertz force
-    alone."""
+    ey, ez, driven)``, the Hertz (and damping) force on ``i``, half the damping power and elastic
+    energy of its contacts (the other halves belong to the partners), with a ``horizon`` ≥ 0 (two
+    steps; 0 at a run's start) how many of its pairs are active (`in_contact` now, or as the
+    approach speed would carry them over the horizon; 0 without a horizon), the elastic Hertz
+    force alone, and half the power its pairs take from a deforming cell's moving images
+    (`dem.cell.image_velocity`: 0 in a cell that does not deform)."""
     position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
-    start, index, stiffness, law = contacts.start, contacts.index, p.stiffness, p.law
-    fx = fy = fz = power = energy = ex = ey = ez = 0.0
+    start, index, stiffness, law, cell = contacts.start, contacts.index, p.stiffness, p.law, st.cell
+    fx = fy = fz = power = energy = ex = ey = ez = driven = 0.0
     active = 0
     radius = 0.5 * diameter[i]
     for k in range(start[i], start[i + 1]):
@@ -363,16 +366,18 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
         ex += elastic * dx
         ey += elastic * dy
         ez += elastic * dz
+        wx, wy, wz = image_velocity(i, j, dx, dy, dz, position, cell)
         if damping != 0.0:
-            speed = ((velocity[i, 0] - velocity[j, 0]) * dx + (velocity[i, 1] - velocity[j, 1]) * dy
-                     + (velocity[i, 2] - velocity[j, 2]) * dz) / r
+            speed = ((velocity[i, 0] - velocity[j, 0] - wx) * dx + (velocity[i, 1] - velocity[j, 1] - wy) * dy
+                     + (velocity[i, 2] - velocity[j, 2] - wz) * dz) / r
             force, power = normal_damped(force, power, 0.5, law, delta, stiffness, reach,
                                          inverse_mass[i] + inverse_mass[j], speed, damping)
         force /= r
         fx += force * dx
         fy += force * dy
         fz += force * dz
-    return fx, fy, fz, power, energy, active, ex, ey, ez
+        driven += 0.5 * force * (wx * dx + wy * dy + wz * dz)
+    return fx, fy, fz, power, energy, active, ex, ey, ez, driven
 
 
 @njit(inline="always")
@@ -564,6 +569,7 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
     sub-stepped, how many of them are active (``own.active``, `dem.integrators.respa`)."""
     row = _pair_row(i, st, bodies, contacts, p, p.damping, 2.0 * h if p.substeps > 1 else -1.0)
     own.active[i] = row[5]
+    own.cell_work[i] -= h * row[9]
     if p.substeps > 1:  # as hertz_pp_fast: the last sub-step's f comes from here (the plain map reads none)
         own.fast[i, 0] = row[6]
         own.fast[i, 1] = row[7]
@@ -584,12 +590,13 @@ def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
 
 @njit(cache=True)
 def hertz_pp_energy(st, bodies, contacts, p, own):
-    """``(hertz_pp, dissipated)``: the normal law's energy (Hertz ``(2/5) K δ^{5/2}``) over
-    touching pairs, half from each row."""
+    """``(hertz_pp, dissipated, cell)``: the normal law's energy (Hertz ``(2/5) K δ^{5/2}``) over
+    touching pairs, half from each row, the booked damping work and the work done against a
+    deforming cell."""
     energy = 0.0
     for i in range(st.position.shape[0]):
         energy += _pair_row(i, st, bodies, contacts, p, 0.0)[4]
-    return energy, np.sum(own.dissipated)
+    return energy, np.sum(own.dissipated), np.sum(own.cell_work)
 
 
 @njit(cache=True)
@@ -715,7 +722,8 @@ def _setup(stiffness_key, needs_walls, adhesion):
 def initial_state(model, params):
     n = model.n_bodies
     return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
-                      np.zeros((n, params.wall_normal.shape[0] if params.law == JKR else 0), np.uint8), np.zeros(n))
+                      np.zeros((n, params.wall_normal.shape[0] if params.law == JKR else 0), np.uint8), np.zeros(n),
+                      np.zeros(n))
 
 
 def contact_critical_step(model, state, p, reach_factor, scale):
@@ -758,7 +766,7 @@ def normal_critical_step(what, reach_factor, pair_factor):
 HERTZ_PP = Interaction(
     name="hertz_pp", kind=ROW,
     doc="Normal contact (Hertz or Hooke) between every pair of touching particles (bonded or not).",
-    columns=("hertz_pp", "dissipated"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False, False),
+    columns=("hertz_pp", "dissipated", "cell"), internal=True, keys=KEYS_PP, setup=_setup("k_pp", False, False),
     state=initial_state, forces=hertz_pp_forces, energy=hertz_pp_energy, neighbors=True, fast_pairs=True,
     critical_step=normal_critical_step("normal contact particle–particle", 1.0, 2.0),
 )

@@ -72,6 +72,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..cell import deforms, image_velocity
 from ..rotations import cross_one, dot_one
 from .binder import (
     BROKEN_SHEAR, BROKEN_TENSION, INTACT, bond_ends, broken_count, pair_inverse_inertia, stiffest,
@@ -81,8 +82,9 @@ from .contract import BOND, Interaction, localize_bonds
 ParallelBondParams = namedtuple("ParallelBondParams", "i j rest_length rest_dir_i rest_dir_j rest_relative "
                                 "normal_stiffness shear_stiffness radius tensile_strength shear_strength "
                                 "color_start breakable")
-#: ``broken (m,)``: 0 intact, `BROKEN_TENSION` or `BROKEN_SHEAR`; ``broken_energy (n,)``.
-ParallelBondState = namedtuple("ParallelBondState", "broken broken_energy")
+#: ``broken (m,)``: 0 intact, `BROKEN_TENSION` or `BROKEN_SHEAR`; ``broken_energy (n,)``;
+#: ``cell_work (n,)`` as `dem.interactions.binder.BinderState`'s.
+ParallelBondState = namedtuple("ParallelBondState", "broken broken_energy cell_work")
 #: The criteria of a parallel bond, by code.
 CRITERIA = {BROKEN_TENSION: "tension", BROKEN_SHEAR: "shear"}
 
@@ -167,6 +169,7 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
     position, orientation, force, moment, cell = st.position, st.orientation, st.force, st.moment, st.cell
     velocity, angular_velocity = st.velocity, st.angular_velocity
     broken, broken_energy = own.broken, own.broken_energy
+    driven = deforms(cell)
     for b in range(lo, hi):
         if broken[b] != INTACT:
             continue
@@ -175,6 +178,10 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
         length = p.rest_length[b]
         stretch, shear2, twist, bend = _generalised(b, p, r, s, theta, n)
         f = _force(k_n, k_s, k_t, k_b, length, n, r, c, s, stretch, twist, bend)
+        image = (0.0, 0.0, 0.0)
+        if driven:  # the bond acts across a moving face: its image's velocity, and the cell's work
+            image = image_velocity(i, j, n[0] * r, n[1] * r, n[2] * r, position, cell)
+            own.cell_work[i] -= h * (f[0] * image[0] + f[1] * image[1] + f[2] * image[2])
         g = (k_b * bend[0] + k_t * twist * n[0], k_b * bend[1] + k_t * twist * n[1],
              k_b * bend[2] + k_t * twist * n[2])
         half_theta_g = _scaled(cross_one(theta, g), 0.5)
@@ -193,7 +200,7 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
                 broken[b] = code
                 work = 0.0
                 for k in range(3):
-                    work += (f[k] * (velocity[i, k] - velocity[j, k]) + t_i[k] * angular_velocity[i, k]
+                    work += (f[k] * (velocity[i, k] - velocity[j, k] - image[k]) + t_i[k] * angular_velocity[i, k]
                              + t_j[k] * angular_velocity[j, k])
                 u = _energy(k_n, k_s, k_t, k_b, length, stretch, shear2, twist, bend)
                 broken_energy[i] += u[0] + u[1] + u[2] + 0.5 * h * work
@@ -207,8 +214,8 @@ def parallel_bond_forces(lo, hi, h, st, bodies, p, own):
 
 @njit(cache=True)
 def parallel_bond_energy(st, bodies, contacts, p, own):
-    """``(axial, shear, bending, broken)``: normal, shear, twisting + bending energies of the
-    intact bonds and the energy booked to broken ones."""
+    """``(axial, shear, bending, broken, cell)``: normal, shear, twisting + bending energies of the
+    intact bonds, the energy booked to broken ones and the work done against a deforming cell."""
     position, orientation, broken, cell = st.position, st.orientation, own.broken, st.cell
     normal = shear = rotation = 0.0
     for b in range(p.i.shape[0]):
@@ -221,7 +228,7 @@ def parallel_bond_energy(st, bodies, contacts, p, own):
         normal += u[0]
         shear += u[1]
         rotation += u[2]
-    return normal, shear, rotation, np.sum(own.broken_energy)
+    return normal, shear, rotation, np.sum(own.broken_energy), np.sum(own.cell_work)
 
 
 #: The per-bond columns of `measures`, in order.
@@ -280,7 +287,7 @@ def setup(model):
 
 
 def initial_state(model, params):
-    return ParallelBondState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies))
+    return ParallelBondState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies), np.zeros(model.n_bodies))
 
 
 def critical_step(model, state, p):
@@ -305,7 +312,8 @@ def extra_columns(model, p):
 
 
 PARALLEL_BOND = Interaction(
-    name="parallel_bond", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken"), internal=True,
+    name="parallel_bond", doc=__doc__, kind=BOND, columns=("axial", "shear", "bending", "broken", "cell"),
+    internal=True,
     keys={}, setup=setup, state=initial_state, forces=parallel_bond_forces, energy=parallel_bond_energy,
     critical_step=critical_step, extra_columns=extra_columns, bond_state=("broken",), bond_law="parallel_bond",
     localize=functools.partial(localize_bonds, per_bond=(

@@ -8,11 +8,11 @@ class EnergyGuard:
     """Stops a run (raising `dem.simulation.SimulationError`) once ``|E − E(0)|`` exceeds
     ``tolerance`` times the energy scale: the sum of the magnitudes of the budget's components
     at the start (or, for a system that starts with no energy at all, when energy first enters
-    it), plus the work moving walls have done so far (``|walls|``: energy they put in is in play
-    too). ``total`` books damping, breakage, friction and wall work, so it is constant but for
-    the integration error: a well-resolved run stays orders of magnitude below the default
-    tolerance of 10, an unstable one (``dt`` above the critical step) passes it within a few
-    oscillations. The message names the step, the fastest body and ``hint`` (the critical step
+    it), plus the work moving walls and a deforming cell have done so far (``|walls|``,
+    ``|cell|``: energy they put in is in play too). ``total`` books damping, breakage, friction,
+    wall and cell work, so it is constant but for the integration error: a well-resolved run
+    stays orders of magnitude below the default tolerance of 10, an unstable one (``dt`` above
+    the critical step) passes it within a few oscillations. The message names the step, the fastest body and ``hint`` (the critical step
     and the remedy). ``reference`` is ``(E(0), scale)`` from a checkpoint. It reads only the
     state's `dem.diagnostics.Sample` (``sampled``: the loop samples it, `dem.simulation`)."""
 
@@ -35,7 +35,8 @@ class EnergyGuard:
         energy0, scale0 = self.reference
         if self.tolerance <= 0 or scale0 == 0.0:
             return
-        error = abs(row["total"] - energy0) / (scale0 + abs(row["walls"]))
+        scale = scale0 + abs(row["walls"]) + abs(row["cell"])
+        error = abs(row["total"] - energy0) / scale
         if not error <= self.tolerance:
             body, speed = sample.fastest
             raise SimulationError(

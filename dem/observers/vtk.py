@@ -69,7 +69,7 @@ from vtkmodules.vtkCommonCore import vtkPoints
 from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
-from ..cell import PERIOD, minimum_image_array, wrapped
+from ..cell import cell_image, wrapped
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
 from ..interactions.walls import FIXED
 from ..network import contact_network
@@ -360,7 +360,7 @@ def _pair_lines(state, first, second):
     if not state.cell.any():
         return state.position, np.column_stack((first, second)).ravel()
     start = wrapped(state.position[first], state.cell)
-    end = start - minimum_image_array(state.position[first] - state.position[second], state.cell[PERIOD])
+    end = start - cell_image(state.position[first] - state.position[second], state.cell)
     m = len(first)
     return np.concatenate((start, end)), np.column_stack((np.arange(m), m + np.arange(m))).ravel()
 
