@@ -44,8 +44,12 @@ ROUGH_SETTINGS = GRANULE_SETTINGS + ["contact.friction=0.5", "contact.rolling_fr
 #: the rough granule with JKR adhesion (the pipeline's history with its formed flags, the
 #: planes' flags, the hysteresis booked)
 STICKY_SETTINGS = ROUGH_SETTINGS + ["contact.normal='jkr'", "contact.work_of_adhesion=0.5"]
-#: the walls' state fields that hold loads: a rank's share under MPI, added in rank order
-LOADS = ("interaction.walls.load", "interaction.walls.partial")
+#: the walls' state fields that hold loads and the work of moving walls: a rank's share under MPI,
+#: added in rank order
+LOADS = ("interaction.walls.load", "interaction.walls.partial", "interaction.walls.work")
+#: the torus against a plane that moves towards it (its motion the same on every rank, its work
+#: each rank's share)
+MOVING_SETTINGS = TORUS_SETTINGS + ["walls.0.velocity=[0.3,0,0]"]
 #: a frictional gas in a cell periodic along x, y and z: pairs, histories, ghosts and migration
 #: across the faces
 GAS = str(ROOT / "scenes/granular_gas.toml")
@@ -77,17 +81,22 @@ def ranks(n, jobs, folder):
 
 
 def assert_same_but_wall_loads(one, many):
-    """`assert_same_run`, but for the walls' loads (``walls.csv``, the checkpoint's `LOADS`):
-    those equal to 1e-12 of the largest (``partial`` is scratch: not compared)."""
+    """`assert_same_run`, but for the walls' loads and work (``walls.csv``, the checkpoint's
+    `LOADS`, the ``walls`` and ``total`` columns of ``energy.csv``): those equal to 1e-12 of the
+    largest (``partial`` is scratch: not compared)."""
     (logs1, pvd1, checkpoint1), (logs2, pvd2, checkpoint2) = one, many
-    walls1, walls2 = (np.genfromtxt(logs.pop("walls.csv").splitlines(), delimiter=",", names=True)
-                      for logs in (logs1, logs2))
-    assert walls1.dtype.names == walls2.dtype.names and len(walls1) == len(walls2)
-    for name in walls1.dtype.names:  # points, steps and times exact, forces to round-off
-        scale = 1e-12 * np.abs(walls1[name]).max() if "_f" in name else 0.0
-        assert np.abs(walls1[name] - walls2[name]).max() <= scale, name
-    load1, load2 = checkpoint1["interaction.walls.load"], checkpoint2["interaction.walls.load"]
-    assert np.abs(load1 - load2).max() <= 1e-12 * np.abs(load1).max()
+    for name, to_round_off in (("walls.csv", lambda column: "_f" in column),
+                               ("energy.csv", lambda column: column in ("walls", "total"))):
+        log1, log2 = (np.genfromtxt(logs.pop(name).splitlines(), delimiter=",", names=True) for logs in (logs1, logs2))
+        assert log1.dtype.names == log2.dtype.names and len(log1) == len(log2)
+        for column in log1.dtype.names:  # the rest exact: points, steps, times, every other energy
+            scale = 1e-12 * np.abs(log1[column]).max() if to_round_off(column) else 0.0
+            assert np.abs(log1[column] - log2[column]).max() <= scale, (name, column)
+        if name == "walls.csv":
+            walls1 = log1
+    for key in ("interaction.walls.load", "interaction.walls.work"):
+        value1, value2 = checkpoint1[key], checkpoint2[key]
+        assert np.abs(value1 - value2).max() <= 1e-12 * np.abs(value1).max(), key
     assert_same_run((logs1, pvd1, {k: v for k, v in checkpoint1.items() if k not in LOADS}),
                     (logs2, pvd2, {k: v for k, v in checkpoint2.items() if k not in LOADS}))
     return walls1
@@ -109,8 +118,10 @@ def runs(tmp_path_factory):
     serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
     serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
+    serial(TORUS, MOVING_SETTINGS, folder / "moving_1")
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
+        {"scene": TORUS, "settings": MOVING_SETTINGS, "out": str(folder / "moving_2")},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_2"), "probe": False},
@@ -156,6 +167,9 @@ def assert_same_as_one_process(runs, scene, n):
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
+    if scene == "moving":  # the plane moved, on every rank alike, and did work on the ring
+        checkpoint = outputs(many)[2]
+        assert checkpoint["interaction.walls.point"][0, 0] > 0.5 and checkpoint["interaction.walls.work"][0] < 0
     if scene in ("rough", "sticky", "mixed"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
@@ -182,7 +196,8 @@ def assert_same_as_one_process(runs, scene, n):
 
 
 @needs_mpi
-@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")])
+@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")]
+                         + [("moving", 2)])
 def test_same_as_one_process(runs, scene, n):
     assert_same_as_one_process(runs, scene, n)
 
@@ -203,17 +218,18 @@ def test_restart_on_another_number_of_ranks(runs, case):
 
 
 @needs_mpi
-@pytest.mark.parametrize("scene, setting, message", [
-    (TORUS, "walls.0.velocity=[0.1,0,0]", "walls.0.velocity: moving, servo and mesh walls do not run under MPI yet"),
-    (str(ROOT / "scenes/simple_shear.toml"), "simulation.t_end=0.01",
+@pytest.mark.parametrize("scene, settings, message", [
+    (TORUS, ["walls.0.servo=true", "walls.0.target_force=1.0"],
+     "walls.0.servo: servo and mesh walls do not run under MPI yet"),
+    (str(ROOT / "scenes/simple_shear.toml"), ["simulation.t_end=0.01"],
      "cell.shear_rate: a deforming cell does not run under MPI yet"),
-], ids=["moving wall", "deforming cell"])
-def test_what_does_not_run_distributed_is_refused(tmp_path, scene, setting, message):
-    """Moving, servo and mesh walls and deforming cells stop an MPI run before its first step, with
-    one line."""
+], ids=["servo wall", "deforming cell"])
+def test_what_does_not_run_distributed_is_refused(tmp_path, scene, settings, message):
+    """Servo and mesh walls and deforming cells stop an MPI run before its first step, with one
+    line."""
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", scene, "--quiet", "--out",
-                           str(tmp_path / "out"), "--set", setting], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
+                           str(tmp_path / "out")] + [a for s in settings for a in ("--set", s)], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 2
     assert done.stderr == f"dem: error: {message}: run on one process\n"
 

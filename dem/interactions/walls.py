@@ -332,13 +332,13 @@ def initial_state(model, p):
 
 
 def localize(p, part):
-    """Under MPI (`dem.distributed`) the walls are fixed planes, the same on every rank (their
-    loads: each rank's share); moving, servo and mesh walls raise `MPIError`."""
-    moving = np.flatnonzero(p.motion != FIXED)
-    if len(moving) or len(p.wall):  # (p.wall: the wall of each mesh triangle)
-        key = "mesh.0" if len(p.wall) else \
-            f"walls.{moving[0]}.{'servo' if p.motion[moving[0]] == SERVO else 'velocity'}"
-        raise MPIError(f"{key}: moving, servo and mesh walls do not run under MPI yet: run on one process")
+    """Under MPI (`dem.distributed`) the walls are planes, fixed or moving as prescribed, the same
+    on every rank (each rank moves them to the time of the step; their loads and work: each rank's
+    share); servo and mesh walls raise `MPIError` (a servo's motion reads the whole load)."""
+    servo = np.flatnonzero(p.motion == SERVO)
+    if len(servo) or len(p.wall):  # (p.wall: the wall of each mesh triangle)
+        key = "mesh.0" if len(p.wall) else f"walls.{servo[0]}.servo"
+        raise MPIError(f"{key}: servo and mesh walls do not run under MPI yet: run on one process")
     return p
 
 
