@@ -163,6 +163,9 @@ def _deformation_problem(section):
     if section["shear_rate"] != 0.0 and not (on[0] and on[1]):
         return "shear_rate", "Lees-Edwards shear needs a cell periodic along x and y"
     if any(controlled):
+        if not all(on):
+            return "stress_control", ("the servo reads the stress of the whole cell: make the cell periodic along x, y "
+                                      "and z")
         if target is None:
             return "target_stress", "is required with stress_control"
         if servo_scale(section) is None:

@@ -10,7 +10,9 @@
 (b) the same components one by one on a logarithmic scale (signed ones by magnitude), so that
     those a thousand times smaller than the largest are as readable as it; the scale stops
     `LOG_RANGE` below the largest energy, and round-off below that is left out;
-(c) the relative energy error ``|E(t) − E(0)|/|E(0)|``, also on a logarithmic scale;
+(c) the relative energy error ``|E(t) − E(0)|/|E(0)|``, also on a logarithmic scale (over
+    ``|E(0)| + |W(t)|`` when moving walls or a deforming cell put in work ``W``, the ``walls``
+    and ``cell`` columns: the energy they bring is in play too, as for the energy guard);
 (d) the total linear momentum ``P`` and (e) angular momentum ``L`` (about the origin, or the
     pivot), by component.
 
@@ -183,8 +185,9 @@ def plot_energy(run_dir, out=None, units=None):
     parts.grid(True, which="major", alpha=0.3)
 
     # (c) relative energy error on a log scale
-    scale = abs(total[0]) if total[0] != 0.0 else np.max(np.abs(total))
-    scale = scale if scale > 0.0 else 1.0
+    driven = sum((np.abs(log[name]) for name in ("walls", "cell") if name in log), np.zeros_like(total))
+    scale = abs(total[0]) + driven if driven.any() else abs(total[0]) if total[0] != 0.0 else np.max(np.abs(total))
+    scale = np.where(scale > 0.0, scale, 1.0)
     relative = np.abs(total - total[0]) / scale
     shown = relative > 0.0
     if np.any(shown):
@@ -192,7 +195,7 @@ def plot_energy(run_dir, out=None, units=None):
     else:
         error.text(0.5, 0.5, "E(t) = E(0) in every row", transform=error.transAxes, ha="center", va="center")
         error.set_yscale("log")
-    denominator = "|E(0)|" if total[0] != 0.0 else "\\max|E|"
+    denominator = "(|E(0)| + |W|)" if driven.any() else "|E(0)|" if total[0] != 0.0 else "\\max|E|"
     error.set_ylabel(f"$|E(t) - E(0)|/{denominator}$")
     error.set_title(f"(c) relative energy error (largest {np.max(relative):.3g})", loc="left", fontsize="medium")
     error.grid(True, which="major", alpha=0.3)

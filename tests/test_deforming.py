@@ -281,8 +281,10 @@ def test_the_mu_of_i_fit_recovers_a_known_law():
      "periodic along x and y"),
     (["contact.substeps=3"], "contact.substeps", "do not follow a deforming cell"),
     (["cell.target_stress=[0.0, 0.0, 0.0]"], "cell.servo_stress", "is required when every target stress is 0"),
+    (["cell.periodic=[true, true, false]", "cell.size=[10.0, 10.0, 0.0]", "assembly.0.periodic=[true, true, false]"],
+     "cell.stress_control", "make the cell periodic along x, y and z"),
 ], ids=["axis not periodic", "target on a strained axis", "rate on a servoed axis", "no gain", "shear needs x and y",
-        "sub-steps", "no stress scale"])
+        "sub-steps", "no stress scale", "servo without a volume"])
 def test_a_bad_deformation_is_one_line_and_nothing_written(tmp_path, capsys, settings, key, problem):
     code = main([str(SHEAR_SCENE), "--out", str(tmp_path / "out")] + [a for s in settings for a in ("--set", s)])
     err = capsys.readouterr().err.strip()
