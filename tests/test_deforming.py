@@ -270,6 +270,17 @@ def test_the_mu_of_i_fit_recovers_a_known_law():
     assert np.all(errors > 0) and errors[0] < 0.01  # the standard errors of a fit weighted by 0.002
 
 
+def test_a_cell_squeezed_below_two_contact_reaches_stops_and_keeps_its_outputs(tmp_path, capsys):
+    settings = ["cell.shear_rate=0.0", "cell.stress_control=[false,false,false]", "cell.target_stress=[0,0,0]",
+                "cell.strain_rate=[-0.3,0.0,0.0]", "assembly.0.packing_fraction=0.05", "simulation.t_end=10"]
+    out = tmp_path / "squeezed"
+    code = main([str(SHEAR_SCENE), "--out", str(out), "--quiet"] + [a for s in settings for a in ("--set", s)])
+    err = capsys.readouterr().err
+    assert code == 1 and "the cell's edge Lx = " in err and "twice the contact reach" in err, err
+    log = np.genfromtxt(out / "cell.csv", delimiter=",", names=True)
+    assert log["L_x"][-1] < 3.0 and (out / "checkpoint.npz").is_file()  # 10 e^(-0.3 t); twice the reach: 2.9
+
+
 @pytest.mark.parametrize("settings, key, problem", [
     (["cell.periodic=[true, true, false]", "cell.size=[10.0, 10.0, 0.0]", "assembly.0.periodic=[true, true, false]",
       "cell.strain_rate=[0.0, 0.0, 0.1]"], "cell.strain_rate", "not periodic along z"),
