@@ -27,13 +27,14 @@ rank's ghosts are the bodies within the halo width of its box through the faces 
 images); every pair kernel takes the nearest image of a ghost's unwrapped position, so one copy
 serves whichever face it is reached through.
 
-Walls: fixed planes and planes moving as prescribed (the walls interaction's state is whole on
-every rank, `Interaction.shared_state`; every rank's advance hook moves them alike). Each rank
-books the loads of its owned particles on them and a moving plane's work, and `walls.csv` and the
-``walls`` column log the ranks' shares added in rank order: the same to round-off as one process,
-not bit for bit (one process adds them up in chunks of rows, across the ranks' boxes). Servo and
-mesh walls and a deforming cell stop the run with an `MPIError`
-(`dem.interactions.walls.localize`, `dem.interactions.deformation.localize`).
+Walls: planes and meshes, fixed or moving as prescribed (the walls are whole on every rank,
+`Interaction.shared_state`, and every rank's advance hook moves them alike; a particle's mesh
+contacts are its own rows, which travel with it). Each rank books the loads of its owned
+particles on them and a moving wall's work, and `walls.csv` and the ``walls`` column log the
+ranks' shares added in rank order: the same to round-off as one process, not bit for bit (one
+process adds them up in chunks of rows, across the ranks' boxes). Servo walls and a deforming
+cell stop the run with an `MPIError` (`dem.interactions.walls.localize`,
+`dem.interactions.deformation.localize`).
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities

@@ -56,11 +56,14 @@ WallParams = namedtuple("WallParams", "motion point velocity angular_velocity no
 #: the current configuration; ``work (w,)`` booked so far; ``step (1,)``. Scratch:
 #: ``partial (chunks, w, 7)``; the mesh contacts of each particle ``mesh_count (n,)``,
 #: ``mesh_wall``, ``mesh_feature``, ``mesh_gap (n, MAX_CONTACTS)``, ``mesh_normal (n,
-#: MAX_CONTACTS, 3)`` (no rows when there is no mesh), and ``mesh_most (n,)`` the most mesh
+#: MAX_CONTACTS, 3)`` (no slots when there is no mesh), and ``mesh_most (n,)`` the most mesh
 #: contacts each particle has had at once (more than `MAX_CONTACTS` stops the run, at the next
 #: row of walls.csv: `dem.observers.csv_log.WallLog`).
 WallState = namedtuple("WallState", "point rotation velocity angular_velocity load work step partial mesh_count "
                        "mesh_wall mesh_feature mesh_gap mesh_normal mesh_most")
+#: the fields every MPI rank holds whole (`Interaction.shared_state`); the mesh contacts are the
+#: particles' (they travel with them, `dem.distributed`)
+SHARED_FIELDS = ("point", "rotation", "velocity", "angular_velocity", "load", "work", "step", "partial")
 
 
 def _relaxation(value):
@@ -318,33 +321,34 @@ def setup(model):
 
 def initial_state(model, p):
     n_walls = len(p.motion)
-    rows = model.n_bodies if len(p.wall) else 0
+    n = model.n_bodies
+    slots = MAX_CONTACTS if len(p.wall) else 0  # (a row per particle all the same: the rows travel under MPI)
     rotation = np.zeros((n_walls, 4))
     rotation[:, 0] = 1.0
     return WallState(
         point=p.point.copy(), rotation=rotation, velocity=np.where((p.motion == PRESCRIBED)[:, None], p.velocity, 0.0),
         angular_velocity=p.angular_velocity.copy(), load=np.zeros((n_walls, LOAD)), work=np.zeros(n_walls),
-        step=np.zeros(1, np.int64), partial=np.zeros(((model.n_bodies + CHUNK - 1) // CHUNK, n_walls, LOAD)),
-        mesh_count=np.zeros(rows, np.int64), mesh_wall=np.zeros((rows, MAX_CONTACTS), np.int64),
-        mesh_feature=np.zeros((rows, MAX_CONTACTS), np.int64), mesh_gap=np.zeros((rows, MAX_CONTACTS)),
-        mesh_normal=np.zeros((rows, MAX_CONTACTS, 3)), mesh_most=np.zeros(rows, np.int64),
+        step=np.zeros(1, np.int64), partial=np.zeros(((n + CHUNK - 1) // CHUNK, n_walls, LOAD)),
+        mesh_count=np.zeros(n, np.int64), mesh_wall=np.zeros((n, slots), np.int64),
+        mesh_feature=np.zeros((n, slots), np.int64), mesh_gap=np.zeros((n, slots)),
+        mesh_normal=np.zeros((n, slots, 3)), mesh_most=np.zeros(n, np.int64),
     )
 
 
 def localize(p, part):
-    """Under MPI (`dem.distributed`) the walls are planes, fixed or moving as prescribed, the same
-    on every rank (each rank moves them to the time of the step; their loads and work: each rank's
-    share); servo and mesh walls raise `MPIError` (a servo's motion reads the whole load)."""
+    """Under MPI (`dem.distributed`) the walls, planes and meshes, fixed or moving as prescribed,
+    are the same on every rank (each rank moves them to the time of the step; their loads and
+    work: each rank's share; the mesh contacts: each particle's, which travel with it); servo
+    walls raise `MPIError` (a servo's motion reads the whole load)."""
     servo = np.flatnonzero(p.motion == SERVO)
-    if len(servo) or len(p.wall):  # (p.wall: the wall of each mesh triangle)
-        key = "mesh.0" if len(p.wall) else f"walls.{servo[0]}.servo"
-        raise MPIError(f"{key}: servo and mesh walls do not run under MPI yet: run on one process")
+    if len(servo):
+        raise MPIError(f"walls.{servo[0]}.servo: servo walls do not run under MPI yet: run on one process")
     return p
 
 
 WALLS = Interaction(
     name="walls", doc=__doc__, kind=GLOBAL, columns=("walls",), internal=False, keys={}, setup=setup,
     state=initial_state, forces=walls_forces, energy=walls_energy, update=walls_update, advance=walls_advance,
-    localize=localize, shared_bodies=lambda p: np.zeros(0, np.int64), shared_state=WallState._fields,
+    localize=localize, shared_bodies=lambda p: np.zeros(0, np.int64), shared_state=SHARED_FIELDS,
     summed_state=("load", "work"),
 )
