@@ -12,9 +12,10 @@ class EnergyGuard:
     ``|cell|``: energy they put in is in play too). ``total`` books damping, breakage, friction,
     wall and cell work, so it is constant but for the integration error: a well-resolved run
     stays orders of magnitude below the default tolerance of 10, an unstable one (``dt`` above
-    the critical step) passes it within a few oscillations. The message names the step, the fastest body and ``hint`` (the critical step
-    and the remedy). ``reference`` is ``(E(0), scale)`` from a checkpoint. It reads only the
-    state's `dem.diagnostics.Sample` (``sampled``: the loop samples it, `dem.simulation`)."""
+    the critical step) passes it within a few oscillations. The message names the step, the
+    fastest body and ``hint`` (the critical step and the remedy). ``reference`` is ``(E(0),
+    scale)`` from a checkpoint. It reads only the state's `dem.diagnostics.Sample` (``sampled``:
+    the loop samples it, `dem.simulation`)."""
 
     sampled = True
 
