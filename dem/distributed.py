@@ -27,14 +27,16 @@ rank's ghosts are the bodies within the halo width of its box through the faces 
 images); every pair kernel takes the nearest image of a ghost's unwrapped position, so one copy
 serves whichever face it is reached through.
 
-Walls: planes and meshes, fixed or moving as prescribed (the walls are whole on every rank,
+Walls: planes and meshes, fixed, moving as prescribed or servo (the walls are whole on every rank,
 `Interaction.shared_state`, and every rank's advance hook moves them alike; a particle's mesh
 contacts are its own rows, which travel with it). Each rank books the loads of its owned
 particles on them and a moving wall's work, and `walls.csv` and the ``walls`` column log the
 ranks' shares added in rank order: the same to round-off as one process, not bit for bit (one
-process adds them up in chunks of rows, across the ranks' boxes). Servo walls and a deforming
-cell stop the run with an `MPIError` (`dem.interactions.walls.localize`,
-`dem.interactions.deformation.localize`).
+process adds them up in chunks of rows, across the ranks' boxes). A servo wall's load is booked
+in whole quanta (`dem.interactions.walls.add_wall_load`), so the ranks' shares, summed after
+every force evaluation (one ``Allreduce``), are the one process's load to the bit, and every
+servo moves alike. A deforming cell stops the run with an `MPIError`
+(`dem.interactions.deformation.localize`).
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
@@ -505,6 +507,11 @@ class DistributedSimulation(Simulation):
 
     def _forces(self, h):
         self._in_turn("forces", lambda: self.kernels.forces(h, *self._arguments))
+        walls = self.state.interactions.get("walls")
+        if walls is not None and walls.quantum.any():  # servo walls read the whole load: the ranks'
+            total = walls.servo_load.copy()  # shares, in whole quanta, add up to the same bits in any order
+            self.comm.Allreduce(self._mpi.IN_PLACE, total, op=self._mpi.SUM)
+            walls.servo_load[...] = total
 
     def _exchange(self):
         """The halo exchange: the ghosts' positions, velocities, orientations and angular

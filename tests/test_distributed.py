@@ -50,6 +50,9 @@ LOADS = ("interaction.walls.load", "interaction.walls.partial", "interaction.wal
 #: the torus against a plane that moves towards it (its motion the same on every rank, its work
 #: each rank's share)
 MOVING_SETTINGS = TORUS_SETTINGS + ["walls.0.velocity=[0.3,0,0]"]
+#: the torus against a servo plane (its load booked in whole quanta: the ranks' shares add up to
+#: the one process's load, and the servo moves alike)
+SERVO_SETTINGS = TORUS_SETTINGS + ["walls.0.servo=true", "walls.0.target_force=2.0"]
 #: the rotating drum, a moving mesh wall (each particle's mesh contacts travel with it): its bed
 #: falls onto the drum and slides
 DRUM = str(ROOT / "scenes/rotating_drum.toml")
@@ -124,10 +127,12 @@ def runs(tmp_path_factory):
     serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     serial(TORUS, MOVING_SETTINGS, folder / "moving_1")
+    serial(TORUS, SERVO_SETTINGS, folder / "servo_1")
     serial(DRUM, DRUM_SETTINGS, folder / "drum_1", probe=False)
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
         {"scene": TORUS, "settings": MOVING_SETTINGS, "out": str(folder / "moving_2")},
+        {"scene": TORUS, "settings": SERVO_SETTINGS, "out": str(folder / "servo_2")},
         {"scene": DRUM, "settings": DRUM_SETTINGS, "out": str(folder / "drum_2"), "probe": False},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
@@ -177,6 +182,9 @@ def assert_same_as_one_process(runs, scene, n):
     if scene == "drum":  # particles touched the mesh, and the drum turned on every rank alike
         checkpoint = outputs(many)[2]
         assert checkpoint["interaction.walls.mesh_most"].max() >= 2 and checkpoint["interaction.walls.work"][0] != 0
+    if scene == "servo":  # the servo moved the plane, on every rank alike (walls.csv's points are exact)
+        checkpoint = outputs(many)[2]
+        assert checkpoint["interaction.walls.point"][0, 0] > 0.05 and checkpoint["interaction.walls.servo_load"][0, 0] < 0
     if scene == "moving":  # the plane moved, on every rank alike, and did work on the ring
         checkpoint = outputs(many)[2]
         assert checkpoint["interaction.walls.point"][0, 0] > 0.5 and checkpoint["interaction.walls.work"][0] < 0
@@ -207,7 +215,7 @@ def assert_same_as_one_process(runs, scene, n):
 
 @needs_mpi
 @pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")]
-                         + [("moving", 2), ("drum", 2)])
+                         + [("moving", 2), ("servo", 2), ("drum", 2)])
 def test_same_as_one_process(runs, scene, n):
     assert_same_as_one_process(runs, scene, n)
 
@@ -229,12 +237,11 @@ def test_restart_on_another_number_of_ranks(runs, case):
 
 @needs_mpi
 @pytest.mark.parametrize("scene, settings, message", [
-    (TORUS, ["walls.0.servo=true", "walls.0.target_force=1.0"], "walls.0.servo: servo walls do not run under MPI yet"),
     (str(ROOT / "scenes/simple_shear.toml"), ["simulation.t_end=0.01"],
      "cell.shear_rate: a deforming cell does not run under MPI yet"),
-], ids=["servo wall", "deforming cell"])
+], ids=["deforming cell"])
 def test_what_does_not_run_distributed_is_refused(tmp_path, scene, settings, message):
-    """Servo walls and deforming cells stop an MPI run before its first step, with one line."""
+    """A deforming cell stops an MPI run before its first step, with one line."""
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "dem", scene, "--quiet", "--out",
                            str(tmp_path / "out")] + [a for s in settings for a in ("--set", s)], capture_output=True,
                           text=True, timeout=600, cwd=ROOT)

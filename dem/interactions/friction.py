@@ -453,7 +453,7 @@ def wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_s
 
 @njit(cache=True)
 def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, inverse_mass, mu, p, springs,
-                  position, wall_point, wall_velocity, wall_spin, partial, advance):
+                  position, wall_point, wall_velocity, wall_spin, walls, advance):
     """Particle ``i``'s tangential contact with wall ``w`` (its spring in ``slot``; the unit
     normal ``n`` and ``gap`` now, ``old`` and ``gap_old`` a step ago): ``(fx, fy, fz, τx, τy, τz,
     energy, booked, power)``. With ``advance`` the spring first takes the step (turned with the
@@ -484,7 +484,7 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
         (gx, gy, gz), power = damped((gx, gy, gz), c, tangential_velocity(relative, omega, arm, (0.0, 0.0, 0.0), arm,
                                                                           n), limit)
     if advance:
-        add_wall_load(partial, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
+        add_wall_load(walls, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
     return (gx, gy, gz, arm[1] * gz - arm[2] * gy, arm[2] * gx - arm[0] * gz, arm[0] * gy - arm[1] * gx,
             0.5 * k_t * squared, booked, power)
 
@@ -506,7 +506,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
     keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
     table = p.walls
-    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
+    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
     mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
@@ -532,7 +532,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
         if slot < 0:
             continue
         row = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, table[w, 3], p,
-                            springs, position, wall_point, wall_velocity, wall_spin, partial, advance)
+                            springs, position, wall_point, wall_velocity, wall_spin, walls, advance)
         fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
         energy, booked, power = energy + row[6], booked + row[7], power + row[8]
     if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
@@ -547,7 +547,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
                                                            wall_velocity, wall_spin)
         if slot >= 0:
             row = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
-                                p, springs, position, wall_point, wall_velocity, wall_spin, partial, advance)
+                                p, springs, position, wall_point, wall_velocity, wall_spin, walls, advance)
             fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
             energy, booked, power = energy + row[6], booked + row[7], power + row[8]
     return fx, fy, fz, tx, ty, tz, energy, booked, power

@@ -405,7 +405,6 @@ def _wall_row(i, st, bodies, p, walls, damping):
     zero without contact: an unconditional write keeps the pass over the bodies fast)."""
     position, velocity, wall_point, wall_normal, stiffness = st.position, st.velocity, walls.point, \
         p.wall_normal, p.stiffness
-    partial = walls.partial
     inverse_mass = bodies.inverse_mass[i]
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
@@ -417,7 +416,7 @@ def _wall_row(i, st, bodies, p, walls, damping):
             force, power, u, px, py, pz, k = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
                                                            inverse_mass, p.law, stiffness, damping, walls)
             px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
-        add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
+        add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
         energy += u
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     if p.meshes:
@@ -428,7 +427,7 @@ def _wall_row(i, st, bodies, p, walls, damping):
             nx, ny, nz = mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2]
             force, power, u, px, py, pz, k = _wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
                                                            velocity, inverse_mass, p.law, stiffness, damping, walls)
-            add_wall_load(partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
+            add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
             energy += u
             fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
@@ -483,7 +482,7 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
             speed = (velocity[i, 0] - vx) * nx + (velocity[i, 1] - vy) * ny + (velocity[i, 2] - vz) * nz
             force, power = stiffness_damped(force, power, 1.0, k, inverse_mass, speed, p.damping)
         if advance:
-            add_wall_load(walls.partial, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
+            add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
         fx, fy, fz = fx + force * nx, fy + force * ny, fz + force * nz
     return fx, fy, fz, power, u_hertz, u_adhesion, lost

@@ -170,7 +170,7 @@ def _spins(omega, wall_spin, w):
 
 
 @njit(cache=True)
-def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, partial, advance):
+def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, walls, advance):
     """Particle ``i``'s rolling and twisting contact with wall ``w`` (springs in ``slot``; normal
     and gap now ``n``, ``gap``, a step ago ``old``, ``gap_old``; ``spin`` the particle's spin
     relative to the wall's ``(Ω_i − ω_w)``): ``(τ (3), rolling, twisting, booked, power)``. With
@@ -192,7 +192,7 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inver
             springs[i, slot, c] = spring[c]
     moment, u, power = rolling_moment(spring, k, n, p.damping, inverse, (spin[0], spin[1], spin[2]), limit, mu)
     if advance:
-        add_wall_couple(partial, i, w, moment[0], moment[1], moment[2])
+        add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
     return (moment, 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]),
             0.5 * k[1] * spring[3] * spring[3], booked, power)
 
@@ -204,7 +204,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
     position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
     keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
     table, inertia = p.walls, p.contact_inertia
-    wall_point, wall_velocity, wall_spin, partial = walls.point, walls.velocity, walls.angular_velocity, walls.partial
+    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
     mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     tx = ty = tz = rolling = twisting = booked = power = 0.0
     radius = 0.5 * bodies.diameter[i]
@@ -232,7 +232,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
             continue
         moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h,
                                                             _spins(omega, wall_spin, w), radius, inverse, mu, p,
-                                                            springs, partial, advance)
+                                                            springs, walls, advance)
         tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
         rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
     if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
@@ -251,7 +251,7 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
         if slot >= 0:
             moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
                                                                 _spins(omega, wall_spin, w), radius, inverse,
-                                                                (table[w, 3], table[w, 4]), p, springs, partial,
+                                                                (table[w, 3], table[w, 4]), p, springs, walls,
                                                                 advance)
             tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
             rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation

@@ -38,7 +38,7 @@ from numba import njit
 from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, mesh_contacts
 from ..rotations import quat_from_rotvec_one
 from ..schema import REQUIRED, Key, non_negative, nonzero_vector, positive
-from .contract import CHUNK, GLOBAL, Interaction, MPIError
+from .contract import CHUNK, GLOBAL, Interaction
 
 FIXED, PRESCRIBED, SERVO = 0, 1, 2
 #: components of a wall's load: force (3), moment about its point (3), summed contact stiffness
@@ -59,11 +59,20 @@ WallParams = namedtuple("WallParams", "motion point velocity angular_velocity no
 #: MAX_CONTACTS, 3)`` (no slots when there is no mesh), and ``mesh_most (n,)`` the most mesh
 #: contacts each particle has had at once (more than `MAX_CONTACTS` stops the run, at the next
 #: row of walls.csv: `dem.observers.csv_log.WallLog`).
+#: A servo wall's ``quantum (w, 2)``: the force and stiffness quanta its load is booked in
+#: (`add_wall_load`; 0 for other walls), and ``servo_load (w, 7)``: the whole load its servo
+#: reads (one process: ``load``; MPI: the ranks' exact shares summed, `dem.distributed`; 0 for
+#: other walls).
 WallState = namedtuple("WallState", "point rotation velocity angular_velocity load work step partial mesh_count "
-                       "mesh_wall mesh_feature mesh_gap mesh_normal mesh_most")
+                       "mesh_wall mesh_feature mesh_gap mesh_normal mesh_most quantum servo_load")
 #: the fields every MPI rank holds whole (`Interaction.shared_state`); the mesh contacts are the
 #: particles' (they travel with them, `dem.distributed`)
-SHARED_FIELDS = ("point", "rotation", "velocity", "angular_velocity", "load", "work", "step", "partial")
+SHARED_FIELDS = ("point", "rotation", "velocity", "angular_velocity", "load", "work", "step", "partial", "quantum",
+                 "servo_load")
+#: a servo wall's force quantum: 2⁻⁴⁰ of its target (to a power of two); its stiffness quantum:
+#: 2¹⁰ force quanta per smallest particle diameter (a contact's stiffness is about 10³ × its
+#: force over the diameter): sums stay exact up to 2¹³ times the target
+QUANTUM_BITS, STIFFNESS_BITS = 40, 10
 
 
 def _relaxation(value):
@@ -172,11 +181,18 @@ def wall_velocity_at(point, velocity, angular_velocity, w, px, py, pz):
 
 
 @njit(inline="always")
-def add_wall_load(partial, i, w, fx, fy, fz, rx, ry, rz, stiffness):
+def add_wall_load(walls, i, w, fx, fy, fz, rx, ry, rz, stiffness):
     """Book on wall ``w`` the reaction of the force ``f`` it exerts on particle ``i`` at the point
     ``r`` from the wall's point: the load ``−f``, its moment ``r × (−f)`` and the contact's
     normal stiffness ``stiffness`` (``dF/dgap``, for the servo), in the partial sums of ``i``'s
-    chunk (``partial``: the walls' state's array)."""
+    chunk (``walls``: the walls' state). On a servo wall the force and the stiffness are booked
+    in whole quanta (``walls.quantum``): their sums are exact, the same bits in any order, so
+    that the servo moves alike on any number of MPI ranks."""
+    partial = walls.partial
+    quantum = walls.quantum[w, 0]
+    if quantum > 0.0:
+        fx, fy, fz = np.rint(fx / quantum) * quantum, np.rint(fy / quantum) * quantum, np.rint(fz / quantum) * quantum
+        stiffness = np.rint(stiffness / walls.quantum[w, 1]) * walls.quantum[w, 1]
     chunk = i // CHUNK
     partial[chunk, w, 0] -= fx
     partial[chunk, w, 1] -= fy
@@ -188,9 +204,10 @@ def add_wall_load(partial, i, w, fx, fy, fz, rx, ry, rz, stiffness):
 
 
 @njit(inline="always")
-def add_wall_couple(partial, i, w, tx, ty, tz):
+def add_wall_couple(walls, i, w, tx, ty, tz):
     """Book on wall ``w`` the reaction ``−τ`` of the couple ``τ`` it exerts on particle ``i``
     (rolling and twisting resistance), as `add_wall_load`."""
+    partial = walls.partial
     chunk = i // CHUNK
     partial[chunk, w, 3] -= tx
     partial[chunk, w, 4] -= ty
@@ -206,7 +223,7 @@ def add_wall_couple(partial, i, w, tx, ty, tz):
 def _servo_speed(h, w, p, own):
     """Speed along the normal that brings the normal load towards the target (see the module)."""
     n = p.normal[w]
-    load = own.load[w]
+    load = own.servo_load[w]
     error = p.target[w] + (load[0] * n[0] + load[1] * n[1] + load[2] * n[2])  # N* − N, N = −F·n
     limit = p.max_speed[w] if p.max_speed[w] > 0.0 else p.max_step[w] / h
     if load[6] > 0.0:
@@ -264,6 +281,8 @@ def walls_forces(h, st, bodies, p, own):
             power += (own.load[w, 3 + c] + load[3 + c]) * own.angular_velocity[w, c]
         own.work[w] += 0.5 * h * power
         own.load[w] = load
+        if own.quantum[w, 0] > 0.0:  # a servo's (on an MPI rank: its share, until the ranks' are summed)
+            own.servo_load[w] = load
 
 
 @njit(cache=True)
@@ -325,24 +344,27 @@ def initial_state(model, p):
     slots = MAX_CONTACTS if len(p.wall) else 0  # (a row per particle all the same: the rows travel under MPI)
     rotation = np.zeros((n_walls, 4))
     rotation[:, 0] = 1.0
+    quantum = np.zeros((n_walls, 2))
+    for w in np.flatnonzero(p.motion == SERVO):
+        force = 2.0 ** (np.floor(np.log2(abs(p.target[w]) if p.target[w] != 0.0 else 1.0)) - QUANTUM_BITS)
+        smallest = 1000.0 * p.max_step[w]  # (the smallest contact diameter)
+        quantum[w] = force, 2.0 ** (np.floor(np.log2(force / smallest)) + STIFFNESS_BITS)
     return WallState(
         point=p.point.copy(), rotation=rotation, velocity=np.where((p.motion == PRESCRIBED)[:, None], p.velocity, 0.0),
         angular_velocity=p.angular_velocity.copy(), load=np.zeros((n_walls, LOAD)), work=np.zeros(n_walls),
         step=np.zeros(1, np.int64), partial=np.zeros(((n + CHUNK - 1) // CHUNK, n_walls, LOAD)),
         mesh_count=np.zeros(n, np.int64), mesh_wall=np.zeros((n, slots), np.int64),
         mesh_feature=np.zeros((n, slots), np.int64), mesh_gap=np.zeros((n, slots)),
-        mesh_normal=np.zeros((n, slots, 3)), mesh_most=np.zeros(n, np.int64),
+        mesh_normal=np.zeros((n, slots, 3)), mesh_most=np.zeros(n, np.int64), quantum=quantum,
+        servo_load=np.zeros((n_walls, LOAD)),
     )
 
 
 def localize(p, part):
-    """Under MPI (`dem.distributed`) the walls, planes and meshes, fixed or moving as prescribed,
-    are the same on every rank (each rank moves them to the time of the step; their loads and
-    work: each rank's share; the mesh contacts: each particle's, which travel with it); servo
-    walls raise `MPIError` (a servo's motion reads the whole load)."""
-    servo = np.flatnonzero(p.motion == SERVO)
-    if len(servo):
-        raise MPIError(f"walls.{servo[0]}.servo: servo walls do not run under MPI yet: run on one process")
+    """Under MPI (`dem.distributed`) the walls, planes and meshes, fixed, moving as prescribed or
+    servo, are the same on every rank (each rank moves them to the time of the step; their loads
+    and work: each rank's share; a servo reads the ranks' exact shares summed, ``servo_load``;
+    the mesh contacts: each particle's, which travel with it)."""
     return p
 
 
