@@ -184,7 +184,8 @@ def assert_same_as_one_process(runs, scene, n):
         assert checkpoint["interaction.walls.mesh_most"].max() >= 2 and checkpoint["interaction.walls.work"][0] != 0
     if scene == "servo":  # the servo moved the plane, on every rank alike (walls.csv's points are exact)
         checkpoint = outputs(many)[2]
-        assert checkpoint["interaction.walls.point"][0, 0] > 0.05 and checkpoint["interaction.walls.servo_load"][0, 0] < 0
+        servo = {key: checkpoint[f"interaction.walls.{key}"] for key in ("point", "servo_load")}
+        assert servo["point"][0, 0] > 0.05 and servo["servo_load"][0, 0] < 0
     if scene == "moving":  # the plane moved, on every rank alike, and did work on the ring
         checkpoint = outputs(many)[2]
         assert checkpoint["interaction.walls.point"][0, 0] > 0.5 and checkpoint["interaction.walls.work"][0] < 0
