@@ -35,8 +35,11 @@ ranks' shares added in rank order: the same to round-off as one process, not bit
 process adds them up in chunks of rows, across the ranks' boxes). A servo wall's load is booked
 in whole quanta (`dem.interactions.walls.add_wall_load`), so the ranks' shares, summed after
 every force evaluation (one ``Allreduce``), are the one process's load to the bit, and every
-servo moves alike. A deforming cell stops the run with an `MPIError`
-(`dem.interactions.deformation.localize`).
+servo moves alike. A deforming cell (`dem.cell`): every rank's advance hook moves its copy of the
+lattice alike (the hooks run before the rebuild test, as in one process, which counts the
+lattice's motion since the build); the boxes' halos reach across the sliding faces (`Bisection`,
+the tilt either way along x); the rates a servo sets on rank 0's gathered state are broadcast
+(`_report`); a restart builds its first list on the lattice of the interrupted run's last build.
 
 One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
 flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
@@ -63,7 +66,7 @@ import os
 import numpy as np
 from numba import njit
 
-from .cell import PERIOD, minimum_image_array, wrapped
+from .cell import GRADIENT, MOTION, PERIOD, TILT, cell_image, lattice_at_build, wrapped
 from .contacts import ContactTable, owner_offsets, restore_history, save_history
 from .engine import FAILED, NOT_FINITE, OK, distributed_module, fast_pair_law, substeps_contacts
 from .integrators.stages import first_not_finite
@@ -210,11 +213,19 @@ class Bisection:
 
     def _nearest(self, gap):
         """``gap(shift)`` (gaps per axis, ``shift (3,)`` added to the points or boxes measured),
-        the smallest over the images one period either way along the periodic axes."""
+        the smallest over the images one period either way along the periodic axes; along x
+        also shifted by the tilt either way (a sheared cell's images across the y faces, `dem.cell`:
+        a superset of the nearest images, so no neighbour is missed)."""
         period = self.cell[PERIOD]
         out = gap(np.zeros(3))
         for sign in (-1.0, 1.0):
             out = np.minimum(out, np.where(period > 0.0, gap(sign * period), np.inf))
+        tilt = self.cell[TILT, 0]
+        if tilt != 0.0:
+            for sign in (-1.0, 1.0):
+                for k in (-1.0, 0.0, 1.0):
+                    shift = np.array([sign * tilt + k * period[0], 0.0, 0.0])
+                    out[:, 0] = np.minimum(out[:, 0], gap(shift)[:, 0])
         return out
 
 
@@ -333,6 +344,8 @@ class DistributedSimulation(Simulation):
             held = (keys[:, 0] >= mine[0]) & (keys[:, 0] <= mine[-1]) if len(mine) else np.zeros(len(keys), bool)
             histories[name] = (keys[held], values[held], reference[keys[held, 1]])
         self.boxes = Bisection(reference, self.size, self.cell)
+        #: the lattice of the first build: a restart's is the interrupted run's last (`dem.cell`)
+        self._lattice = lattice_at_build(self.cell) if restarted else None
         bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
         self._distribute(mine, self._rows_of(mine, state, aux, state.interactions), reference[mine], histories,
                          bond_length, build=self.neighbors and (restored is None or restarted))
@@ -355,7 +368,7 @@ class DistributedSimulation(Simulation):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
         all ranks."""
         intact = self._intact()[bonds]
-        d = minimum_image_array(position[i[intact]] - position[j[intact]], self.cell[PERIOD])
+        d = cell_image(position[i[intact]] - position[j[intact]], self.cell)
         longest = float(np.sqrt(np.max(np.sum(d * d, axis=1), initial=0.0)))
         return self.comm.allreduce(longest, op=self._mpi.MAX)
 
@@ -493,8 +506,10 @@ class DistributedSimulation(Simulation):
         self.comm.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
         self.comm.Allreduce(MPI.IN_PLACE, hi, op=MPI.MAX)
         largest = self.comm.allreduce(float(largest), op=MPI.MAX)
-        grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, self.state.cell)
-        table.build_part(positions, self.bodies.diameter, model.skin, grid, self.state.cell)
+        cell = self.state.cell if self._lattice is None else self._lattice  # (a build records its lattice in it)
+        self._lattice = None
+        grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, cell)
+        table.build_part(positions, self.bodies.diameter, model.skin, grid, cell)
         table.counters[N_BUILDS] = self._builds
         owner_offsets(table.start, table.index, table.owner_start)
         for name, (keys, values) in histories.items():
@@ -541,8 +556,8 @@ class DistributedSimulation(Simulation):
                                                                                self.bodies, self.aux))
                 failed = self.part.bodies[failed] if failed >= 0 else NOBODY
             st = self.state
-            moved = self.neighbors and (self._builds == 0 or needs_rebuild(
-                st.position, self.bodies.diameter, self.model.skin, self.contacts.reference_position))
+            self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
+            moved = self.neighbors and (self._builds == 0 or self._moved(st.position))
             flags[0] = failed
             flags[1] = 0 if moved else 1
             request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
@@ -552,7 +567,6 @@ class DistributedSimulation(Simulation):
                 return FAILED, int(flags[0]), k, ()
             if flags[1] == 0:
                 self._redistribute()
-            self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
             self._forces(h)
             if substepped:
                 self._in_turn("close", lambda: self.kernels.close_stage(h, *self._arguments, self.aux, fraction))
@@ -564,6 +578,13 @@ class DistributedSimulation(Simulation):
         if body != NOBODY:
             return NOT_FINITE, body, n_steps, ()
         return OK, -1, n_steps, ()
+
+    def _moved(self, position):
+        """Whether a particle moved more than half of what the skin keeps after the lattice's
+        motion since the last build (`dem.neighbors.rebuild_due`)."""
+        lattice = self.cell[MOTION, 1] - self.cell[MOTION, 2]
+        return lattice >= self.model.skin or needs_rebuild(position, self.bodies.diameter, self.model.skin - lattice,
+                                                           self.contacts.reference_position)
 
     # -- contact sub-stepping (dem.integrators.respa) ---------------------------------------------
 
@@ -735,6 +756,8 @@ class DistributedSimulation(Simulation):
         error = self.comm.bcast(error, root=0)
         if error is not None:
             raise SimulationError(error)
+        if "cell" in self.model.interactions:  # the rates a servo set (`dem.stress.CellServo`) on rank 0's view
+            self.cell[GRADIENT] = self.comm.bcast(self.cell[GRADIENT].copy(), root=0)
 
     def _stopping(self):
         reasons = [reason for reason in self.comm.allgather(self.stop_requested) if reason]
