@@ -88,14 +88,12 @@ def deforming(section):
 def cell_array(section):
     """The ``(ROWS, 3)`` array the kernels read for the ``[cell]`` section (validated: a
     periodic axis has a positive edge)."""
-    cell = np.zeros((ROWS, 3))
-    if periodic(section):
-        cell[PERIOD] = np.where(section["periodic"], np.asarray(section["size"], float), 0.0)
-        cell[ORIGIN] = section["origin"]
-        cell[INITIAL] = cell[BUILT] = cell[PERIOD]
-        cell[GRADIENT] = section["strain_rate"]
-        cell[SHEAR, 0] = section["shear_rate"]
-    return with_inverse(cell)
+    if not periodic(section):
+        return box_cell()
+    cell = box_cell(np.where(section["periodic"], np.asarray(section["size"], float), 0.0), section["origin"])
+    cell[GRADIENT] = section["strain_rate"]
+    cell[SHEAR, 0] = section["shear_rate"]
+    return cell
 
 
 def box_cell(period=(0.0, 0.0, 0.0), origin=(0.0, 0.0, 0.0)):

@@ -66,13 +66,13 @@ import os
 import numpy as np
 from numba import njit
 
-from .cell import GRADIENT, MOTION, PERIOD, TILT, cell_image, lattice_at_build, wrapped
+from .cell import GRADIENT, PERIOD, TILT, cell_image, lattice_at_build, wrapped
 from .contacts import ContactTable, owner_offsets, restore_history, save_history
 from .engine import FAILED, NOT_FINITE, OK, distributed_module, fast_pair_law, substeps_contacts
 from .integrators.stages import first_not_finite
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
-from .neighbors import N_BUILDS, bounds, grid_of_bounds, needs_rebuild
+from .neighbors import N_BUILDS, bounds, build_due, grid_of_bounds, needs_rebuild
 from .network import pair_loads, pipeline_name, put_pair_loads
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
@@ -557,7 +557,8 @@ class DistributedSimulation(Simulation):
                 failed = self.part.bodies[failed] if failed >= 0 else NOBODY
             st = self.state
             self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
-            moved = self.neighbors and (self._builds == 0 or self._moved(st.position))
+            moved = self.neighbors and build_due(st.position, self.bodies.diameter, self.model.skin,
+                                                 self.contacts.reference_position, self.contacts.counters, self.cell)
             flags[0] = failed
             flags[1] = 0 if moved else 1
             request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
@@ -578,13 +579,6 @@ class DistributedSimulation(Simulation):
         if body != NOBODY:
             return NOT_FINITE, body, n_steps, ()
         return OK, -1, n_steps, ()
-
-    def _moved(self, position):
-        """Whether a particle moved more than half of what the skin keeps after the lattice's
-        motion since the last build (`dem.neighbors.rebuild_due`)."""
-        lattice = self.cell[MOTION, 1] - self.cell[MOTION, 2]
-        return lattice >= self.model.skin or needs_rebuild(position, self.bodies.diameter, self.model.skin - lattice,
-                                                           self.contacts.reference_position)
 
     # -- contact sub-stepping (dem.integrators.respa) ---------------------------------------------
 

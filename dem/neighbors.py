@@ -367,6 +367,12 @@ def rebuild_due(position, diameter, skin, reference_position, counters, cell):
                                                                       reference_position)
 
 
+@njit(cache=True)
+def build_due(position, diameter, skin, reference_position, counters, cell):
+    """`rebuild_due`, called from Python (`dem.distributed`)."""
+    return rebuild_due(position, diameter, skin, reference_position, counters, cell)
+
+
 @njit(inline="always")
 def _update_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
                    counters, cell):

@@ -48,6 +48,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .checkpoint import CheckpointError, load_checkpoint
+from .interactions import DRIVEN_COLUMNS
 from .runner import CHECKPOINT, run
 from .scene import load_scene, parse_override
 from .schema import SceneError, printable, show, toml_text
@@ -234,7 +235,7 @@ def energy_errors(path):
         return None, None
     if len(rows) < 2 or "total" not in rows[0]:
         return None, None
-    columns = [rows[0].index(name) for name in ("total", "walls", "cell") if name in rows[0]]
+    columns = [rows[0].index(name) for name in ("total",) + DRIVEN_COLUMNS if name in rows[0]]
     try:
         values = np.array([[float(row[c]) for c in columns] for row in rows[1:] if len(row) == len(rows[0])])
     except ValueError:

@@ -7,9 +7,10 @@ bad deformations refused."""
 
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
+
+from support.threads import across_threads
 
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
@@ -194,17 +195,13 @@ def test_a_driven_cell_closes_its_budget_and_the_servo_holds_the_stress(tmp_path
 
 
 def test_threads_do_not_change_a_sheared_servoed_run():
-    results = []
-    for parallel, threads in ((False, 1), (True, 1), (True, 2)):
-        previous = numba.get_num_threads()
-        numba.set_num_threads(threads)
-        try:
-            _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=0.5"])
-            sim = Simulation(model, state, "rrp2", 5e-4, parallel=parallel, observers=[CellServo(model)])
-            sim.run(600)  # the servo sets the rate 31 times; the images slide by 1.5
-        finally:
-            numba.set_num_threads(previous)
-        results.append((state, sim.energy_budget()))
+    def run(parallel):
+        _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=0.5"])
+        sim = Simulation(model, state, "rrp2", 5e-4, parallel=parallel, observers=[CellServo(model)])
+        sim.run(600)  # the servo sets the rate 31 times; the images slide by 1.5
+        return state, sim.energy_budget()
+
+    results = across_threads(run)
     for other, budget in results[1:]:
         for name in ("position", "velocity", "angular_velocity", "force", "moment", "cell"):
             assert np.array_equal(getattr(results[0][0], name), getattr(other, name)), name

@@ -4,9 +4,10 @@ cooling gas that follows Haff's law; bitwise threads; bad cells refused."""
 
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
+
+from support.threads import across_threads
 
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
@@ -186,16 +187,12 @@ def test_a_cooling_granular_gas_follows_haffs_law_and_enskogs_pressure():
 
 
 def test_threads_do_not_change_a_periodic_run():
-    results = []
-    for parallel, threads in ((False, 1), (True, 1), (True, 2)):
-        previous = numba.get_num_threads()
-        numba.set_num_threads(threads)
-        try:
-            _, model, state, _ = prepare(GAS, ["contact.friction=0.5", "contact.rolling_friction=0.1"])
-            Simulation(model, state, "rrp2", 5e-4, parallel=parallel).advance(400)
-        finally:
-            numba.set_num_threads(previous)
-        results.append(state)
+    def run(parallel):
+        _, model, state, _ = prepare(GAS, ["contact.friction=0.5", "contact.rolling_friction=0.1"])
+        Simulation(model, state, "rrp2", 5e-4, parallel=parallel).advance(400)
+        return state
+
+    results = across_threads(run)
     for other in results[1:]:
         for name in ("position", "velocity", "angular_velocity", "force", "moment"):
             assert np.array_equal(getattr(results[0], name), getattr(other, name)), name

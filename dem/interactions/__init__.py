@@ -37,6 +37,9 @@ INTERACTIONS = {
 CORE_COLUMNS = ("axial", "shear", "bending", "hertz_pp", "hertz_pw", "gravity", "lj", "external", "broken",
                 "dissipated")
 KINETIC_COLUMNS = ("kinetic_translational", "kinetic_rotational")
+#: The booked work that moving walls and a deforming cell put into the particles (minus it): the
+#: energy they bring is in play too, so energy errors are measured against |E(0)| plus these
+DRIVEN_COLUMNS = ("walls", "cell")
 
 
 @functools.cache  # (asked for at every log row; `register` and `unregister` clear it)
@@ -107,7 +110,8 @@ def initial_states(model):
 assert not set(CORE_COLUMNS) - {c for i in INTERACTIONS.values() for c in i.columns}
 
 __all__ = [
-    "BOND", "CHUNK", "CORE_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS", "ROW",
+    "BOND", "CHUNK", "CORE_COLUMNS", "DRIVEN_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS",
+    "ROW",
     "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "initial_states", "lennard_jones",
     "ortolan_saccon", "register", "section_keys", "setup_interactions", "unregister",
 ]

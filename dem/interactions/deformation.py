@@ -19,9 +19,8 @@ from ..cell import deform, deforming
 from ..schema import SceneError
 from .contract import GLOBAL, Interaction
 
-#: ``shear``: whether the cell shears (Lees–Edwards, `dem.cell`); ``servo``: whether an edge is
-#: stress-controlled
-DeformationParams = namedtuple("DeformationParams", "shear servo")
+#: no parameters: the rates are the cell's (`dem.cell`), which a servo changes during the run
+DeformationParams = namedtuple("DeformationParams", "")
 
 
 @njit(cache=True)
@@ -47,7 +46,7 @@ def setup(model):
         return None
     if int(model.sections["contact"]["substeps"]) > 1:
         raise SceneError("contact.substeps: contact sub-steps do not follow a deforming cell: make it 1 (or 0)")
-    return DeformationParams(cell["shear_rate"] != 0.0, any(cell["stress_control"]))
+    return DeformationParams()
 
 
 def localize(p, part):

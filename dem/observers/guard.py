@@ -1,6 +1,6 @@
 """Observer that stops a run whose energy error grows far beyond the energy in play: a blow-up."""
 
-from ..interactions import energy_columns
+from ..interactions import DRIVEN_COLUMNS, energy_columns
 from ..simulation import SimulationError
 
 
@@ -36,7 +36,7 @@ class EnergyGuard:
         energy0, scale0 = self.reference
         if self.tolerance <= 0 or scale0 == 0.0:
             return
-        scale = scale0 + abs(row["walls"]) + abs(row["cell"])
+        scale = scale0 + sum(abs(row[name]) for name in DRIVEN_COLUMNS)
         error = abs(row["total"] - energy0) / scale
         if not error <= self.tolerance:
             body, speed = sample.fastest
