@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-#: 3: the cell (`dem.cell`: a deforming cell's lattice and rates) and the pair laws' booked work
-#: against it (formats 1 and 2, before them, are refused)
-FORMAT = 3
+#: 4: the cell (`dem.cell`: a deforming cell's lattice, its three shear rates and the bound of its
+#: images' motion) and the pair laws' booked work against it (formats 1 to 3, before them, are
+#: refused)
+FORMAT = 4
 STATE_FIELDS = ("position", "velocity", "orientation", "angular_velocity", "force", "moment", "cell")
 
 

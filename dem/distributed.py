@@ -61,6 +61,7 @@ checkpoints are those of the serial run, and a checkpoint restarts on any number
 
 import copy
 import functools
+import itertools
 import os
 
 import numpy as np
@@ -199,34 +200,34 @@ class Bisection:
         """Which ``points`` lie within ``width`` of box ``part``."""
         lo, hi = self.boxes[part]
         points = wrapped(points, self.cell)
-        gap = self._nearest(lambda shift: np.maximum(np.maximum(lo - points - shift, points + shift - hi), 0.0))
-        return np.sum(gap * gap, axis=1) <= width * width
+        return self._nearest(lambda shift: np.maximum(np.maximum(lo - points - shift, points + shift - hi), 0.0)) \
+            <= width * width
 
     def neighbours(self, part, width):
         """The other boxes within ``width`` of box ``part``."""
         lo, hi = self.boxes[part]
-        gap = self._nearest(lambda shift: np.maximum(np.maximum(self.boxes[:, 0] - hi - shift,
-                                                                lo - self.boxes[:, 1] + shift), 0.0))
-        near = np.sum(gap * gap, axis=1) <= width * width
+        near = self._nearest(lambda shift: np.maximum(np.maximum(self.boxes[:, 0] - hi - shift,
+                                                                 lo - self.boxes[:, 1] + shift), 0.0)) <= width * width
         near[part] = False
         return np.flatnonzero(near)
 
     def _nearest(self, gap):
-        """``gap(shift)`` (gaps per axis, ``shift (3,)`` added to the points or boxes measured),
-        the smallest over the images one period either way along the periodic axes; along x
-        also shifted by the tilt either way (a sheared cell's images across the y faces, `dem.cell`:
-        a superset of the nearest images, so no neighbour is missed)."""
-        period = self.cell[PERIOD]
-        out = gap(np.zeros(3))
-        for sign in (-1.0, 1.0):
-            out = np.minimum(out, np.where(period > 0.0, gap(sign * period), np.inf))
-        tilt = self.cell[TILT, 0]
-        if tilt != 0.0:
+        """The squared distance ``|gap(shift)|²`` (``gap``: gaps per axis, ``shift (3,)`` added to
+        the points or boxes measured), the smallest over the images one period either way along
+        the periodic axes (axis by axis: the gaps along each add up); in a sheared cell
+        (`dem.cell`) over the lattice vectors ``H m`` that reach the neighbouring images through
+        the tilted faces."""
+        period, tilt = self.cell[PERIOD], self.cell[TILT]
+        if not tilt.any():
+            out = gap(np.zeros(3))
             for sign in (-1.0, 1.0):
-                for k in (-1.0, 0.0, 1.0):
-                    shift = np.array([sign * tilt + k * period[0], 0.0, 0.0])
-                    out[:, 0] = np.minimum(out[:, 0], gap(shift)[:, 0])
-        return out
+                out = np.minimum(out, np.where(period > 0.0, gap(sign * period), np.inf))
+            return np.sum(out * out, axis=1)
+        lattice = np.array([[period[0], tilt[0], tilt[1]], [0.0, period[1], tilt[2]], [0.0, 0.0, period[2]]])
+        steps = [range(-3, 4) if period[0] > 0.0 else (0,), range(-2, 3) if period[1] > 0.0 else (0,),
+                 range(-1, 2) if period[2] > 0.0 else (0,)]
+        return functools.reduce(np.minimum, (np.sum(gap(lattice @ np.array(m, float)) ** 2, axis=1)
+                                             for m in itertools.product(*steps)))
 
 
 class Part:
@@ -509,7 +510,7 @@ class DistributedSimulation(Simulation):
         cell = self.state.cell if self._lattice is None else self._lattice  # (a build records its lattice in it)
         self._lattice = None
         grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, cell)
-        table.build_part(positions, self.bodies.diameter, model.skin, grid, cell)
+        table.build_part(positions, self.bodies.diameter, model.skin, grid, (lo, hi, largest), cell)
         table.counters[N_BUILDS] = self._builds
         owner_offsets(table.start, table.index, table.owner_start)
         for name, (keys, values) in histories.items():

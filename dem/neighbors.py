@@ -10,7 +10,8 @@ its row's order, the same sums to the last bit (`dem.interactions.hertz.hertz_pp
 The list stays valid while no particle has moved more than ``skin/2`` since the last build.
 Bodies with zero diameter take no part. Along the periodic axes of the cell (`dem.cell`) the
 cells tile the box, particles are binned by their wrapped positions, the neighbour cells wrap
-around, and distances are those of the nearest image.
+around (in a sheared cell: the cells around each image of the particle near the box), and
+distances are those of the nearest image.
 
 Cell arrays are allocated once (at most ``2N + 8`` cells); the row storage has a capacity and a
 build that needs more grows it (rarely, inside compiled code), so callers take the arrays back
@@ -20,7 +21,7 @@ from every update. ``counters`` holds ``[n_entries, n_builds]``.
 import numpy as np
 from numba import njit, prange
 
-from .cell import BUILT, INVERSE, MOTION, ORIGIN, PERIOD, TILT, box_cell, minimum_image
+from .cell import INVERSE, MOTION, ORIGIN, PERIOD, TILT, box_cell, minimum_image, record_build
 
 N_ENTRIES, N_BUILDS = 0, 1
 CHUNK = 4096
@@ -85,31 +86,34 @@ def grid_of_bounds(lo, hi, largest, skin, max_cells, cell):
     return lo, sizes, dims
 
 
-@njit(cache=True)
-def _cell_grid(position, diameter, skin, max_cells, cell):
-    """Origin, cell sizes and dimensions covering the particles with at most ``max_cells`` cells."""
-    lo, hi, largest = bounds(position, diameter)
-    return grid_of_bounds(lo, hi, largest, skin, max_cells, cell)
+@njit(inline="always")
+def _offsets(position, i, grid):
+    """Particle ``i``'s offsets from the grid's origin, shifted along x and y by the tilts for
+    each period of z, and along x for each period of y, that wraps it into the cell (the images
+    across the z and y faces of a sheared cell, `dem.cell`); without a branch (a test here, in
+    every build's innermost calls, cost more than the arithmetic: ``0 · ⌊u · 0⌋ = 0`` where an
+    axis is not periodic, and zero tilts, leave the offsets as they are)."""
+    lo, inverse, tilt = grid[0], grid[6], grid[7]
+    z = position[i, 2] - lo[2]
+    kz = np.floor(z * inverse[2])
+    y = position[i, 1] - lo[1] - tilt[2] * kz
+    return position[i, 0] - lo[0] - tilt[1] * kz - tilt[0] * np.floor(y * inverse[1]), y, z
 
 
 @njit(inline="always")
-def _offset_x(position, i, grid):
-    """Particle ``i``'s offset from the grid's origin along x, shifted by the tilt for each
-    period of y that wraps it into the cell (the images across the y faces of a sheared cell,
-    `dem.cell`); without a branch (a test here, in every build's innermost calls, cost more than
-    the arithmetic: ``0 · ⌊u · 0⌋ = 0`` where y is not periodic, and a zero tilt, leave the
-    offset as it is)."""
-    lo, inverse, tilt = grid[0], grid[6], grid[7]
-    return position[i, 0] - lo[0] - tilt * np.floor((position[i, 1] - lo[1]) * inverse[1])
+def _wrapped(u, c, grid):
+    """The offset ``u`` along axis ``c`` wrapped into the cell along a periodic axis (as it is
+    along the others)."""
+    period, inverse = grid[5], grid[6]
+    return u - period[c] * np.floor(u * inverse[c])
 
 
 @njit(inline="always")
 def _bin(u, c, grid):
     """The cell along axis ``c`` of the offset ``u`` from the grid's origin, wrapped into the
     cell along a periodic axis (`_cell_of`)."""
-    size, top, first, period, inverse = grid[1], grid[2], grid[3], grid[5], grid[6]
-    u -= period[c] * np.floor(u * inverse[c])
-    return min(int(u / size[c]), top[c]) - first[c]
+    size, top, first = grid[1], grid[2], grid[3]
+    return min(int(_wrapped(u, c, grid) / size[c]), top[c]) - first[c]
 
 
 @njit(inline="always")
@@ -118,11 +122,10 @@ def _cell_of(position, i, grid):
     inverse, tilt)``: the cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell
     ``top``) less ``first``, the first cell of the part of it that ``dims`` spans (all of it,
     ``first = 0``, except on an MPI rank: `build_on_grid`); ``period``: the cell's periodic edges
-    (0: not periodic), ``inverse`` their inverses (0 where not periodic), ``tilt`` the shift
-    along x of the images across the y faces (`dem.cell`)."""
-    lo = grid[0]
-    return (_bin(_offset_x(position, i, grid), 0, grid), _bin(position[i, 1] - lo[1], 1, grid),
-            _bin(position[i, 2] - lo[2], 2, grid))
+    (0: not periodic), ``inverse`` their inverses (0 where not periodic), ``tilt`` the cell's
+    tilts ``[s_xy, s_xz, s_yz]`` (`dem.cell`)."""
+    x, y, z = _offsets(position, i, grid)
+    return _bin(x, 0, grid), _bin(y, 1, grid), _bin(z, 2, grid)
 
 
 @njit(inline="always")
@@ -192,36 +195,54 @@ def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, ind
     return count
 
 
+@njit(inline="always")
+def _stencil(q, c, grid):
+    """``(first, last)`` of the cells of the whole grid along axis ``c`` within a cell's size of
+    the offset ``q`` (``first > last``: none)."""
+    size, top = grid[1], grid[2]
+    k = int(np.floor(q / size[c]))
+    return max(k - 1, 0), min(k + 1, top[c])
+
+
 @njit(cache=True)
-def _scan_row_sheared(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
-    """`_scan_row` in a cell whose images across the y faces are shifted along x by the tilt
-    (`dem.cell`; x and y periodic): a row of cells across a y face is searched around i's x less
-    the shift. A grid of fewer than three cells along x or y is searched whole along that axis
-    (a row of cells is then a neighbour through several images)."""
+def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
+    """`_scan_row` in a sheared cell (`dem.cell`: the images across the z and y faces shifted by
+    the tilts): the neighbours of ``i`` are the particles binned within reach of one of the
+    points ``u_i − H m`` (``u_i`` its wrapped offset, ``H m`` a lattice vector), so the cells
+    around each such point that lies within a cell's size of the box are gathered (``m`` within
+    the few periods the tilts can shift it by), once each, and searched."""
+    first, dims, period, tilt = grid[3], grid[4], grid[5], grid[7]
+    x, y, z = _offsets(position, i, grid)
+    ux, uy, uz = _wrapped(x, 0, grid), _wrapped(y, 1, grid), _wrapped(z, 2, grid)
+    found = np.empty(1024, np.int64)
+    n = 0
+    for mc in range(-1 if period[2] > 0.0 else 0, 2 if period[2] > 0.0 else 1):
+        qz = uz - mc * period[2]
+        c0, c1 = _stencil(qz, 2, grid)
+        if c0 > c1:
+            continue
+        for mb in range(-2 if period[1] > 0.0 else 0, 3 if period[1] > 0.0 else 1):
+            qy = uy - mc * tilt[2] - mb * period[1]
+            b0, b1 = _stencil(qy, 1, grid)
+            if b0 > b1:
+                continue
+            for ma in range(-3 if period[0] > 0.0 else 0, 4 if period[0] > 0.0 else 1):
+                a0, a1 = _stencil(ux - mc * tilt[1] - mb * tilt[0] - ma * period[0], 0, grid)
+                for a in range(max(a0, first[0]), min(a1, first[0] + dims[0] - 1) + 1):
+                    for b in range(max(b0, first[1]), min(b1, first[1] + dims[1] - 1) + 1):
+                        for c in range(max(c0, first[2]), min(c1, first[2] + dims[2] - 1) + 1):
+                            if n == found.shape[0]:
+                                grown = np.empty(2 * n, np.int64)
+                                grown[:n] = found
+                                found = grown
+                            found[n] = ((a - first[0]) * dims[1] + b - first[1]) * dims[2] + c - first[2]
+                            n += 1
+    found = np.sort(found[:n])
     count = 0
-    size, dims, period = grid[1], grid[4], grid[5]
-    _, cb, cc = _cell_of(position, i, grid)
-    x = _offset_x(position, i, grid)
-    x -= period[0] * np.floor(x * grid[6][0])
-    first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
-    rows = 3 if dims[1] >= 3 else dims[1]
-    count_a = 3 if dims[0] >= 3 and dims[1] >= 3 else dims[0]
-    for tb in range(rows):
-        b = cb - 1 + tb if dims[1] >= 3 else tb
-        shift = 0.0
-        if b < 0:
-            b += dims[1]
-            shift = -grid[7]
-        elif b >= dims[1]:
-            b -= dims[1]
-            shift = grid[7]
-        first_a = int(np.floor((x - shift) / size[0])) - 1 if count_a == 3 else 0
-        for ta in range(count_a):
-            a = (first_a + ta) % dims[0]
-            for tc in range(count_c):
-                c = _wrap(first_c + tc, dims[2])
-                count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
-                                   cell_particles, index, offset, fill, cell, True, count)
+    for k in range(n):
+        if k == 0 or found[k] != found[k - 1]:
+            count = _scan_cell(i, found[k], position, diameter, skin, cell_start, cell_particles, index, offset, fill,
+                               cell, True, count)
     return count
 
 
@@ -229,13 +250,15 @@ def _scan_row_sheared(i, position, diameter, skin, grid, cell_start, cell_partic
 def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell):
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
     entries into ``index`` from ``start[i]`` (``fill`` True)."""
+    tilt = grid[7]
+    tilted = tilt[0] != 0.0 or tilt[1] != 0.0 or tilt[2] != 0.0
     for i in range(lo_row, hi_row):
         if not _active(position, diameter, i):
             if not fill:
                 start[i + 1] = 0
             continue
-        if grid[7] != 0.0:
-            count = _scan_row_sheared(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
+        if tilted:
+            count = _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
                                       fill, cell)
         else:
             count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
@@ -250,15 +273,18 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
 def build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
                  counters, cell):
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
-    lo, size, dims = _cell_grid(position, diameter, skin, cell_start.shape[0] - 1, cell)
-    return _build_on_grid(position, diameter, skin, parallel, _whole_grid(lo, size, dims, cell), reference_position,
-                          start, index, cell_start, cell_particles, counters, cell)
+    lo, hi, largest = bounds(position, diameter)
+    origin, size, dims = grid_of_bounds(lo, hi, largest, skin, cell_start.shape[0] - 1, cell)
+    index = _build_on_grid(position, diameter, skin, parallel, _whole_grid(origin, size, dims, cell),
+                           reference_position, start, index, cell_start, cell_particles, counters, cell)
+    record_build(cell, lo, hi, largest + skin)
+    return index
 
 
 @njit(cache=True)
 def _whole_grid(lo, size, dims, cell):
     """The grid of `_cell_of` that spans all of ``dims``."""
-    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy(), cell[TILT, 0]
+    return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy(), cell[TILT].copy()
 
 
 @njit(cache=True)
@@ -282,10 +308,12 @@ def _part_grid(position, diameter, lo, size, dims, cell):
 
 
 @njit(cache=True)
-def _build_part(position, diameter, skin, grid, reference_position, start, index, cell_start, cell_particles,
+def _build_part(position, diameter, skin, grid, extent, reference_position, start, index, cell_start, cell_particles,
                 counters, cell):
-    return _build_on_grid(position, diameter, skin, False, grid, reference_position, start, index, cell_start,
-                          cell_particles, counters, cell)
+    index = _build_on_grid(position, diameter, skin, False, grid, reference_position, start, index, cell_start,
+                           cell_particles, counters, cell)
+    record_build(cell, extent[0], extent[1], extent[2] + skin)
+    return index
 
 
 @njit(inline="always")
@@ -332,10 +360,6 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
             _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell)
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
-    cell[MOTION, 2] = cell[MOTION, 1]  # the lattice of this build (`dem.cell`)
-    cell[TILT, 1] = cell[TILT, 0]
-    for c in range(3):
-        cell[BUILT, c] = cell[PERIOD, c]
     for i in range(n):
         for c in range(3):
             reference_position[i, c] = position[i, c]
@@ -360,9 +384,10 @@ def needs_rebuild(position, diameter, skin, reference_position):
 @njit(inline="always")
 def rebuild_due(position, diameter, skin, reference_position, counters, cell):
     """Whether the list must be (re)built: never built, or a particle moved more than half of
-    what the skin keeps after the motion ``m`` of the cell's lattice since the last build (a
-    deforming cell, `dem.cell`; two particles closed in by ``2 × moved + m``, 0 otherwise)."""
-    moved = cell[MOTION, 1] - cell[MOTION, 2]
+    what the skin keeps after the motion ``m`` of the images relative to their particles since
+    the last build (a deforming cell, `dem.cell`: a pair closes in by at most ``2 × moved + m``;
+    ``m`` is 0 otherwise)."""
+    moved = cell[MOTION, 0] - cell[MOTION, 1]
     return counters[N_BUILDS] == 0 or moved >= skin or needs_rebuild(position, diameter, skin - moved,
                                                                       reference_position)
 
@@ -432,11 +457,12 @@ class NeighborList:
         cell = box_cell() if cell is None else cell.copy()
         self.index = update(position, diameter, float(skin), *self.arrays(), cell)
 
-    def build_part(self, position, diameter, skin, grid, cell):
+    def build_part(self, position, diameter, skin, grid, extent, cell):
         """Build the list of a part of the particles (an MPI rank's, `dem.distributed`) on the
-        cells ``grid = (lo, size, dims)`` of the whole system (`grid_of_bounds`)."""
+        cells ``grid = (lo, size, dims)`` of the whole system (`grid_of_bounds` of its ``extent
+        = (lo, hi, largest)``, `bounds`)."""
         part = _part_grid(position, diameter, *grid, cell)
         cells = int(np.prod(part[4]))
         if cells + 1 > len(self.cell_start):
             self.cell_start = np.zeros(cells + cells // 4 + 9, np.int64)
-        self.index = _build_part(position, diameter, float(skin), part, *NeighborList.arrays(self), cell)
+        self.index = _build_part(position, diameter, float(skin), part, extent, *NeighborList.arrays(self), cell)

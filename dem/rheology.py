@@ -57,9 +57,9 @@ def mu_of_i(inertial, mu_s, mu_2, i_0):
 def steady_flow(run_dir, skip=0.5):
     """The `Flow` of one run (module docstring)."""
     log = read_cell_log(run_dir)
-    strain = np.abs(log["shear_strain"])
+    strain = np.abs(log["shear_strain_xy"])
     if not strain[-1] > 0.0:
-        raise RunFolderError(f"{run_dir}: the cell was not sheared (shear_strain is 0 in cell.csv)")
+        raise RunFolderError(f"{run_dir}: the cell was not sheared along xy (shear_strain_xy is 0 in cell.csv)")
     steady = strain >= skip * strain[-1]
     if steady.sum() < BLOCKS:
         raise RunFolderError(f"{run_dir}: fewer than {BLOCKS} rows of cell.csv beyond {skip:g} of the final shear "
@@ -69,7 +69,7 @@ def steady_flow(run_dir, skip=0.5):
     particles = read_snapshot(run_dir)
     diameter = float(particles["diameter"].mean())
     density = float(np.mean(particles["mass"] / (np.pi / 6.0 * particles["diameter"] ** 3)))
-    rate = float(np.mean(np.abs(log["shear_rate"][steady])))
+    rate = float(np.mean(np.abs(log["rate_xy"][steady])))
     pressure = float(p.mean())
     inertial = float(rate * diameter / np.sqrt(pressure / density))
     return Flow(run=str(run_dir), shear_rate=rate, inertial_number=inertial,

@@ -13,7 +13,7 @@ import numba
 from tqdm import tqdm
 
 from . import _numba_cache, distributed
-from .cell import ORIGIN, PERIOD
+from .cell import ORIGIN, PERIOD, SHEARS
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .integrators import SCHEMES
@@ -188,8 +188,10 @@ def describe_cell(cell, section):
     axes = [axis for axis in range(3) if cell[PERIOD, axis] > 0.0]
     words = (f"periodic in {''.join('xyz'[a] for a in axes)}: "
              + ", ".join(f"{'xyz'[a]} in [{cell[ORIGIN, a]:g}, {cell[ORIGIN, a] + cell[PERIOD, a]:g})" for a in axes))
-    if section["shear_rate"]:
-        words += f"; sheared at {section['shear_rate']:g} (Lees-Edwards)"
+    sheared = [k for k in range(3) if section["shear_rate"][k]]
+    if sheared:
+        words += "; sheared " + ", ".join(f"d v_{'xyz'[SHEARS[k][0]]}/d{'xyz'[SHEARS[k][1]]} = "
+                                          f"{section['shear_rate'][k]:g}" for k in sheared) + " (Lees-Edwards)"
     strained = [a for a in range(3) if section["strain_rate"][a]]
     if strained:
         words += "; strained " + ", ".join(f"{'xyz'[a]} at {section['strain_rate'][a]:g}" for a in strained)

@@ -29,8 +29,9 @@ class SceneError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3`` (``path``: a file name,
-    relative to the scene file's folder unless absolute; `dem.scene` resolves it); ``check``
+    """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3 vec3_or_number`` (``path``:
+    a file name, relative to the scene file's folder unless absolute, `dem.scene` resolves it;
+    ``vec3_or_number``: a number ``x`` stands for ``[x, 0, 0]``); ``check``
     returns an error text or None; ``choices`` restricts strings."""
 
     kind: str
@@ -145,9 +146,10 @@ def too_many(count):
 def _type_error(kind, value):
     names = {"float": "a number", "int": "an integer", "str": "a string", "path": "a file name (a string)",
              "bool": "true or false",
-             "vec3": "a list of 3 numbers", "bool3": "a list of 3 booleans (true or false)"}
-    if kind == "float" and _is_number(value) or kind == "vec3" and isinstance(value, list) and len(value) == 3 \
-            and all(_is_number(c) for c in value):
+             "vec3": "a list of 3 numbers", "bool3": "a list of 3 booleans (true or false)",
+             "vec3_or_number": "a number or a list of 3 numbers"}
+    if kind in ("float", "vec3_or_number") and _is_number(value) or kind in ("vec3", "vec3_or_number") \
+            and isinstance(value, list) and len(value) == 3 and all(_is_number(c) for c in value):
         return f"must be {names[kind].replace('number', 'finite number')}, got {show(value)}"
     return f"must be {names[kind]}, got {show(value)}"
 
@@ -192,7 +194,9 @@ def coerce(kind, value):
             if problem:
                 raise ValueError(f"{problem}, got {show(value)}")
         return value
-    if kind == "vec3":
+    if kind == "vec3_or_number" and _is_number(value):
+        return coerce("float", value), 0.0, 0.0
+    if kind in ("vec3", "vec3_or_number"):
         numbers = [_finite_float(c) for c in value] if isinstance(value, list) and len(value) == 3 else [None]
         if None in numbers:
             raise ValueError(_type_error(kind, value))

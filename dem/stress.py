@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .cell import GRADIENT, PERIOD, SHEAR, cell_image, servo_scale
+from .cell import GRADIENT, PERIOD, SHEAR, SHEARS, cell_image, servo_scale
 from .interactions import BOND, INTERACTIONS
 from .interactions.binder import INTACT
 from .network import contact_network
@@ -54,9 +54,10 @@ def bond_forces(model, state, name):
 
 def velocity_gradient(cell):
     """The cell's velocity gradient ``L (3, 3)`` (`dem.cell`: the strain rates on the diagonal,
-    ``L_xy = γ̇``)."""
+    the shear rates ``L_xy, L_xz, L_yz`` above it)."""
     gradient = np.diag(cell[GRADIENT])
-    gradient[0, 1] = cell[SHEAR, 0]
+    for (a, b), rate in zip(SHEARS, cell[SHEAR]):
+        gradient[a, b] = rate
     return gradient
 
 

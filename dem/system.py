@@ -151,6 +151,8 @@ class SystemBuilder:
         bodies = {key: _joined([block[key] for block in self._blocks]) for key in self._blocks[0]}
         self._blocks = []
         state = State.new(bodies["position"], bodies["velocity"], bodies["orientation"], bodies["angular_velocity"])
+        if "cell" in sections and np.ndim(sections["cell"].get("shear_rate", ())) == 0:  # L_xy alone, as in a scene
+            sections["cell"] = {**sections["cell"], "shear_rate": (float(sections["cell"]["shear_rate"]), 0.0, 0.0)}
         cell = {**defaults(CELL_KEYS["cell"]), **sections.get("cell", {})}
         problem = section_problem(cell)
         if problem:

@@ -1,9 +1,9 @@
 """Deforming periodic cells (`dem.cell`, `dem.interactions.deformation`): the nearest image and the
-neighbour list of a sheared cell against brute force; the lattice's motion; a collision across
-the sliding faces equals the same collision inside; a sheared gas keeps its linear profile; the
-energy budget closes in a driven cell and the servo holds its stress; μ(I) read back; a bonded
-FCC lattice pulled with free sides has the lattice's moduli, and the shipped RVE the binder's;
-bad deformations refused."""
+neighbour list of a cell sheared along xy, xz and yz against brute force; the lattice's motion; a
+collision across each pair of sliding faces equals the same collision inside; a sheared gas keeps
+its linear profile; the energy budget closes in a driven cell and the servo holds its stress; μ(I)
+read back; a bonded FCC lattice pulled with free sides has the lattice's moduli, and the shipped
+RVE the binder's; bad deformations refused."""
 
 from pathlib import Path
 
@@ -15,7 +15,8 @@ from support.threads import across_threads
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
 from dem.builders.assembly import assembly_arrays
-from dem.cell import GRADIENT, INITIAL, MOTION, PERIOD, SHEAR, TILT, box_cell, cell_image, deform, minimum_image
+from dem.cell import (GRADIENT, INITIAL, MOTION, PERIOD, SHEAR, SHEARS, SPAN, STRAIN, TILT, box_cell, cell_image,
+                      deform, minimum_image)
 from dem.cli import main
 from dem.neighbors import NeighborList
 from dem.packing import lattice_cell
@@ -30,42 +31,54 @@ SHEAR_SCENE = ROOT / "scenes/simple_shear.toml"
 TENSION_SCENE = ROOT / "scenes/periodic_tension.toml"
 
 
-def sheared_cell(tilt, edges=(7.0, 9.0, 8.0)):
+def sheared_cell(tilts, edges=(7.0, 9.0, 8.0)):
     cell = box_cell(edges)
-    cell[TILT, 0] = tilt
+    cell[TILT] = tilts
     return cell
 
 
+def lattice(cell):
+    """The cell's lattice vectors as the columns of ``H``."""
+    (lx, ly, lz), (xy, xz, yz) = cell[PERIOD], cell[TILT]
+    return np.array([[lx, xy, xz], [0.0, ly, yz], [0.0, 0.0, lz]])
+
+
 def brute_force_image(d, cell):
-    """The shortest of ``d + H k`` over the images ``k ∈ {−2, …, 2}³`` of the cell's lattice."""
-    lx, ly, lz = cell[PERIOD]
-    k = np.stack(np.meshgrid(*[np.arange(-2, 3)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    shifts = np.stack((k[:, 0] * lx + k[:, 1] * cell[TILT, 0], k[:, 1] * ly, k[:, 2] * lz), axis=1)
-    candidates = d[:, None, :] + shifts[None, :, :]
+    """The shortest of ``d + H k`` over the images ``k ∈ {−3, …, 3}³`` of the cell's lattice."""
+    k = np.stack(np.meshgrid(*[np.arange(-3, 4)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    candidates = d[:, None, :] + (k @ lattice(cell).T)[None, :, :]
     return candidates[np.arange(len(d)), np.argmin(np.sum(candidates ** 2, axis=2), axis=1)]
 
 
-@pytest.mark.parametrize("tilt", [0.0, 2.3, -3.4])
-def test_the_nearest_image_of_a_sheared_cell_is_the_shortest(tilt):
-    cell = sheared_cell(tilt)
+TILTS = [(0.0, 0.0, 0.0), (2.3, 0.0, 0.0), (-3.4, 0.0, 0.0), (0.0, 3.1, 0.0), (0.0, 0.0, -4.4), (2.3, -3.5, 4.1),
+         (-3.4, 3.5, -4.5)]
+
+
+@pytest.mark.parametrize("tilts", TILTS)
+def test_the_nearest_image_of_a_sheared_cell_is_the_shortest(tilts):
+    cell = sheared_cell(tilts)
     rng = np.random.default_rng(1)
-    d = rng.uniform(-30.0, 30.0, size=(4000, 3))
+    d = rng.uniform(-30.0, 30.0, size=(8000, 3))
     expected = brute_force_image(d, cell)
-    near = np.linalg.norm(expected, axis=1) < 3.0  # within reach: less than half the narrowest width
-    assert near.sum() > 20
+    near = np.linalg.norm(expected, axis=1) < 3.0  # within reach: less than half the shortest edge
+    assert near.sum() > 400
     assert np.allclose(cell_image(d, cell)[near], expected[near], atol=1e-12)
     compiled = np.array([minimum_image(*row, cell) for row in d[near]])
     assert np.allclose(compiled, expected[near], atol=1e-12)
 
 
-@pytest.mark.parametrize("tilt, n", [(2.6, 600), (-3.1, 600)], ids=["tilt right", "tilt left"])
-def test_the_list_of_a_sheared_cell_finds_every_pair(tilt, n):
-    cell = sheared_cell(tilt, (9.0, 11.0, 8.0))
+@pytest.mark.parametrize("tilts, edges", [((2.6, 0.0, 0.0), (9.0, 11.0, 8.0)), ((-3.1, 0.0, 0.0), (9.0, 11.0, 8.0)),
+                                          ((2.6, -4.1, 3.9), (9.0, 11.0, 8.0)), ((-3.1, 4.4, -5.4), (9.0, 11.0, 8.0)),
+                                          ((1.7, 2.0, -1.5), (5.0, 4.6, 4.3))],
+                         ids=["xy right", "xy left", "all three", "all three, other way", "two cells a side"])
+def test_the_list_of_a_sheared_cell_finds_every_pair(tilts, edges):
+    cell = sheared_cell(tilts, edges)
+    n = 600
     rng = np.random.default_rng(4)
     diameter = rng.uniform(0.6, 1.2, n)
     position = rng.uniform(0.0, 1.0, size=(n, 3)) * cell[PERIOD]
-    position[::5, 1] += 11.0 * rng.integers(-3, 4, len(position[::5]))  # unwrapped through the sliding faces
-    position[::3, 0] += 9.0 * rng.integers(-2, 3, len(position[::3]))
+    for axis in range(3):  # unwrapped through the faces
+        position[axis::4] += np.outer(rng.integers(-3, 4, len(position[axis::4])), lattice(cell)[:, axis])
     skin = 0.25
     neighbors = NeighborList(n)
     neighbors.update(position, diameter, skin, cell=cell)
@@ -73,12 +86,14 @@ def test_the_list_of_a_sheared_cell_finds_every_pair(tilt, n):
     d = cell_image(position[i] - position[j], cell)
     close = np.sum(d * d, axis=1) < (0.5 * (diameter[i] + diameter[j]) + skin) ** 2
     assert set(map(tuple, neighbors.pairs().tolist())) == set(zip(i[close].tolist(), j[close].tolist()))
-    crossing = np.abs(position[i[close], 1] - position[j[close], 1]) > 5.5
-    assert crossing.sum() > n // 60  # pairs that meet through the sliding y faces
+    rows = np.repeat(np.arange(n), np.diff(neighbors.start))
+    assert len(set(zip(rows.tolist(), neighbors.index[:neighbors.start[-1]].tolist()))) == neighbors.start[-1]  # once
+    crossing = np.abs(position[i[close], 2] - position[j[close], 2]) > 0.5 * edges[2]
+    assert crossing.sum() > n // 60  # pairs that meet through the z faces
 
 
 def test_the_list_of_a_small_sheared_cell_lists_a_pair_once():
-    cell = sheared_cell(1.7, (9.0, 7.0, 8.0))
+    cell = sheared_cell((1.7, 0.0, 0.0), (9.0, 7.0, 8.0))
     position = np.array([(4.0, 6.6, 4.0), (2.6, 0.2, 4.1), (8.0, 3.0, 1.0)])  # 0 meets 1 through the y faces
     neighbors = NeighborList(3)
     neighbors.update(position, np.ones(3), 0.2, cell=cell)
@@ -86,60 +101,74 @@ def test_the_list_of_a_small_sheared_cell_lists_a_pair_once():
     assert neighbors.start.tolist() == [0, 1, 2, 2]  # 1 in 0's row once, 0 in 1's (a grid of 3 × 2 × 2 cells)
 
 
-def test_the_lattice_moves_with_the_rates_and_the_tilt_stays_within_half_an_edge():
+def test_the_lattice_moves_with_the_gradient_and_the_tilts_stay_within_half_an_edge():
+    """``Ḣ = L H`` step by step (``L`` upper triangular), the tilts reduced by lattice vectors:
+    the same lattice as ``H`` integrated without reduction (an integer change of basis of
+    determinant 1), the shear strains ``∫ L_ab dt``, the images' motion bound ``Σ |L_ab| SPAN_b``."""
     cell = box_cell((10.0, 8.0, 6.0))
-    cell[GRADIENT] = (0.0, -0.01, 0.02)
-    cell[SHEAR, 0] = 0.7
+    gradient = np.array([[0.01, 0.7, -0.3], [0.0, -0.01, 0.5], [0.0, 0.0, 0.02]])
+    cell[GRADIENT] = np.diag(gradient)
+    cell[SHEAR] = [gradient[a, b] for a, b in SHEARS]
+    cell[SPAN] = (12.0, 9.0, 7.0)
     h, steps = 1e-3, 5000
-    tilt = 0.0
+    unreduced = lattice(cell)
     for _ in range(steps):
-        tilt += h * 0.7 * cell[PERIOD, 1]  # the tilt grows at gamma-dot L_y (L_y as the step begins)
+        unreduced = unreduced + h * gradient @ unreduced
         deform(h, cell)
-        assert abs(cell[TILT, 0]) <= 5.0
-    assert cell[PERIOD, 1] == pytest.approx(8.0 * (1.0 - 1e-5) ** steps, rel=1e-12)
-    assert cell[PERIOD, 2] == pytest.approx(6.0 * (1.0 + 2e-5) ** steps, rel=1e-12)
-    assert cell[PERIOD, 0] == 10.0
-    assert (cell[TILT, 0] - tilt) / 10.0 == pytest.approx(round((cell[TILT, 0] - tilt) / 10.0), abs=1e-9)
-    assert cell[MOTION, 0] == pytest.approx(0.7 * h * steps, rel=1e-12)
+        assert np.all(np.abs(cell[TILT]) <= 0.5 * cell[PERIOD][[0, 0, 1]] * (1.0 + 1e-12))
+    basis = np.linalg.solve(lattice(cell), unreduced)
+    assert np.abs(basis - np.rint(basis)).max() < 1e-10 and round(np.linalg.det(np.rint(basis))) == 1
+    assert np.abs(np.rint(basis) - np.eye(3)).max() >= 1  # the tilts were reduced
+    assert np.allclose(np.diag(lattice(cell)), np.diag(unreduced), rtol=1e-13)
+    assert cell[STRAIN] == pytest.approx([0.7 * h * steps, -0.3 * h * steps, 0.5 * h * steps], rel=1e-12)
+    assert cell[MOTION, 0] == pytest.approx(h * steps * np.sum(np.abs(gradient) @ cell[SPAN]), rel=1e-12)
 
 
 RATE = 0.4  # the images across the y faces slide at RATE L_y = 4 along x
 
 
-def shear_pair(across):
-    """Two frictional spheres with spin meeting obliquely: across the sliding y face of a sheared
-    cell (the upper one meets the image of the lower one, which moves at RATE L_y along x), or
-    the same two inside a cell that does not deform (the lower one moved to where that image is,
-    with its velocity)."""
-    system = SystemBuilder()
-    top = (5.0, 9.2, 5.0)
-    bottom = np.array([5.3, 0.6, 5.2])
-    v_top, v_bottom = np.array([0.2, 1.0, 0.1]), np.array([-4.1, -0.9, 0.0])
+def shear_pair(across, component):
+    """Two frictional spheres with spin meeting obliquely: across the sliding face of a cell sheared
+    along ``component`` (``(a, b)`` of `SHEARS`: the upper one along ``b`` meets the image of the
+    lower one, which moves at RATE L_b along ``a``), or the same two inside a cell that does not
+    deform (the lower one moved to where that image is, with its velocity)."""
+    a, b = SHEARS[component]
+    axes = [a, b, 3 - a - b]  # the pair's frame: x, y, z of the xy case are a, b and the third axis
+
+    def placed(vector):
+        out = np.empty(3)
+        out[axes] = vector
+        return out
+
+    top, bottom = placed((5.0, 9.2, 5.0)), placed((5.3, 0.6, 5.2))
+    v_top, v_bottom = placed((0.2, 1.0, 0.1)), placed((-4.1, -0.9, 0.0))
     if not across:
-        bottom = bottom + (0.0, 10.0, 0.0)
-        v_bottom = v_bottom + (RATE * 10.0, 0.0, 0.0)
-    system.add_bodies([top, tuple(bottom)], mass=1.0, inertia=0.1, diameter=1.0,
+        bottom = bottom + 10.0 * np.eye(3)[b]
+        v_bottom = v_bottom + RATE * 10.0 * np.eye(3)[a]
+    system = SystemBuilder()
+    system.add_bodies([tuple(top), tuple(bottom)], mass=1.0, inertia=0.1, diameter=1.0,
                       velocity=[tuple(v_top), tuple(v_bottom)], angular_velocity=[(0.0, 0.0, 1.0), (0.5, 0.0, 0.0)])
     contact = {"k_pp": 1e4, "friction": 0.5, "rolling_friction": 0.1, "restitution": 0.7}
     cell = {"periodic": [True, True, True], "size": [10.0, 10.0, 10.0]}
     if across:
-        cell["shear_rate"] = RATE
+        cell["shear_rate"] = RATE if component == 0 else list(RATE * np.eye(3)[component])
     else:
-        cell["origin"] = [0.0, 5.0, 0.0]
+        cell["origin"] = list(5.0 * np.eye(3)[b])
     return system.finish([], contact=contact, cell=cell)
 
 
-def test_a_collision_across_the_sliding_faces_is_the_collision_inside():
+@pytest.mark.parametrize("component", range(3), ids=["xy", "xz", "yz"])
+def test_a_collision_across_the_sliding_faces_is_the_collision_inside(component):
     runs = []
     for across in (False, True):
-        model, state = shear_pair(across)
+        model, state = shear_pair(across, component)
         sim = Simulation(model, state, "rrp2", 2e-4)
         start = sim.energy_budget()
         sim.advance(2500)  # they meet at about t = 0.2 and part
         runs.append((state, start, sim.energy_budget()))
     (inside, _, budget_inside), (across, start, budget_across) = runs
     image = across.velocity.copy()
-    image[1, 0] += RATE * 10.0  # the lower sphere seen through the face
+    image[1, SHEARS[component][0]] += RATE * 10.0  # the lower sphere seen through the face
     scale = np.abs(inside.velocity).max()
     assert np.abs(inside.velocity[0] - inside.velocity[1]).max() > 0.1  # they collided (and parted)
     assert np.abs(image - inside.velocity).max() < 1e-11 * scale
@@ -164,7 +193,7 @@ def test_a_sheared_dilute_gas_keeps_the_linear_profile():
     sim = Simulation(model, state, "rrp2", 1e-3)
     sim.advance(20000)  # a shear strain of 2: many collisions per particle, many crossings
     cell = state.cell
-    assert cell[MOTION, 0] == pytest.approx(2.0, rel=1e-9)
+    assert cell[STRAIN, 0] == pytest.approx(2.0, rel=1e-9)
     crossed = np.floor(state.position[:, 1] / 10.0)
     assert np.abs(crossed).max() >= 1  # some have crossed the sliding faces (positions are unwrapped)
     y = state.position[:, 1] - 10.0 * crossed  # seen in the cell: each crossing slides by rate L_y
@@ -187,7 +216,7 @@ def test_a_driven_cell_closes_its_budget_and_the_servo_holds_the_stress(tmp_path
     log = np.genfromtxt(out / "cell.csv", delimiter=",", names=True)
     steady = log["t"] >= 3.0
     assert log["s_yy"][steady].mean() == pytest.approx(1.0, rel=0.15)  # the servo's target
-    assert log["shear_strain"][-1] == pytest.approx(0.6, rel=1e-9)
+    assert log["shear_strain_xy"][-1] == pytest.approx(0.6, rel=1e-9)
     assert log["L_y"][-1] != 10.0 and log["L_x"][-1] == 10.0  # the servo moved the y edge alone
     flow = steady_flow(out, skip=0.5)
     assert flow.inertial_number == pytest.approx(0.1 / np.sqrt(flow.pressure), rel=0.01)  # d = 1, rho = 1
@@ -196,9 +225,9 @@ def test_a_driven_cell_closes_its_budget_and_the_servo_holds_the_stress(tmp_path
 
 def test_threads_do_not_change_a_sheared_servoed_run():
     def run(parallel):
-        _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=0.5"])
+        _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=[0.5, 0.3, 0.5]"])
         sim = Simulation(model, state, "rrp2", 5e-4, parallel=parallel, observers=[CellServo(model)])
-        sim.run(600)  # the servo sets the rate 31 times; the images slide by 1.5
+        sim.run(600)  # the servo sets the rate 31 times; the images slide by 1.5 across y, 1.5 and 0.9 across z
         return state, sim.energy_budget()
 
     results = across_threads(run)
@@ -287,11 +316,16 @@ def test_a_cell_squeezed_below_two_contact_reaches_stops_and_keeps_its_outputs(t
     (["cell.stress_control=[false, false, false]", "cell.target_stress=[0,0,0]", "cell.periodic=[false, true, true]",
       "cell.size=[0.0, 10.0, 10.0]", "assembly.0.periodic=[false, true, true]"], "cell.shear_rate",
      "periodic along x and y"),
+    (["cell.stress_control=[false, false, false]", "cell.target_stress=[0,0,0]", "cell.periodic=[true, true, false]",
+      "cell.size=[10.0, 10.0, 0.0]", "assembly.0.periodic=[true, true, false]", "cell.shear_rate=[0.0, 0.0, 0.1]"],
+     "cell.shear_rate", "periodic along y and z"),
+    (["cell.shear_rate=[0.1, 0.2]"], "cell.shear_rate", "must be a number or a list of 3 numbers"),
     (["contact.substeps=3"], "contact.substeps", "do not follow a deforming cell"),
     (["cell.target_stress=[0.0, 0.0, 0.0]"], "cell.servo_stress", "is required when every target stress is 0"),
     (["cell.periodic=[true, true, false]", "cell.size=[10.0, 10.0, 0.0]", "assembly.0.periodic=[true, true, false]"],
      "cell.stress_control", "make the cell periodic along x, y and z"),
 ], ids=["axis not periodic", "target on a strained axis", "rate on a servoed axis", "no gain", "shear needs x and y",
+        "shear needs y and z", "two shear rates",
         "sub-steps", "no stress scale", "servo without a volume"])
 def test_a_bad_deformation_is_one_line_and_nothing_written(tmp_path, capsys, settings, key, problem):
     code = main([str(SHEAR_SCENE), "--out", str(tmp_path / "out")] + [a for s in settings for a in ("--set", s)])

@@ -63,9 +63,10 @@ def test_restart_is_exact(tmp_path, case):
         scene = str(ROOT / "scenes/granular_gas.toml")
         settings = ["simulation.t_end=0.6", "output.vtk_every=200", "contact.friction=0.5",
                     "contact.rolling_friction=0.1"]
-    if case == "sheared":  # Lees-Edwards shear with a servoed edge: the cell's lattice, rates and list
+    if case == "sheared":  # Lees-Edwards shear along xy, xz and yz with a servoed edge: the lattice, rates, list
         scene = str(ROOT / "scenes/simple_shear.toml")
-        settings = ["simulation.t_end=1.2", "output.vtk_every=200", "output.log_every=100", "cell.shear_rate=0.5"]
+        settings = ["simulation.t_end=1.2", "output.vtk_every=200", "output.log_every=100",
+                    "cell.shear_rate=[0.5, 0.3, 0.5]"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     # on the VTK grid: a run snapshots its last step
@@ -84,6 +85,7 @@ def test_restart_is_exact(tmp_path, case):
     if case == "sheared":  # the servo moved the edge, the tilt wrapped past half an edge, the cell drove it
         log = np.genfromtxt(pieces / "cell.csv", delimiter=",", names=True)
         assert len(set(log["rate_yy"])) > 1 and log["tilt_xy"][-1] < 0 < log["tilt_xy"].max()
+        assert log["tilt_yz"][-1] < 0 < log["tilt_yz"].max()
         assert sim.energy_budget()["cell"] < 0
     if case == "rig":
         walls = sim.state.interactions["walls"]

@@ -6,7 +6,7 @@ scheme has moved the bodies and before the forces of the new configuration. It a
 of its own: the pair kernels take their relative velocities against the moving images and book
 the power the cell puts in through them (the ``cell`` column of `dem.interactions.hertz` and
 `dem.interactions.contact`). A servo on a stress-controlled edge sets its strain rate between
-steps (`dem.stress.StressServo`).
+steps (`dem.stress.CellServo`).
 """
 
 from collections import namedtuple

@@ -5,7 +5,7 @@ docs/theory.md §4), ``walls.csv`` (where each wall is and the force the particl
 
 import numpy as np
 
-from ..cell import GRADIENT, INITIAL, MOTION, PERIOD, SHEAR, TILT
+from ..cell import GRADIENT, INITIAL, PERIOD, SHEAR, SHEARS, STRAIN, TILT
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 from ..meshes import MAX_CONTACTS
 from ..network import fabric
@@ -157,16 +157,19 @@ class FabricLog(StateLog):
             + [repr(float(tensor[a, b])) for a, b in COMPONENTS] + [repr(found.anisotropy)]
 
 
-#: ``cell.csv``'s columns: the cell (edges, tilt, true strains ``ln(L/L₀)``, shear strain, strain and
-#: shear rates), then the stress (positive in compression) and its parts
-CELL_COLUMNS = (("step", "t", "L_x", "L_y", "L_z", "tilt_xy", "strain_xx", "strain_yy", "strain_zz", "shear_strain",
-                 "rate_xx", "rate_yy", "rate_zz", "shear_rate", "volume", "solid_fraction", "pressure")
+#: ``cell.csv``'s columns: the cell (edges, tilts, true strains ``ln(L/L₀)``, shear strains ``∫ L_ab dt``,
+#: strain and shear rates), then the stress (positive in compression) and its parts
+_SHEAR_NAMES = tuple(f"{'xyz'[a]}{'xyz'[b]}" for a, b in SHEARS)
+CELL_COLUMNS = (("step", "t", "L_x", "L_y", "L_z") + tuple(f"tilt_{n}" for n in _SHEAR_NAMES)
+                + ("strain_xx", "strain_yy", "strain_zz") + tuple(f"shear_strain_{n}" for n in _SHEAR_NAMES)
+                + ("rate_xx", "rate_yy", "rate_zz") + tuple(f"rate_{n}" for n in _SHEAR_NAMES)
+                + ("volume", "solid_fraction", "pressure")
                 + tuple(f"s_{'xyz'[a]}{'xyz'[b]}" for a, b in COMPONENTS)
                 + tuple(f"{part}_{'xyz'[a]}{'xyz'[b]}" for part in PARTS for a, b in COMPONENTS))
 
 
 class CellLog(StateLog):
-    """``cell.csv`` (`CELL_COLUMNS`): a periodic cell's edges, tilt, strains and rates
+    """``cell.csv`` (`CELL_COLUMNS`): a periodic cell's edges, tilts, strains and rates
     (`dem.cell`), volume, its particles' solid fraction and the homogenised stress of the state at
     each row (`dem.stress`: the pressure ``tr σ / 3``, the six components of σ, then those of its
     kinetic, contact and bond parts)."""
@@ -178,8 +181,8 @@ class CellLog(StateLog):
         cell = state.cell
         volume = cell_volume(cell)
         stress = homogenised_stress(model, state, sim.contacts)
-        values = [*cell[PERIOD], cell[TILT, 0], *np.log(cell[PERIOD] / cell[INITIAL]), cell[MOTION, 0],
-                  *cell[GRADIENT], cell[SHEAR, 0]]
+        values = [*cell[PERIOD], *cell[TILT], *np.log(cell[PERIOD] / cell[INITIAL]), *cell[STRAIN], *cell[GRADIENT],
+                  *cell[SHEAR]]
         values += [volume, float(np.pi / 6.0 * np.sum(model.diameter ** 3)) / volume, np.trace(stress["total"]) / 3.0]
         values += [stress[part][a, b] for part in ("total",) + PARTS for a, b in COMPONENTS]
         return [repr(float(v)) for v in values]
