@@ -1,4 +1,4 @@
-"""Command line: ``python -m dem [run|validate|plot|fragments|rig|repose|rheology|sweep] …`` (see `main` and
+"""Command line: ``python -m dem [run|validate|plot|fragments|rig|repose|rheology|flow|sweep] …`` (see `main` and
 ``--help``)."""
 
 import argparse
@@ -33,6 +33,7 @@ EXAMPLES = """examples:
   mpiexec -n 4 python -m dem scenes/assembly_impact.toml       one run on 4 MPI processes (pip install ".[mpi]")
   python -m dem repose output/column_collapse                slope angle of the heap a run left
   python -m dem rheology output/shear_sweep                  mu(I) of sheared runs: rheology.csv, rheology.png
+  python -m dem flow output/silo_sweep                       silo discharge rates, Beverloo fit: discharge.csv, .png
 
 Ctrl-C (or SIGTERM) stops a run cleanly: a final checkpoint, complete logs and .pvd files, and a
 line saying how to resume.
@@ -52,7 +53,7 @@ def _parser():
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{run,validate,plot,fragments,rig,repose,rheology,sweep}")
+                                     metavar="{run,validate,plot,fragments,rig,repose,rheology,flow,sweep}")
 
     def scene_arguments(command):
         command.add_argument("scene", type=Path, help="scene file (TOML)")
@@ -110,6 +111,18 @@ def _parser():
                           help="leave out the rows below this fraction of a run's final shear strain (default 0.5)")
     rheology.add_argument("--out", type=Path, help="folder for rheology.csv and .png (default: the sweep folder, or "
                                                    "the first run's)")
+    flow = commands.add_parser("flow", help="steady mass flow rate of discharging runs, Beverloo's law across "
+                                            "orifices (discharge.csv, discharge.png, beverloo.png)",
+                               description="Measure the steady mass flow rate W through an outlet (a line through the "
+                                           "removed mass of flow.csv between 10% and 70% of its final value) and, "
+                                           "with three orifice diameters or more, fit Beverloo's law "
+                                           "W = C rho_b sqrt(g) (D - k d)^(5/2).")
+    flow.add_argument("runs", type=Path, nargs="+", help="run folders, or a sweep's folder (all its points)")
+    flow.add_argument("--outlet", type=int, default=0, metavar="K", help="the [[outlet]] measured (default 0)")
+    flow.add_argument("--bulk-density", type=float, metavar="RHO",
+                      help="bulk density rho_b for Beverloo's law (default 0.6 times the particles' density)")
+    flow.add_argument("--out", type=Path, help="folder for discharge.csv and the PNGs (default: the sweep folder, or "
+                                               "the first run's)")
     return parser
 
 
@@ -136,7 +149,8 @@ def main(argv=None):
     if not argv:  # python -m dem alone: what it does and how
         _parser().print_help()
         return 2
-    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "rheology", "sweep", "-h", "--help"):
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "rheology", "flow", "sweep", "-h",
+                       "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
     try:
@@ -182,6 +196,14 @@ def main(argv=None):
             flows, fit, out = rheology.write_rheology(args.runs, args.out, args.skip)
             print("\n".join(rheology.summary(flows, fit)))
             print(f"written: {out / 'rheology.csv'}, {out / 'rheology.png'}")
+            return 0
+        if args.command == "flow":
+            from . import flow
+
+            discharges, fit, notes, out = flow.write_discharge(args.runs, args.out, args.outlet, args.bulk_density)
+            print("\n".join(flow.summary(discharges, fit, notes)))
+            print(f"written: {out / 'discharge.csv'}, {out / 'discharge.png'}"
+                  + (f", {out / 'beverloo.png'}" if fit is not None else ""))
             return 0
         sim, output_dir = run(args.scene, args.overrides, args.out, args.quiet, args.restart)
     except (SceneError, distributed.MPIError) as error:

@@ -186,7 +186,7 @@ def plot_energy(run_dir, out=None, units=None):
 
     # (c) relative energy error on a log scale
     # (`dem.interactions.DRIVEN_COLUMNS`; not imported: plotting a log needs no compiled kernels)
-    driven = sum((np.abs(log[name]) for name in ("walls", "cell") if name in log), np.zeros_like(total))
+    driven = sum((np.abs(log[name]) for name in ("walls", "cell", "inserted") if name in log), np.zeros_like(total))
     scale = abs(total[0]) + driven if driven.any() else abs(total[0]) if total[0] != 0.0 else np.max(np.abs(total))
     scale = np.where(scale > 0.0, scale, 1.0)
     relative = np.abs(total - total[0]) / scale

@@ -79,9 +79,15 @@ def read_snapshot(run_dir, time=None, entry=None):
 
 def read_cell_log(run_dir):
     """``RUN/cell.csv`` as ``{column: array}``."""
-    path = Path(run_dir) / "cell.csv"
+    return read_log(run_dir, "cell.csv", "a run in a cell periodic along x, y and z writes it")
+
+
+def read_log(run_dir, name, written_by):
+    """The CSV log ``RUN/name`` as ``{column: array}`` (``written_by``: which runs write it, for
+    the message when it is missing)."""
+    path = Path(run_dir) / name
     if not path.is_file():
-        raise RunFolderError(f"{path}: no such file (a run in a cell periodic along x, y and z writes it)")
+        raise RunFolderError(f"{path}: no such file ({written_by})")
     with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
     if not rows:

@@ -16,8 +16,9 @@ from . import _numba_cache, distributed
 from .cell import ORIGIN, PERIOD, SHEARS
 from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
+from .feeding import Feeder
 from .integrators import SCHEMES
-from .observers import CellLog, Checkpointer, EnergyGuard, EnergyLog, FabricLog, VTKWriter, WallLog
+from .observers import CellLog, Checkpointer, EnergyGuard, EnergyLog, FabricLog, FlowLog, VTKWriter, WallLog
 from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
 from .simulation import PARALLEL_THRESHOLD
@@ -135,6 +136,9 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
         observers.insert(1, CellLog(output_dir / "cell.csv", scene.output["log_every"], resume_step))
     if "walls" in model.inputs:
         observers.insert(1, WallLog(output_dir / "walls.csv", scene.output["log_every"], resume_step))
+    if "insertion" in model.interactions:
+        observers.insert(1, FlowLog(output_dir / "flow.csv", scene.output["log_every"], resume_step))
+        observers.insert(0, Feeder(model, scene.simulation["dt"]))  # first: what it changes is in every output
     if "cell" in model.interactions:  # first: the rates it sets are in the checkpoints
         observers.insert(0, CellServo(model))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import schema
 from .builders import BUILDERS
+from .feeding import Region
 from .cell import section_problem
 from .integrators import SCHEMES
 from .interactions.walls import MESH_KEYS, WALL_KEYS, mesh_problem, wall_problem  # noqa: F401 (re-exported)
@@ -182,7 +183,7 @@ def load_scene(path, overrides=()):
     for name, builder in BUILDERS.items():
         for k, table in enumerate(_array(data, name, fail)):
             params = schema.validate_table(table, builder.keys, f"{name}.{k}", fail)
-            for key in (key for key, spec in builder.keys.items() if spec.kind == "path"):
+            for key in (key for key, spec in builder.keys.items() if spec.kind == "path" and params[key] is not None):
                 params[key] = str(path.parent / params[key])   # (an absolute path stays as it is)
             if builder.check:
                 problem = builder.check(params)
@@ -190,6 +191,7 @@ def load_scene(path, overrides=()):
                     fail(f"{name}.{k}.{problem[0]}", problem[1])
             builders.append((name, k, params))
     _check_cell(sections["cell"], builders, fail)
+    _check_feeding(sections["cell"], tables["walls"], builders, fail)
     if not builders:
         fail("(builders)", f"the scene builds nothing: add at least one of {', '.join(f'[[{b}]]' for b in BUILDERS)}")
     if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
@@ -223,6 +225,25 @@ def _check_cell(cell, builders, fail):
                 fail(f"{where}.size", f"along the periodic axis {'xyz'[axis]} the box must span the cell, "
                      f"[{cell['origin'][axis]:g}, {cell['origin'][axis] + edge:g}], got [{low[axis]:g}, "
                      f"{low[axis] + params['size'][axis]:g}] (center ± size/2)")
+
+
+def _check_feeding(cell, walls, builders, fail):
+    """``[[insert]]`` and ``[[outlet]]`` (`dem.feeding`): not in a periodic cell, each source in
+    front of every plane, no source and outlet that overlap."""
+    sources = [(k, Region(p)) for name, k, p in builders if name == "insert"]
+    outlets = [(k, Region(p)) for name, k, p in builders if name == "outlet"]
+    if (sources or outlets) and any(cell["periodic"]):
+        fail(f"{'insert' if sources else 'outlet'}.0", "sources and outlets do not act in a periodic cell yet: make "
+             "the cell not periodic")
+    for k, region in sources:
+        for w, wall in enumerate(walls):
+            normal = np.asarray(wall["normal"], float)
+            if (region.centre - np.asarray(wall["point"], float)) @ normal < 0.0:
+                fail(f"insert.{k}.shape", f"the source's region lies outside the domain: behind walls.{w}")
+        for j, outlet in outlets:
+            if region.overlaps(outlet):
+                fail(f"outlet.{j}.shape", f"the outlet overlaps the region of insert.{k}: particles would leave as "
+                     f"they come in")
 
 
 def _array(data, name, fail):

@@ -33,6 +33,7 @@ from .engine import (
     sample_width,
     store_contacts,
 )
+from .feeding import park
 from .integrators import SCHEMES
 
 log = logging.getLogger("dem")
@@ -61,6 +62,9 @@ class Simulation:
     def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
         scheme = self._configure(model, state, integrator, dt, observers, parallel)
         self.bodies = model.body_arrays()
+        if "insertion" in model.interactions:  # the sources' bodies not in play (`dem.feeding`)
+            self.bodies = self.bodies._replace(mass=self.bodies.mass.copy(), diameter=self.bodies.diameter.copy())
+            park(self.bodies, model.interactions["insertion"], state.interactions["insertion"])
         self.contacts = new_contacts(model)
         self._sample = (None, None)  # (step, the Sample of that step)
         walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
@@ -76,7 +80,7 @@ class Simulation:
             self.aux = scheme.aux(state, self.bodies)
             if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
                 self.aux = type(self.aux)(**aux)
-            self.contacts.restore(contacts, model.diameter, state.cell)
+            self.contacts.restore(contacts, self.bodies.diameter, state.cell)
 
     def _configure(self, model, state, integrator, dt, observers, parallel):
         """Check and set what every simulation has; returns the scheme."""

@@ -260,7 +260,7 @@ def test_a_documented_command_still_runs(command, tmp_path):
     from dem.sweep import plan_sweep
 
     argv = shlex.split(command)
-    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "rheology", "sweep"):
+    if argv[0] not in ("run", "validate", "plot", "fragments", "rig", "repose", "rheology", "flow", "sweep"):
         argv = ["run"] + argv
     args = _parser().parse_args(argv)
     if argv[0] == "sweep":

@@ -39,7 +39,8 @@ BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
 SPRINGS = ("contact_pp", "adhesive_pp", "friction_pw", "rolling_pw")
 #: interactions that derive from no potential, and the modules that test them
-NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py"}
+NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
+                  "insertion": "test_insertion.py"}
 
 
 def random_quaternions(rng, n, angle=np.pi):

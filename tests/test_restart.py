@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
+from support.feeding import pour_file
 from support.granule import granule_file
 from support.surfaces import rig_file
 
@@ -27,7 +28,7 @@ def outputs(folder):
     checkpoint = load_checkpoint(folder / "checkpoint.npz")
     pvd = {series: (folder / f"{series}.pvd").read_text() for series in ("particles", "bonds", "walls", "meshes")
            if (folder / f"{series}.pvd").exists()}
-    logs = {name: (folder / name).read_text() for name in ("energy.csv", "walls.csv", "cell.csv")
+    logs = {name: (folder / name).read_text() for name in ("energy.csv", "walls.csv", "cell.csv", "flow.csv")
             if (folder / name).exists()}
     return logs, pvd, checkpoint
 
@@ -46,7 +47,7 @@ def assert_same_run(first, second):
 
 #: "sticky" (JKR adhesion with friction: a loop of five interactions that only this check compiles) is slow
 @pytest.mark.parametrize("case", ["torus", "assembly", pytest.param("sticky", marks=pytest.mark.slow), "rig",
-                                  "periodic", "sheared"])
+                                  "periodic", "sheared", "filling"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
@@ -67,10 +68,14 @@ def test_restart_is_exact(tmp_path, case):
         scene = str(ROOT / "scenes/simple_shear.toml")
         settings = ["simulation.t_end=1.2", "output.vtk_every=200", "output.log_every=100",
                     "cell.shear_rate=[0.5, 0.3, 0.5]"]
+    if case == "filling":  # insertion and an outlet: parked bodies, counts, books, the list rebuilt between steps
+        scene = pour_file(tmp_path)
+        settings = ["simulation.t_end=1.5"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     # on the VTK grid: a run snapshots its last step
-    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3", "sheared": "0.5"}[case]
+    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3", "sheared": "0.5",
+            "filling": "0.75"}[case]
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
@@ -82,6 +87,9 @@ def test_restart_is_exact(tmp_path, case):
         assert sim.energy_budget()["hysteresis"] > 0
     if case == "periodic":  # pairs across the faces carried springs over the restart
         assert sim.energy_budget()["friction"] > 0
+    if case == "filling":  # particles entered before and after the restart, and left after it
+        flow = np.genfromtxt(pieces / "flow.csv", delimiter=",", names=True)
+        assert flow["inserted_0"][flow["t"] < 0.75][-1] > 100 and flow["removed_0"][-1] > 0
     if case == "sheared":  # the servo moved the edge, the tilt wrapped past half an edge, the cell drove it
         log = np.genfromtxt(pieces / "cell.csv", delimiter=",", names=True)
         assert len(set(log["rate_yy"])) > 1 and log["tilt_xy"][-1] < 0 < log["tilt_xy"].max()

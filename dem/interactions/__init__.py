@@ -19,6 +19,7 @@ from .contact import ADHESIVE_PP, CONTACT_PP
 from .friction import FRICTION_PW
 from .gravity import GRAVITY
 from .hertz import ADHESIVE_PW, HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
+from .insertion import INSERTION
 from .lennard_jones import LENNARD_JONES, lennard_jones
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
@@ -29,7 +30,8 @@ from .walls import WALLS
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, FRICTION_PW,
-                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DEFORMATION, DAMPING)
+                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DEFORMATION,
+                        INSERTION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of
@@ -37,9 +39,10 @@ INTERACTIONS = {
 CORE_COLUMNS = ("axial", "shear", "bending", "hertz_pp", "hertz_pw", "gravity", "lj", "external", "broken",
                 "dissipated")
 KINETIC_COLUMNS = ("kinetic_translational", "kinetic_rotational")
-#: The booked work that moving walls and a deforming cell put into the particles (minus it): the
-#: energy they bring is in play too, so energy errors are measured against |E(0)| plus these
-DRIVEN_COLUMNS = ("walls", "cell")
+#: The booked work that moving walls and a deforming cell put into the particles, and the energy of
+#: the particles inserted (minus them): the energy they bring is in play too, so energy errors are
+#: measured against |E(0)| plus these
+DRIVEN_COLUMNS = ("walls", "cell", "inserted")
 
 
 @functools.cache  # (asked for at every log row; `register` and `unregister` clear it)

@@ -4,8 +4,8 @@ read only the state's `dem.diagnostics.Sample` (``sampled``), which the loop tak
 they also have ``record(sim, step, time, sample)`` (`dem.simulation`)."""
 
 from .checkpoints import Checkpointer
-from .csv_log import CellLog, EnergyLog, FabricLog, WallLog
+from .csv_log import CellLog, EnergyLog, FabricLog, FlowLog, WallLog
 from .guard import EnergyGuard
 from .vtk import VTKWriter
 
-__all__ = ["CellLog", "Checkpointer", "EnergyGuard", "EnergyLog", "FabricLog", "VTKWriter", "WallLog"]
+__all__ = ["CellLog", "Checkpointer", "EnergyGuard", "EnergyLog", "FabricLog", "FlowLog", "VTKWriter", "WallLog"]

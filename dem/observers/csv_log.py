@@ -186,3 +186,27 @@ class CellLog(StateLog):
         values += [volume, float(np.pi / 6.0 * np.sum(model.diameter ** 3)) / volume, np.trace(stress["total"]) / 3.0]
         values += [stress[part][a, b] for part in ("total",) + PARTS for a, b in COMPONENTS]
         return [repr(float(v)) for v in values]
+
+
+class FlowLog(StateLog):
+    """``flow.csv``: for each ``[[insert]]`` source ``k`` the particles inserted so far
+    (``inserted_k``) and those due that found no place at its last try (``waiting_k``); for each
+    ``[[outlet]]`` ``k`` the particles (``removed_k``) and mass (``mass_k``) that left so far and
+    the mass flow rate since the row before (``rate_k``) (`dem.feeding`)."""
+
+    def header(self, model):
+        given = model.inputs["insertion"]
+        sources, outlets = range(len(given.get("sources", []))), range(len(given.get("outlets", [])))
+        return (("step", "t") + tuple(f"{name}_{k}" for k in sources for name in ("inserted", "waiting"))
+                + tuple(f"{name}_{k}" for k in outlets for name in ("removed", "mass", "rate")))
+
+    def values(self, sim, sample):
+        own = sim.state.interactions["insertion"]
+        elapsed = sim.state.time - own.logged_time[0]
+        rate = (own.removed_mass - own.logged_mass) / elapsed if elapsed > 0.0 else np.zeros_like(own.removed_mass)
+        own.logged_mass[:] = own.removed_mass
+        own.logged_time[0] = sim.state.time
+        values = [str(int(v)) for pair in zip(own.inserted_count, own.shortfall) for v in pair]
+        for count, mass, flow in zip(own.removed_count, own.removed_mass, rate):
+            values += [str(int(count)), repr(float(mass)), repr(float(flow))]
+        return values

@@ -71,6 +71,7 @@ from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from ..cell import cell_image, wrapped
 from ..interactions.bonds import COMMON, PARALLEL_ONLY, bond_measures, broken_codes, fragment_labels
+from ..interactions.insertion import in_play
 from ..interactions.walls import FIXED
 from ..network import contact_network
 from ..rotations import quat_matrix
@@ -293,17 +294,21 @@ def _same_cells(cells, built):
 
 
 def _particles(model, state, fragments):
-    n = model.n_bodies
-    rotation = quat_matrix(state.orientation)
+    """The bodies in play (all but the parked ones of `dem.feeding`), each with its ``id``."""
+    shown = in_play(model, state) if "insertion" in model.interactions else slice(None)
+    ids = np.arange(model.n_bodies)[shown]
+    n = len(ids)
+    rotation = quat_matrix(state.orientation[shown])
+    position, velocity = state.position[shown], state.velocity[shown]
     i32, f64 = np.int32, np.float64
-    data = [("id", np.arange(n), i32), ("body", model.group, i32), ("diameter", model.diameter, f64),
-            ("velocity", state.velocity, f64), ("speed", np.linalg.norm(state.velocity, axis=1), f64),
-            ("angular_velocity", state.angular_velocity, f64), ("orientation", state.orientation, f64)]
+    data = [("id", ids, i32), ("body", model.group[shown], i32), ("diameter", model.diameter[shown], f64),
+            ("velocity", velocity, f64), ("speed", np.linalg.norm(velocity, axis=1), f64),
+            ("angular_velocity", state.angular_velocity[shown], f64), ("orientation", state.orientation[shown], f64)]
     data += [(f"axis_{k + 1}", rotation[:, :, k], f64) for k in range(3)]
-    data += [("force", state.force, f64), ("moment", state.moment, f64),
-             ("center_of_mass", state.position + np.einsum("nij,nj->ni", rotation, model.com_offset), f64),
-             ("mass", model.mass, f64), ("fragment", fragments, i32)]
-    return Frame(wrapped(state.position, state.cell), verts=(np.arange(n + 1), np.arange(n)), point_data=data,
+    data += [("force", state.force[shown], f64), ("moment", state.moment[shown], f64),
+             ("center_of_mass", position + np.einsum("nij,nj->ni", rotation, model.com_offset[shown]), f64),
+             ("mass", model.mass[shown], f64), ("fragment", fragments[shown], i32)]
+    return Frame(wrapped(position, state.cell), verts=(np.arange(n + 1), np.arange(n)), point_data=data,
                  vectors="velocity")
 
 

@@ -1,0 +1,145 @@
+"""The ``[[insert]]`` builder: a source that inserts particles during the run (`dem.feeding`).
+
+Its particles are built with the scene, parked (`dem.feeding.park`): as many as the source can
+ever insert (at a ``rate`` up to ``stop``, or the ``count``, ``mass`` or solid ``fraction`` of its
+region), with their diameters drawn now from the size distribution (seeded: every run of the
+scene draws the same), so that every interaction is set up with them.
+"""
+
+import numpy as np
+
+from ..feeding import REGION_KEYS, Region, region_problem
+from ..schema import Key, positive
+
+KEYS = {
+    **REGION_KEYS,
+    "rate": Key("float", None, "particles per time unit, from start to stop", "1/time", positive),
+    "mass_rate": Key("float", None, "mass per time unit, from start to stop", "mass/time", positive),
+    "count": Key("int", None, "a target: this many particles, inserted as soon as they fit", "",
+                 lambda v: None if v >= 1 else "must be at least 1"),
+    "mass": Key("float", None, "a target: this much mass, inserted as soon as it fits", "mass", positive),
+    "fraction": Key("float", None, "a target: this solid fraction of the region, inserted as soon as it fits", "",
+                    lambda v: None if 0.0 < v < 0.74 else "must be in (0, 0.74)"),
+    "stop": Key("float", None, "time after which nothing more is inserted (required with a rate)", "time", positive),
+    "distribution": Key("str", "mono", "particle sizes: mono (diameter), uniform (diameter_min to diameter_max), "
+                        "lognormal (median diameter, sigma of ln D, cut at diameter_min and diameter_max) or file "
+                        "(diameters drawn from the column diameter of a CSV file)",
+                        choices=("mono", "uniform", "lognormal", "file")),
+    "diameter": Key("float", None, "the diameter (mono) or the median diameter (lognormal)", "length", positive),
+    "diameter_min": Key("float", None, "the smallest diameter (uniform, lognormal)", "length", positive),
+    "diameter_max": Key("float", None, "the largest diameter (uniform, lognormal)", "length", positive),
+    "sigma": Key("float", None, "the standard deviation of ln D (lognormal)", "", positive),
+    "file": Key("path", None, "a CSV file with a column diameter (distribution = file)", ""),
+    "density": Key("float", 1.0, "mass density: m = ρ π D³/6, J = m D²/10 (solid spheres)", "mass/length³", positive),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "velocity of the inserted particles (a face's inflow)", "length/time"),
+    "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "angular velocity of the inserted particles", "1/time"),
+    "seed": Key("int", 0, "seed of the sizes and places", ""),
+    "overlap_tolerance": Key("float", 0.0, "largest overlap allowed with a particle in play, as a fraction of the "
+                             "two diameters' mean", "", lambda v: None if 0.0 <= v < 0.5 else "must be in [0, 0.5)"),
+    "attempts": Key("int", 50, "random places tried for each particle before the region counts as full", "",
+                    lambda v: None if v >= 1 else "must be at least 1"),
+}
+WAYS = ("rate", "mass_rate", "count", "mass", "fraction")
+#: the most particles a source may hold (its parked bodies are built with the scene)
+MOST = 2_000_000
+
+
+def check(p):
+    problem = region_problem(p, plane_allowed=False)
+    if problem:
+        return problem
+    given = [way for way in WAYS if p[way] is not None]
+    if len(given) != 1:
+        return "rate", f"give one of {', '.join(WAYS)} (got {', '.join(given) or 'none'})"
+    if given[0] in ("rate", "mass_rate") and p["stop"] is None:
+        return "stop", f"is required with {given[0]} (a source must end: its particles are built with the scene)"
+    if p["stop"] is not None and not p["stop"] > p["start"]:
+        return "stop", f"must be after start ({p['start']:g})"
+    needed = {"mono": ("diameter",), "uniform": ("diameter_min", "diameter_max"),
+              "lognormal": ("diameter", "sigma", "diameter_min", "diameter_max"), "file": ("file",)}
+    for key in needed[p["distribution"]]:
+        if p[key] is None:
+            return key, f"is required with distribution = {p['distribution']}"
+    if p["distribution"] in ("uniform", "lognormal") and not p["diameter_max"] > p["diameter_min"]:
+        return "diameter_max", f"must exceed diameter_min ({p['diameter_min']:g})"
+    if p["distribution"] == "file":
+        try:
+            sizes = file_sizes(p["file"])
+        except ValueError as error:
+            return "file", str(error)
+        if not len(sizes):
+            return "file", f"{p['file']}: no diameter"
+    try:
+        sizes = drawn(p)
+    except ValueError as error:
+        return "rate", str(error)
+    if (sizes > 0.5 * np.min(Region(p).hi - Region(p).lo)).any():
+        return "diameter", "the region is too small for its particles: make it wider than two diameters"
+    return None
+
+
+def file_sizes(path):
+    """The column ``diameter`` of a CSV file (raises ValueError: missing, not numbers, not positive)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            names = [n.strip().lower() for n in file.readline().split(",")]
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"{path}: {error.strerror}") from None
+    except ValueError as error:
+        raise ValueError(f"{path}: not a table of numbers ({str(error).splitlines()[0]})") from None
+    if "diameter" not in names:
+        raise ValueError(f"{path}: no column diameter (columns: {', '.join(names)})")
+    sizes = table[:, names.index("diameter")] if table.size else np.zeros(0)
+    if not np.all(np.isfinite(sizes)) or (sizes <= 0.0).any():
+        raise ValueError(f"{path}: a diameter that is not a positive number")
+    return sizes
+
+
+def _draw(p, rng, n):
+    kind = p["distribution"]
+    if kind == "mono":
+        return np.full(n, p["diameter"])
+    if kind == "uniform":
+        return rng.uniform(p["diameter_min"], p["diameter_max"], n)
+    if kind == "file":
+        return rng.choice(file_sizes(p["file"]), n)
+    out = np.empty(0)
+    while len(out) < n:  # the lognormal cut at its bounds, by rejection
+        more = p["diameter"] * np.exp(p["sigma"] * rng.standard_normal(2 * n + 16))
+        out = np.concatenate([out, more[(more >= p["diameter_min"]) & (more <= p["diameter_max"])]])
+    return out[:n]
+
+
+def mass_of(p, d):
+    return p["density"] * np.pi / 6.0 * d ** 3
+
+
+def drawn(p):
+    """The diameters of every particle the source can insert, in the order it inserts them."""
+    rng = np.random.default_rng([p["seed"], 0x5EED])
+    region = Region(p)
+    if p["rate"] is not None or p["count"] is not None:
+        n = p["count"] if p["count"] is not None else int(np.floor(p["rate"] * (p["stop"] - p["start"]) + 1e-9))
+        if n > MOST:
+            raise ValueError(f"the source would insert {n} particles: at most {MOST}")
+        return _draw(p, rng, n)
+    total = {"mass_rate": lambda: p["mass_rate"] * (p["stop"] - p["start"]), "mass": lambda: p["mass"],
+             "fraction": lambda: p["fraction"] * region.volume * p["density"]}[next(w for w in WAYS if p[w])]()
+    out = np.empty(0)
+    while mass_of(p, out).sum() < total * (1.0 - 1e-12):
+        if len(out) > MOST:
+            raise ValueError(f"the source would insert more than {MOST} particles")
+        out = np.concatenate([out, _draw(p, rng, max(16, len(out)))])
+    within = np.cumsum(mass_of(p, out)) <= total * (1.0 + 1e-12)
+    return out[:max(int(within.sum()), 1)]
+
+
+def build(system, p):
+    """The source's particles, parked at its region's centre (`dem.feeding`): diameters drawn
+    from the size distribution, ``m = ρ π D³/6``, ``J = m D²/10``."""
+    diameter = drawn(p)
+    mass = mass_of(p, diameter)
+    bodies = system.add_bodies(np.broadcast_to(Region(p).centre, (len(diameter), 3)), mass=mass,
+                               inertia=0.1 * mass * diameter ** 2, diameter=diameter, group=system.n_bodies)
+    system.append_input("insertion", "sources", {**p, "bodies": bodies})

@@ -1,0 +1,320 @@
+"""Filling and emptying (docs/guide.md, Filling and emptying): particles inserted during a run by
+``[[insert]]`` sources and removed by ``[[outlet]]`` regions.
+
+The particle count changes while the arrays keep their size. A source's particles exist from the
+start as *parked* bodies (`dem.builders.insert`): their sizes, masses and inertias are drawn when
+the scene is built (seeded, so every run and restart has the same ones, and every interaction is
+set up with them), but the run sees them with zero diameter, mass and inverse mass (`park`): no
+contact, no weight, no motion, no energy, no momentum. `Feeder`, an observer that acts every
+``interval`` of each source and outlet (at fixed steps: the same for any thread count and across
+restarts), inserts a source's next parked bodies where they overlap nothing (random places in its
+region, drawn from a generator seeded by the source's seed and the step) and parks again the
+bodies whose centres entered an outlet. Whatever it changes, the energy the change brings in or
+takes out is booked (the ``inserted`` and ``removed`` columns of `dem.interactions.insertion`), so
+``total`` still closes, and the momentum too (`InsertionState`). Each body keeps its index, so
+the VTK ``id`` of a particle stays with it; snapshots show the bodies in play only.
+"""
+
+import logging
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .neighbors import N_BUILDS
+from .schema import Key, non_negative, positive
+
+log = logging.getLogger("dem")
+
+#: a region's keys (``[[insert]]``, ``[[outlet]]``): a box, a cylinder or (outlets) the far side of a plane
+REGION_KEYS = {
+    "shape": Key("str", "box", "the region: box (min, max), cylinder (center, axis, radius, height) or, for an "
+                 "outlet, plane (point, normal: the side the normal points to)", choices=("box", "cylinder", "plane")),
+    "min": Key("vec3", None, "a box's lowest corner", "length"),
+    "max": Key("vec3", None, "a box's highest corner", "length"),
+    "center": Key("vec3", None, "a cylinder's centre (half-way along its axis)", "length"),
+    "axis": Key("str", "z", "a cylinder's axis", choices=("x", "y", "z")),
+    "radius": Key("float", None, "a cylinder's radius", "length", positive),
+    "height": Key("float", None, "a cylinder's length along its axis", "length", positive),
+    "point": Key("vec3", None, "a point of an outlet plane", "length"),
+    "normal": Key("vec3", None, "an outlet plane's normal: particles whose centre passes the plane along it leave",
+                  ""),
+    "interval": Key("float", None, "time between the insertions or removals (default: 100 steps)", "time", positive),
+    "start": Key("float", 0.0, "time of the first insertion or removal", "time", non_negative),
+}
+
+
+def region_problem(p, plane_allowed):
+    """``(key, problem)`` of a region table that cannot make a region, or None."""
+    shape = p["shape"]
+    needed = {"box": ("min", "max"), "cylinder": ("center", "radius", "height"), "plane": ("point", "normal")}[shape]
+    if shape == "plane" and not plane_allowed:
+        return "shape", "a source fills a box or a cylinder"
+    for key in needed:
+        if p[key] is None:
+            return key, f"is required for a {shape}"
+    if shape == "box" and not all(hi > lo for lo, hi in zip(p["min"], p["max"])):
+        return "max", f"must exceed min along every axis (min {list(p['min'])})"
+    if shape == "plane" and not np.linalg.norm(p["normal"]) > 0.0:
+        return "normal", "must not be zero"
+    return None
+
+
+class Region:
+    """A box, an upright cylinder or a half-space (the far side of a plane)."""
+
+    def __init__(self, p):
+        self.shape = p["shape"]
+        if self.shape == "box":
+            self.lo, self.hi = np.asarray(p["min"], float), np.asarray(p["max"], float)
+        elif self.shape == "cylinder":
+            self.axis = "xyz".index(p["axis"])
+            self.center = np.asarray(p["center"], float)
+            self.radius, self.height = float(p["radius"]), float(p["height"])
+            across = [a for a in range(3) if a != self.axis]
+            self.across = across
+            self.lo, self.hi = self.center.copy(), self.center.copy()
+            self.lo[across] -= self.radius
+            self.hi[across] += self.radius
+            self.lo[self.axis] -= 0.5 * self.height
+            self.hi[self.axis] += 0.5 * self.height
+        else:
+            self.point = np.asarray(p["point"], float)
+            self.normal = np.asarray(p["normal"], float) / np.linalg.norm(p["normal"])
+
+    @property
+    def volume(self):
+        if self.shape == "box":
+            return float(np.prod(self.hi - self.lo))
+        return np.pi * self.radius ** 2 * self.height if self.shape == "cylinder" else np.inf
+
+    @property
+    def centre(self):
+        return 0.5 * (self.lo + self.hi)
+
+    def contains(self, x, margin=0.0):
+        """Whether each point of ``x (m, 3)`` lies in the region, at least ``margin (m,)`` inside."""
+        margin = np.broadcast_to(np.asarray(margin, float), (len(x),))
+        if self.shape == "plane":
+            return (x - self.point) @ self.normal > 0.0
+        inside = np.all((x >= self.lo + margin[:, None]) & (x <= self.hi - margin[:, None]), axis=1)
+        if self.shape == "cylinder":
+            d = x[:, self.across] - self.center[self.across]
+            inside &= np.hypot(d[:, 0], d[:, 1]) <= self.radius - margin
+        return inside
+
+    def sample(self, rng, margin):
+        """One point, uniform in the region shrunk by ``margin`` (None when nothing is left)."""
+        lo, hi = self.lo + margin, self.hi - margin
+        if np.any(hi < lo):
+            return None
+        point = rng.uniform(lo, hi)
+        if self.shape == "cylinder":
+            reach = self.radius - margin
+            if reach < 0.0:
+                return None
+            r, angle = reach * np.sqrt(rng.uniform()), rng.uniform(0.0, 2.0 * np.pi)
+            point[self.across] = self.center[self.across] + r * np.array([np.cos(angle), np.sin(angle)])
+        return point
+
+    def overlaps(self, other):
+        """Whether the bounding boxes of two bounded regions meet (a half-space meets everything
+        on its side)."""
+        if self.shape == "plane" or other.shape == "plane":
+            plane, region = (self, other) if self.shape == "plane" else (other, self)
+            if region.shape == "plane":
+                return True
+            corners = np.array(np.meshgrid(*zip(region.lo, region.hi), indexing="ij")).reshape(3, -1).T
+            return bool(plane.contains(corners).any())
+        return bool(np.all(self.lo < other.hi) and np.all(other.lo < self.hi))
+
+
+def interval_steps(p, dt):
+    """A table's ``interval`` in whole steps (at least 1; default 100)."""
+    return 100 if p["interval"] is None else max(1, int(round(p["interval"] / dt)))
+
+
+def park(bodies, params, own):
+    """Give the parked bodies (``own.alive`` False) zero diameter, mass and inverse mass and
+    inertia in the run's arrays ``bodies`` (`dem.state.BodyArrays`, its own copies of the mass
+    and diameter)."""
+    parked = params.bodies[~own.alive]
+    for target in (bodies.diameter, bodies.mass, bodies.inverse_mass, bodies.inverse_inertia):
+        target[parked] = 0.0
+
+
+def wake(bodies, model, index):
+    """Give the bodies ``index`` their own diameter, mass and inertia in the run's arrays."""
+    bodies.diameter[index] = model.diameter[index]
+    bodies.mass[index] = model.mass[index]
+    bodies.inverse_mass[index] = np.where(model.pinned[index], 0.0, 1.0 / model.mass[index])
+    bodies.inverse_inertia[index] = np.where(model.clamped[index, None], 0.0, 1.0 / model.inertia[index])
+
+
+class Feeder:
+    """The observer that inserts and removes particles (module docstring). It runs first among
+    the observers, so that logs, snapshots and checkpoints see the state it leaves."""
+
+    sampled = False
+
+    def __init__(self, model, dt):
+        params = model.interactions["insertion"]
+        self.params = params
+        self.sources = model.inputs["insertion"].get("sources", [])
+        self.outlets = model.inputs["insertion"].get("outlets", [])
+        self.steps = [interval_steps(s, dt) for s in self.sources] + [interval_steps(o, dt) for o in self.outlets]
+        self.every = int(np.gcd.reduce(self.steps)) if self.steps else 0
+        self.regions = [Region(s) for s in self.sources] + [Region(o) for o in self.outlets]
+        self.full = set()  # sources whose region was found full (said once)
+
+    def report(self, sim):
+        step = sim.state.step
+        own = sim.state.interactions["insertion"]
+        n_sources = len(self.sources)
+        changed = False
+        for k, outlet in enumerate(self.outlets):
+            if step % self.steps[n_sources + k] == 0 and outlet["start"] <= sim.state.time:
+                changed |= self._remove(sim, own, k, self.regions[n_sources + k])
+        for k, source in enumerate(self.sources):
+            if step % self.steps[k] == 0 and source["start"] <= sim.state.time:
+                changed |= self._insert(sim, own, k, source, self.regions[k])
+        return changed
+
+    def close(self, sim):
+        pass
+
+    def _book(self, sim, change, column):
+        """Apply ``change()`` (which alters the state), refresh the forces of the new
+        configuration and book the energy it took out (``column`` 1) or minus what it brought in
+        (0): the change of the budget's total across it; and the momentum it took out or brought
+        in."""
+        own = sim.state.interactions["insertion"]
+        before = sim.energy_budget()
+        change()
+        refresh(sim)
+        after = sim.energy_budget()
+        own.booked[column] += before["total"] - after["total"]
+        for c, name in enumerate(("Px", "Py", "Pz", "Lx", "Ly", "Lz")):
+            own.momentum[column, c] += (after[name] - before[name]) * (1.0 if column == 0 else -1.0)
+        sim._sample = (None, None)  # (the sample after the change, taken before this booking)
+
+    def _remove(self, sim, own, k, region):
+        """Park the sources' bodies in play whose centres are in the outlet's region (bodies
+        that no source made stay: an outlet takes only what can come back)."""
+        st, p = sim.state, self.params
+        playing = p.bodies[own.alive]
+        leaving = playing[region.contains(st.position[playing])]
+        if not len(leaving):
+            return False
+
+        def change():
+            own.alive[p.slot[leaving]] = False
+            own.removed_count[k] += len(leaving)
+            own.removed_mass[k] += float(sim.model.mass[leaving].sum())
+            park(sim.bodies, p, own)
+            st.velocity[leaving] = 0.0
+            st.angular_velocity[leaving] = 0.0
+
+        self._book(sim, change, 1)
+        return True
+
+    def _insert(self, sim, own, k, source, region):
+        """Insert the source's bodies due by now that fit (module docstring)."""
+        st, p, model = sim.state, self.params, sim.model
+        first, end = p.source_start[k], p.source_start[k + 1]
+        done = int(own.inserted_count[k])
+        due = due_count(source, p.cumulative[first:end], st.time)
+        if due <= done:
+            return False
+        rng = np.random.default_rng([source["seed"], k, st.step])
+        placed = place(sim, region, p.bodies[first + done:first + due], rng, source["overlap_tolerance"],
+                       source["attempts"])
+        if len(placed) < due - done and k not in self.full:
+            self.full.add(k)
+            log.warning("insert %d: its region is full at t = %g: %d of the %d particles due are waiting (logged in "
+                        "flow.csv as the shortfall)", k, st.time, due - done - len(placed), due - done)
+        if not len(placed):
+            own.shortfall[k] = due - done
+            return False
+        index = np.array([body for body, _ in placed])
+        position = np.array([x for _, x in placed])
+
+        def change():
+            st.position[index] = position
+            st.velocity[index] = source["velocity"]
+            st.angular_velocity[index] = source["angular_velocity"]
+            own.alive[p.slot[index]] = True
+            own.inserted_count[k] += len(index)
+            wake(sim.bodies, model, index)
+            fresh = sim.scheme.aux(st, sim.bodies)  # the scheme's own state of the new bodies
+            for name, values in zip(sim.aux._fields, fresh):
+                getattr(sim.aux, name)[index] = values[index]
+
+        self._book(sim, change, 0)
+        own.shortfall[k] = due - done - len(index)
+        return True
+
+
+def refresh(sim):
+    """After the state changed between steps: the neighbour list rebuilt (without the parked
+    bodies, with the new ones; the histories of the pairs that remain carried over) and the
+    forces of the new configuration (no step, nothing booked)."""
+    builds = int(sim.contacts.counters[N_BUILDS])
+    sim.contacts.rebuild(sim.state.position, sim.bodies.diameter, sim.state.cell)
+    sim.contacts.counters[N_BUILDS] = builds + 1
+    sim._sample = (None, None)
+    sim._step(0, 0.0)
+
+
+def due_count(source, cumulative, time):
+    """How many of a source's bodies are due by ``time``: at a rate, ``⌊rate (t − start)⌋`` (or
+    those whose cumulative mass is within ``mass_rate (t − start)``), up to ``stop``; with a
+    target, all of them."""
+    elapsed = min(time, source["stop"] if source["stop"] is not None else time) - source["start"]
+    if source["rate"] is not None:
+        return min(int(np.floor(source["rate"] * elapsed + 1e-9)), len(cumulative))
+    if source["mass_rate"] is not None:
+        return int(np.searchsorted(cumulative, source["mass_rate"] * elapsed * (1.0 + 1e-12), side="right"))
+    return len(cumulative)
+
+
+def place(sim, region, bodies, rng, tolerance, attempts):
+    """``[(body, position)]``: places for the bodies in turn, each where it overlaps no particle
+    in play (nor one placed before it) by more than ``tolerance`` of its diameter, and no wall;
+    stops at the first body that finds no place in ``attempts`` tries."""
+    st, model = sim.state, sim.model
+    active = np.flatnonzero(sim.bodies.diameter > 0.0)
+    centres = list(st.position[active])
+    sizes = list(model.diameter[active])
+    tree = cKDTree(st.position[active]) if len(active) else None
+    largest = float(model.diameter.max())
+    walls = wall_planes(sim)
+    placed = []
+    for body in bodies:
+        d = model.diameter[body]
+        for _ in range(attempts):
+            x = region.sample(rng, 0.5 * d)
+            if x is None:
+                return placed
+            if walls is not None and np.any(np.einsum("wc,wc->w", x - walls[0], walls[1]) < 0.5 * d):
+                continue
+            if tree is not None:
+                near = tree.query_ball_point(x, 0.5 * (d + largest))
+                if any(np.linalg.norm(x - centres[j]) < (0.5 * (d + sizes[j])) * (1.0 - tolerance) for j in near):
+                    continue
+            if any(np.linalg.norm(x - y) < (0.5 * (d + e)) * (1.0 - tolerance) for _, y, e in
+                   ((b, y, model.diameter[b]) for b, y in placed)):
+                continue
+            placed.append((body, x))
+            break
+        else:
+            return placed
+    return placed
+
+
+def wall_planes(sim):
+    """``(points (w, 3), normals (w, 3))`` of the scene's planes now, or None."""
+    if "walls" not in sim.model.interactions:
+        return None
+    normal = sim.model.interactions["walls"].normal
+    plane = np.linalg.norm(normal, axis=1) > 0.0
+    return sim.state.interactions["walls"].point[plane], normal[plane]

@@ -1,0 +1,170 @@
+"""Filling and emptying (`dem.feeding`, `dem.builders.insert`, `dem.builders.outlet`,
+`dem.interactions.insertion`): insertion at a rate is exact and overlaps nothing, the sizes follow
+their distribution, the particles in play are those inserted less those removed, the energy and
+momentum books close, snapshots show the particles in play with their ids, threads change
+nothing, bad sources and outlets are refused."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from support.feeding import POUR, pour_file
+from support.threads import across_threads
+from vtkmodules.util import numpy_support
+from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
+
+from dem import Simulation
+from dem.builders.insert import KEYS as INSERT_KEYS
+from dem.builders.insert import drawn
+from dem.cli import main
+from dem.feeding import Feeder
+from dem.interactions.contract import MPIError
+from dem.interactions.insertion import in_play, localize
+from dem.observers.vtk import read_collection
+from dem.runner import prepare, run
+from dem.schema import defaults
+
+
+def snapshot_ids(path):
+    """The ``id`` point data of a VTK snapshot."""
+    reader = vtkXMLPolyDataReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    return numpy_support.vtk_to_numpy(reader.GetOutput().GetPointData().GetArray("id"))
+
+
+def flow_rows(folder):
+    return np.genfromtxt(folder / "flow.csv", delimiter=",", names=True)
+
+
+def test_insertion_at_a_rate_is_exact_and_overlaps_nothing(tmp_path):
+    """400 particles per time unit into an empty box, every 0.05: the count at each insertion is
+    ⌊400 t⌋, and no new particle overlaps another or a wall."""
+    scene = pour_file(tmp_path, POUR.replace('rate = 400.0', 'rate = 400.0\noverlap_tolerance = 0.0'))
+    _, model, state, _ = prepare(scene, ["simulation.t_end=0.3"])
+    feeder = Feeder(model, 2e-4)
+    sim = Simulation(model, state, "rrp2", 2e-4, observers=[feeder])
+    before = np.zeros(0, np.int64)
+    for step in range(0, 1501, feeder.every):
+        sim.run(step)
+        playing = np.flatnonzero(in_play(model, state))
+        assert len(playing) == int(np.floor(400.0 * state.time + 1e-9))
+        new = np.setdiff1d(playing, before)
+        x, d = state.position, model.diameter
+        gap = np.linalg.norm(x[new][:, None] - x[playing][None], axis=2) - 0.5 * (d[new][:, None] + d[playing][None])
+        gap[new[:, None] == playing[None]] = np.inf
+        assert gap.min(initial=np.inf) >= -1e-12
+        assert (x[new, 2] - 0.5 * d[new]).min(initial=0) >= -1e-12
+        assert (3.0 - np.abs(x[new, 0]) - 0.5 * d[new]).min(initial=0) >= -1e-12
+        before = playing
+    assert len(playing) == 120
+
+
+@pytest.mark.parametrize("table, cdf", [
+    ({"distribution": "uniform", "diameter_min": 0.4, "diameter_max": 0.6}, stats.uniform(0.4, 0.2).cdf),
+    ({"distribution": "lognormal", "diameter": 0.5, "sigma": 0.2, "diameter_min": 0.3, "diameter_max": 0.9},
+     lambda d: (stats.lognorm(0.2, scale=0.5).cdf(d) - stats.lognorm(0.2, scale=0.5).cdf(0.3))
+     / (stats.lognorm(0.2, scale=0.5).cdf(0.9) - stats.lognorm(0.2, scale=0.5).cdf(0.3))),
+], ids=["uniform", "lognormal"])
+def test_the_sizes_follow_their_distribution(table, cdf):
+    """10⁴ particles: Kolmogorov–Smirnov at the 1 % level."""
+    p = {**defaults(INSERT_KEYS), "min": (0.0, 0.0, 0.0), "max": (10.0, 10.0, 10.0), "count": 10_000, **table}
+    sizes = drawn(p)
+    assert len(sizes) == 10_000
+    assert stats.kstest(sizes, cdf).pvalue > 0.01
+
+
+def test_sizes_drawn_from_a_file_follow_the_file(tmp_path):
+    table = np.random.default_rng(2).gamma(4.0, 0.1, 500) + 0.2
+    path = tmp_path / "sizes.csv"
+    np.savetxt(path, table, header="diameter", comments="", delimiter=",")
+    p = {**defaults(INSERT_KEYS), "min": (0.0, 0.0, 0.0), "max": (10.0, 10.0, 10.0), "mass": 2000.0,
+         "distribution": "file", "file": str(path)}
+    sizes = drawn(p)
+    assert stats.ks_2samp(sizes, table).pvalue > 0.01
+    assert p["density"] * np.pi / 6 * np.sum(sizes ** 3) <= 2000.0 < p["density"] * np.pi / 6 * (
+        np.sum(sizes ** 3) + table.max() ** 3)
+
+
+def test_the_books_close_in_a_free_fall_through_an_outlet(tmp_path):
+    """No contacts: a stream falls from a source through an outlet plane. At every row the
+    particles in play are those inserted less those removed, exactly; ``total`` stays constant
+    to round-off with gravity; without it the momentum in play is what came in less what left."""
+    free = POUR.replace("k_pp = 2e4", "k_pp = 0.0").replace("k_pw = 2e4", "k_pw = 0.0") \
+        .replace("friction = 0.5", "friction = 0.0").replace("restitution = 0.5", "restitution = 1.0")
+    free = free.split("[[walls]]")[0] + "[[insert]]" + free.split("[[insert]]")[1]
+    free = free.replace('[[outlet]]\nshape = "box"\nmin = [-10.0, -10.0, -1.0]\nmax = [10.0, 10.0, 0.4]',
+                        '[[outlet]]\nshape = "plane"\npoint = [0.0, 0.0, -2.0]\nnormal = [0.0, 0.0, -1.0]')
+    for gravity in ("-1.0", "0.0"):
+        scene = pour_file(tmp_path, free.replace("gravity = [0.0, 0.0, -1.0]", f"gravity = [0.0, 0.0, {gravity}]")
+                          .replace("velocity = [0.0, 0.0, -0.5]", "velocity = [0.3, -0.2, -4.0]"))
+        out = tmp_path / f"g{gravity}"
+        run(scene, ["simulation.t_end=2.0"], out, quiet=True)
+        flow, energy = flow_rows(out), np.genfromtxt(out / "energy.csv", delimiter=",", names=True)
+        assert np.array_equal(energy["particles"], flow["inserted_0"] - flow["removed_0"])
+        assert flow["removed_0"][-1] > 200 and flow["inserted_0"][-1] == 400
+        scale = abs(energy["inserted"][-1])
+        assert np.abs(energy["total"] - energy["total"][0]).max() < 1e-12 * scale
+        if gravity == "0.0":
+            for c in "xyz":
+                book = energy[f"P{c}"] - energy[f"P{c}_in"] + energy[f"P{c}_out"]
+                assert np.abs(book).max() < 1e-12 * np.abs(energy[f"P{c}_in"]).max()
+
+
+def test_snapshots_show_the_particles_in_play_with_their_ids(tmp_path):
+    out = tmp_path / "pour"
+    run(pour_file(tmp_path), ["simulation.t_end=1.5"], out, quiet=True)
+    ids = [set(snapshot_ids(out / entry).tolist()) for _, _, entry in read_collection(out / "particles.pvd")]
+    counts = [len(i) for i in ids]
+    assert counts[0] == 0 and len(set(counts)) > 3  # snapshots of different sizes
+    flow = flow_rows(out)
+    assert counts[-1] == flow["inserted_0"][-1] - flow["removed_0"][-1] and flow["removed_0"][-1] > 0
+    kept = ids[-2] & ids[-1]
+    assert kept and len(kept) < len(ids[-2])  # some left through the outlet, the others kept their ids
+
+
+def test_threads_do_not_change_a_filling_and_emptying_run(tmp_path):
+    scene = pour_file(tmp_path)
+
+    def run_once(parallel):
+        _, model, state, _ = prepare(scene, ["simulation.t_end=1.5"])
+        sim = Simulation(model, state, "rrp2", 2e-4, parallel=parallel, observers=[Feeder(model, 2e-4)])
+        sim.run(6500)
+        return state, sim.energy_budget()
+
+    results = across_threads(run_once)
+    for other, budget in results[1:]:
+        for name in ("position", "velocity", "angular_velocity", "force", "moment"):
+            assert np.array_equal(getattr(results[0][0], name), getattr(other, name)), name
+        assert budget == results[0][1]
+    assert results[0][1]["removed"] > 0
+
+
+def test_sources_and_outlets_do_not_run_under_mpi():
+    with pytest.raises(MPIError, match="one process"):
+        localize(None, None)
+
+
+@pytest.mark.parametrize("change, key, problem", [
+    (("min = [-3.0, -3.0, 1.0]", "min = [-3.0, -3.0, -5.0]"), "insert.0.shape", "outside the domain"),
+    (("stop = 1.0\n", ""), "insert.0.stop", "is required with rate"),
+    (("max = [10.0, 10.0, 0.4]", "max = [10.0, 10.0, 1.5]"), "outlet.0.shape", "overlaps the region of insert.0"),
+    (('distribution = "uniform"', 'distribution = "file"\nfile = "sizes.csv"'), "insert.0.file",
+     "not a positive number"),
+    (("rate = 400.0", "rate = 400.0\ncount = 10"), "insert.0.rate", "give one of"),
+    (('distribution = "uniform"', 'distribution = "lognormal"\ndiameter = 0.5'), "insert.0.sigma", "is required"),
+], ids=["source outside", "rate without stop", "outlet over source", "negative sizes", "two ways", "lognormal"])
+def test_a_bad_source_or_outlet_is_one_line_and_nothing_written(tmp_path, capsys, change, key, problem):
+    (tmp_path / "sizes.csv").write_text("diameter\n0.5\n-0.2\n")
+    scene = pour_file(tmp_path, POUR.replace(*change))
+    code = main([scene, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{key}: " in err and problem in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_scenes_reference_lists_the_feeding_tables():
+    text = (Path(__file__).resolve().parents[1] / "docs/scenes.md").read_text()
+    assert "[[insert]]" in text and "[[outlet]]" in text
