@@ -20,7 +20,9 @@ import logging
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .meshes import surface_distance
 from .neighbors import N_BUILDS
+from .rotations import quat_matrix
 from .schema import Key, non_negative, positive
 
 log = logging.getLogger("dem")
@@ -279,15 +281,16 @@ def due_count(source, cumulative, time):
 
 def place(sim, region, bodies, rng, tolerance, attempts):
     """``[(body, position)]``: places for the bodies in turn, each where it overlaps no particle
-    in play (nor one placed before it) by more than ``tolerance`` of its diameter, and no wall;
-    stops at the first body that finds no place in ``attempts`` tries."""
+    in play (nor one placed before it) by more than ``tolerance`` of the two diameters' mean, and
+    no plane or mesh; stops at the first body that finds no place in ``attempts`` tries. The particles in
+    play are found with a k-d tree, those placed here in a grid of cells of the largest diameter."""
     st, model = sim.state, sim.model
     active = np.flatnonzero(sim.bodies.diameter > 0.0)
-    centres = list(st.position[active])
-    sizes = list(model.diameter[active])
     tree = cKDTree(st.position[active]) if len(active) else None
     largest = float(model.diameter.max())
     walls = wall_planes(sim)
+    meshes = mesh_frames(sim)
+    grid = {}
     placed = []
     for body in bodies:
         d = model.diameter[body]
@@ -297,18 +300,40 @@ def place(sim, region, bodies, rng, tolerance, attempts):
                 return placed
             if walls is not None and np.any(np.einsum("wc,wc->w", x - walls[0], walls[1]) < 0.5 * d):
                 continue
-            if tree is not None:
-                near = tree.query_ball_point(x, 0.5 * (d + largest))
-                if any(np.linalg.norm(x - centres[j]) < (0.5 * (d + sizes[j])) * (1.0 - tolerance) for j in near):
-                    continue
-            if any(np.linalg.norm(x - y) < (0.5 * (d + e)) * (1.0 - tolerance) for _, y, e in
-                   ((b, y, model.diameter[b]) for b, y in placed)):
+            if any(surface_distance(rotation.T @ (x - point), vertex, face, faces) < 0.5 * d
+                   for point, rotation, vertex, face, faces in meshes):
                 continue
+            if tree is not None:
+                near = active[tree.query_ball_point(x, 0.5 * (d + largest))]
+                if len(near) and np.any(np.linalg.norm(st.position[near] - x, axis=1)
+                                        < 0.5 * (d + model.diameter[near]) * (1.0 - tolerance)):
+                    continue
+            cell = tuple(np.floor(x / largest).astype(int))
+            near = [k for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)
+                    for k in grid.get((cell[0] + a, cell[1] + b, cell[2] + c), ())]
+            if any(np.linalg.norm(placed[k][1] - x) < 0.5 * (d + model.diameter[placed[k][0]]) * (1.0 - tolerance)
+                   for k in near):
+                continue
+            grid.setdefault(cell, []).append(len(placed))
             placed.append((body, x))
             break
         else:
             return placed
     return placed
+
+
+def mesh_frames(sim):
+    """``[(point, rotation, vertex, face, faces)]`` of each mesh wall now: its centre and rotation
+    matrix, the vertices and triangles in its own frame, and the indices of its triangles."""
+    if "walls" not in sim.model.interactions:
+        return []
+    p, own = sim.model.interactions["walls"], sim.state.interactions["walls"]
+    out = []
+    for m, w in enumerate(p.wall):
+        cells = p.cell_face[p.cell_start[p.grid_offset[m]]:p.cell_start[p.grid_offset[m + 1]]]
+        out.append((own.point[w], quat_matrix(own.rotation[w][None])[0], p.vertex, p.face,
+                    np.unique(cells).astype(np.int64)))
+    return out
 
 
 def wall_planes(sim):

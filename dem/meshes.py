@@ -268,6 +268,17 @@ def _closest_on_triangle(p, a, b, c):
 
 
 @njit(cache=True)
+def surface_distance(p, vertex, face, faces):
+    """The distance from ``p`` to the nearest of the triangles ``faces`` (indices into ``face``,
+    whose corners are rows of ``vertex``; all in one frame)."""
+    best = np.inf
+    for f in faces:
+        q = _closest_on_triangle(p, vertex[face[f, 0]], vertex[face[f, 1]], vertex[face[f, 2]])
+        best = min(best, np.sqrt((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2))
+    return best
+
+
+@njit(cache=True)
 def _register(vertices, faces, origin, cell, shape, reach, fill, cell_start, cell_face):
     """Count (``fill`` False: into ``cell_start[1:]``) or list (``fill``: at ``cell_start``) the
     cells whose centre is within ``reach`` of each face."""

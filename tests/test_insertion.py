@@ -168,3 +168,18 @@ def test_a_bad_source_or_outlet_is_one_line_and_nothing_written(tmp_path, capsys
 def test_the_shipped_scenes_reference_lists_the_feeding_tables():
     text = (Path(__file__).resolve().parents[1] / "docs/scenes.md").read_text()
     assert "[[insert]]" in text and "[[outlet]]" in text
+
+
+def test_nothing_is_inserted_into_a_mesh(tmp_path):
+    """A plate mesh (with a hole) across the source's region: the new particles keep clear of it."""
+    plate = Path(__file__).resolve().parents[1] / "scenes/meshes/orifice_plate.stl"
+    scene = pour_file(tmp_path, POUR.replace("[[insert]]", f'[[mesh]]\nfile = "{plate}"\nscale = 0.5\n'
+                                             f'translate = [0.0, 0.0, 2.0]\n\n[[insert]]'))
+    _, model, state, _ = prepare(scene, ["simulation.t_end=0.1"])
+    sim = Simulation(model, state, "rrp2", 2e-4, observers=[Feeder(model, 2e-4)])
+    sim.run(250)  # the first insertion: 20 particles, where they were put
+    playing = np.flatnonzero(in_play(model, state))
+    x, r = state.position[playing], 0.5 * model.diameter[playing]
+    through = np.hypot(x[:, 0], x[:, 1]) < 0.5  # in the hole (radius 0.5), nothing to clear
+    assert len(playing) == 20 and np.all((np.abs(x[:, 2] - 2.0) >= r) | through)
+    assert np.any(np.abs(x[:, 2] - 2.0) < 0.8)  # some sat close to it
