@@ -29,8 +29,11 @@ log = logging.getLogger("dem")
 
 #: a region's keys (``[[insert]]``, ``[[outlet]]``): a box, a cylinder or (outlets) the far side of a plane
 REGION_KEYS = {
-    "shape": Key("str", "box", "the region: box (min, max), cylinder (center, axis, radius, height) or, for an "
-                 "outlet, plane (point, normal: the side the normal points to)", choices=("box", "cylinder", "plane")),
+    "shape": Key("str", "box", "the region: box (min, max), cylinder (center, axis, radius, height); for a source "
+                 "also a face with an inflow (the velocity): rectangle (min, max, equal along the face's normal "
+                 "axis) or disc (center, axis, radius), filled in a layer one largest diameter deep behind it; for "
+                 "an outlet also plane (point, normal: the side the normal points to)",
+                 choices=("box", "cylinder", "rectangle", "disc", "plane")),
     "min": Key("vec3", None, "a box's lowest corner", "length"),
     "max": Key("vec3", None, "a box's highest corner", "length"),
     "center": Key("vec3", None, "a cylinder's centre (half-way along its axis)", "length"),
@@ -45,33 +48,55 @@ REGION_KEYS = {
 }
 
 
-def region_problem(p, plane_allowed):
-    """``(key, problem)`` of a region table that cannot make a region, or None."""
+def region_problem(p, source):
+    """``(key, problem)`` of a region table (of a ``source`` or an outlet) that cannot make a
+    region, or None."""
     shape = p["shape"]
-    needed = {"box": ("min", "max"), "cylinder": ("center", "radius", "height"), "plane": ("point", "normal")}[shape]
-    if shape == "plane" and not plane_allowed:
-        return "shape", "a source fills a box or a cylinder"
+    needed = {"box": ("min", "max"), "cylinder": ("center", "radius", "height"), "plane": ("point", "normal"),
+              "rectangle": ("min", "max"), "disc": ("center", "radius")}[shape]
+    if shape == "plane" and source:
+        return "shape", "a source fills a box, a cylinder, or a layer behind a rectangle or a disc"
+    if shape in ("rectangle", "disc") and not source:
+        return "shape", "an outlet is a box, a cylinder or a plane"
     for key in needed:
         if p[key] is None:
             return key, f"is required for a {shape}"
     if shape == "box" and not all(hi > lo for lo, hi in zip(p["min"], p["max"])):
         return "max", f"must exceed min along every axis (min {list(p['min'])})"
+    if shape in ("rectangle", "disc"):
+        flat = [a for a in range(3) if p["min"][a] == p["max"][a]] if shape == "rectangle" else ["xyz".index(p["axis"])]
+        if shape == "rectangle" and (len(flat) != 1 or any(p["max"][a] < p["min"][a] for a in range(3))):
+            return "max", "a rectangle has min = max along exactly one axis (its normal) and max > min along the others"
+        if p["velocity"][flat[0]] == 0.0:
+            return "velocity", f"a {shape} source needs an inflow: a velocity across it (along {'xyz'[flat[0]]})"
     if shape == "plane" and not np.linalg.norm(p["normal"]) > 0.0:
         return "normal", "must not be zero"
     return None
 
 
 class Region:
-    """A box, an upright cylinder or a half-space (the far side of a plane)."""
+    """A box, a cylinder along an axis or a half-space (the far side of a plane); a source's face
+    (a rectangle or a disc) is the box or cylinder one largest diameter deep behind it, against
+    the inflow."""
 
     def __init__(self, p):
-        self.shape = p["shape"]
-        if self.shape == "box":
+        self.shape = {"rectangle": "box", "disc": "cylinder"}.get(p["shape"], p["shape"])
+        if p["shape"] == "rectangle":
+            self.lo, self.hi = np.asarray(p["min"], float), np.asarray(p["max"], float)
+            a = int(np.flatnonzero(self.lo == self.hi)[0])
+            if p["velocity"][a] > 0.0:
+                self.lo[a] -= largest_size(p)
+            else:
+                self.hi[a] += largest_size(p)
+        elif self.shape == "box":
             self.lo, self.hi = np.asarray(p["min"], float), np.asarray(p["max"], float)
         elif self.shape == "cylinder":
             self.axis = "xyz".index(p["axis"])
             self.center = np.asarray(p["center"], float)
-            self.radius, self.height = float(p["radius"]), float(p["height"])
+            self.radius = float(p["radius"])
+            self.height = float(p["height"]) if p["shape"] == "cylinder" else largest_size(p)
+            if p["shape"] == "disc":
+                self.center[self.axis] -= 0.5 * self.height * np.sign(p["velocity"][self.axis])
             across = [a for a in range(3) if a != self.axis]
             self.across = across
             self.lo, self.hi = self.center.copy(), self.center.copy()
@@ -128,6 +153,31 @@ class Region:
             corners = np.array(np.meshgrid(*zip(region.lo, region.hi), indexing="ij")).reshape(3, -1).T
             return bool(plane.contains(corners).any())
         return bool(np.all(self.lo < other.hi) and np.all(other.lo < self.hi))
+
+
+def largest_size(p):
+    """The largest diameter a source's size distribution gives."""
+    return {"mono": lambda: p["diameter"], "uniform": lambda: p["diameter_max"],
+            "lognormal": lambda: p["diameter_max"], "file": lambda: float(file_sizes(p["file"]).max())}[
+        p["distribution"]]()
+
+
+def file_sizes(path):
+    """The column ``diameter`` of a CSV file (raises ValueError: missing, not numbers, not positive)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            names = [n.strip().lower() for n in file.readline().split(",")]
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"{path}: {error.strerror}") from None
+    except ValueError as error:
+        raise ValueError(f"{path}: not a table of numbers ({str(error).splitlines()[0]})") from None
+    if "diameter" not in names:
+        raise ValueError(f"{path}: no column diameter (columns: {', '.join(names)})")
+    sizes = table[:, names.index("diameter")] if table.size else np.zeros(0)
+    if not np.all(np.isfinite(sizes)) or (sizes <= 0.0).any():
+        raise ValueError(f"{path}: a diameter that is not a positive number")
+    return sizes
 
 
 def interval_steps(p, dt):

@@ -153,8 +153,13 @@ def test_sources_and_outlets_do_not_run_under_mpi():
     (('distribution = "uniform"', 'distribution = "file"\nfile = "sizes.csv"'), "insert.0.file",
      "not a positive number"),
     (("rate = 400.0", "rate = 400.0\ncount = 10"), "insert.0.rate", "give one of"),
+    (('shape = "box"\nmin = [-3.0, -3.0, 1.0]', 'shape = "rectangle"\nmin = [-3.0, 3.0, 3.0]'), "insert.0.max",
+     "exactly one axis"),
+    (('shape = "box"\nmin = [-3.0, -3.0, 1.0]\nmax = [3.0, 3.0, 3.0]',
+      'shape = "disc"\ncenter = [0.0, 0.0, 3.0]\naxis = "x"\nradius = 2.0'), "insert.0.velocity", "needs an inflow"),
     (('distribution = "uniform"', 'distribution = "lognormal"\ndiameter = 0.5'), "insert.0.sigma", "is required"),
-], ids=["source outside", "rate without stop", "outlet over source", "negative sizes", "two ways", "lognormal"])
+], ids=["source outside", "rate without stop", "outlet over source", "negative sizes", "two ways", "two flat axes",
+        "no inflow", "lognormal"])
 def test_a_bad_source_or_outlet_is_one_line_and_nothing_written(tmp_path, capsys, change, key, problem):
     (tmp_path / "sizes.csv").write_text("diameter\n0.5\n-0.2\n")
     scene = pour_file(tmp_path, POUR.replace(*change))
@@ -183,3 +188,22 @@ def test_nothing_is_inserted_into_a_mesh(tmp_path):
     through = np.hypot(x[:, 0], x[:, 1]) < 0.5  # in the hole (radius 0.5), nothing to clear
     assert len(playing) == 20 and np.all((np.abs(x[:, 2] - 2.0) >= r) | through)
     assert np.any(np.abs(x[:, 2] - 2.0) < 0.8)  # some sat close to it
+
+
+@pytest.mark.parametrize("face", ['shape = "disc"\ncenter = [0.0, 0.0, 3.0]\naxis = "z"\nradius = 2.5',
+                                  'shape = "rectangle"\nmin = [-2.5, -2.5, 3.0]\nmax = [2.5, 2.5, 3.0]'],
+                         ids=["disc", "rectangle"])
+def test_a_face_source_fills_a_layer_behind_its_face(tmp_path, face):
+    """The inflow is along −z: the particles enter in the layer one largest diameter (0.6) above
+    the face, inside its outline."""
+    scene = pour_file(tmp_path, POUR.replace('shape = "box"\nmin = [-3.0, -3.0, 1.0]\nmax = [3.0, 3.0, 3.0]', face))
+    _, model, state, _ = prepare(scene, ["simulation.t_end=0.1"])
+    sim = Simulation(model, state, "rrp2", 2e-4, observers=[Feeder(model, 2e-4)])
+    sim.run(250)
+    playing = np.flatnonzero(in_play(model, state))
+    x, r = state.position[playing], 0.5 * model.diameter[playing]
+    assert len(playing) == 20
+    assert np.all(x[:, 2] - r >= 3.0 - 1e-12) and np.all(x[:, 2] + r <= 3.6 + 1e-12)
+    inside = np.hypot(x[:, 0], x[:, 1]) + r if "disc" in face else np.abs(x[:, :2]).max(axis=1) + r
+    assert np.all(inside <= 2.5 + 1e-12)
+    assert np.allclose(state.velocity[playing], (0.0, 0.0, -0.5))

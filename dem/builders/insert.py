@@ -8,7 +8,7 @@ scene draws the same), so that every interaction is set up with them.
 
 import numpy as np
 
-from ..feeding import REGION_KEYS, Region, region_problem
+from ..feeding import REGION_KEYS, Region, file_sizes, region_problem
 from ..schema import Key, positive
 
 KEYS = {
@@ -45,9 +45,6 @@ MOST = 2_000_000
 
 
 def check(p):
-    problem = region_problem(p, plane_allowed=False)
-    if problem:
-        return problem
     given = [way for way in WAYS if p[way] is not None]
     if len(given) != 1:
         return "rate", f"give one of {', '.join(WAYS)} (got {', '.join(given) or 'none'})"
@@ -60,6 +57,9 @@ def check(p):
     for key in needed[p["distribution"]]:
         if p[key] is None:
             return key, f"is required with distribution = {p['distribution']}"
+    problem = region_problem(p, source=True)
+    if problem:
+        return problem
     if p["distribution"] in ("uniform", "lognormal") and not p["diameter_max"] > p["diameter_min"]:
         return "diameter_max", f"must exceed diameter_min ({p['diameter_min']:g})"
     if p["distribution"] == "file":
@@ -73,27 +73,10 @@ def check(p):
         sizes = drawn(p)
     except ValueError as error:
         return "rate", str(error)
-    if (sizes > 0.5 * np.min(Region(p).hi - Region(p).lo)).any():
-        return "diameter", "the region is too small for its particles: make it wider than two diameters"
+    region = Region(p)
+    if (sizes > np.min(region.hi - region.lo)).any():
+        return "diameter", "the region is narrower than its particles"
     return None
-
-
-def file_sizes(path):
-    """The column ``diameter`` of a CSV file (raises ValueError: missing, not numbers, not positive)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            names = [n.strip().lower() for n in file.readline().split(",")]
-        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, encoding="utf-8")
-    except OSError as error:
-        raise ValueError(f"{path}: {error.strerror}") from None
-    except ValueError as error:
-        raise ValueError(f"{path}: not a table of numbers ({str(error).splitlines()[0]})") from None
-    if "diameter" not in names:
-        raise ValueError(f"{path}: no column diameter (columns: {', '.join(names)})")
-    sizes = table[:, names.index("diameter")] if table.size else np.zeros(0)
-    if not np.all(np.isfinite(sizes)) or (sizes <= 0.0).any():
-        raise ValueError(f"{path}: a diameter that is not a positive number")
-    return sizes
 
 
 def _draw(p, rng, n):

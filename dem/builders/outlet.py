@@ -7,7 +7,7 @@ KEYS = dict(REGION_KEYS)
 
 
 def check(p):
-    return region_problem(p, plane_allowed=True)
+    return region_problem(p, source=False)
 
 
 def build(system, p):
