@@ -114,8 +114,8 @@ def _parser():
     flow = commands.add_parser("flow", help="steady mass flow rate of discharging runs, Beverloo's law across "
                                             "orifices (discharge.csv, discharge.png, beverloo.png)",
                                description="Measure the steady mass flow rate W through an outlet (a line through the "
-                                           "removed mass of flow.csv between 10% and 70% of its final value) and, "
-                                           "with three orifice diameters or more, fit Beverloo's law "
+                                           "removed mass of flow.csv between 20% and 80% of what left after its first "
+                                           "removals) and, with three orifice diameters or more, fit Beverloo's law "
                                            "W = C rho_b sqrt(g) (D - k d)^(5/2).")
     flow.add_argument("runs", type=Path, nargs="+", help="run folders, or a sweep's folder (all its points)")
     flow.add_argument("--outlet", type=int, default=0, metavar="K", help="the [[outlet]] measured (default 0)")

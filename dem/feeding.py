@@ -194,6 +194,17 @@ def park(bodies, params, own):
         target[parked] = 0.0
 
 
+def drop_wall_history(state, leaving, n):
+    """Empty the wall springs and adhesion flags the bodies ``leaving`` kept with planes and
+    meshes (`dem.interactions.friction`, `.rolling`, `.hertz`): a parked body has none (their
+    energy leaves with it, in the ``removed`` column)."""
+    for own in state.interactions.values():
+        for field, empty in (("wall_key", -1), ("wall_spring", 0.0), ("mesh_contact", 0.0), ("adhered", 0)):
+            values = getattr(own, field, None)
+            if isinstance(values, np.ndarray) and values.ndim > 1 and values.shape[0] == n:
+                values[leaving] = empty
+
+
 def wake(bodies, model, index):
     """Give the bodies ``index`` their own diameter, mass and inertia in the run's arrays."""
     bodies.diameter[index] = model.diameter[index]
@@ -262,6 +273,7 @@ class Feeder:
             own.alive[p.slot[leaving]] = False
             own.removed_count[k] += len(leaving)
             own.removed_mass[k] += float(sim.model.mass[leaving].sum())
+            drop_wall_history(st, leaving, sim.model.n_bodies)
             park(sim.bodies, p, own)
             st.velocity[leaving] = 0.0
             st.angular_velocity[leaving] = 0.0

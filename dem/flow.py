@@ -6,9 +6,11 @@ For each run, from its ``flow.csv`` (`dem.observers.csv_log.FlowLog`, a row ever
 steps), the cumulative mass ``M(t)`` that left through outlet ``k`` (column ``mass_k``). Once the
 orifice opens the flow starts up, runs steadily while the silo empties (above a fill of about the
 silo's width the pressure at the bottom saturates, Janssen's effect, and the rate does not depend
-on the fill), and slows as the last grains leave. The steady part is taken as the rows from the
-time when ``WINDOW[0]`` (10 %) of the mass removed by the run's last row had left to the time when
-``WINDOW[1]`` (70 %) had (at least `MIN_ROWS` rows). Over those rows a straight line
+on the fill), and slows as the last grains leave. The first row with a removal may hold a burst
+(grains that had gathered below the orifice before the outlet opened, as in
+``scenes/silo_discharge.toml``), and the flow takes a while to settle, so the steady part is taken
+as the rows from the time when ``WINDOW[0]`` (20 %) of the mass removed after that first row had
+left to the time when ``WINDOW[1]`` (80 %) had (at least `MIN_ROWS` rows). Over those rows a straight line
 ``M = M₀ + W t`` (least squares, `numpy.polyfit`) gives the mass flow rate ``W``, its standard
 error (from the residuals) and the line's ``R²``; lines through the first and through the second
 half of the rows give the ratio of their slopes (1 for a rate that does not depend on the fill,
@@ -52,7 +54,7 @@ from .runner import CHECKPOINT
 from .scene import MESH_KEYS, SCHEMA, apply_override, parse_override
 
 #: the steady window: from this fraction of the finally removed mass to this one
-WINDOW = (0.1, 0.7)
+WINDOW = (0.2, 0.8)
 MIN_ROWS = 5
 #: bulk density as a fraction of the particles' density (the default of ``--bulk-density``)
 BULK_FRACTION = 0.6
@@ -126,7 +128,8 @@ def steady_discharge(run_dir, outlet=0):
     t, mass, removed = log["t"], log[f"mass_{outlet}"], log[f"removed_{outlet}"]
     if not mass[-1] > 0.0:
         raise RunFolderError(f"{path}: nothing left through outlet {outlet} (mass_{outlet} is 0)")
-    t_from, t_to = (t[np.argmax(mass >= fraction * mass[-1])] for fraction in WINDOW)
+    burst = mass[np.argmax(mass > 0.0)]  # (the first row's removals)
+    t_from, t_to = (t[np.argmax(mass >= burst + fraction * (mass[-1] - burst))] for fraction in WINDOW)
     window = (t >= t_from) & (t <= t_to)
     if window.sum() < MIN_ROWS:
         raise RunFolderError(f"{path}: fewer than {MIN_ROWS} rows between {WINDOW[0]:.0%} and {WINDOW[1]:.0%} of "
@@ -303,7 +306,8 @@ def _plot_discharge(discharges, path):
         if filled and discharge.in_play_from is not None:
             axes[1, 0].plot(log["t"], particles_in_play(log), color=drawn.get_color())
     top.set_ylabel(f"mass removed (outlet {discharges[0].outlet})")
-    top.set_title(f"dashed: steady fit, {WINDOW[0]:.0%} to {WINDOW[1]:.0%} of the final mass", fontsize=9)
+    top.set_title(f"dashed: steady fit, {WINDOW[0]:.0%} to {WINDOW[1]:.0%} of the mass after the first removals",
+                  fontsize=9)
     top.legend(fontsize=8)
     if filled:
         axes[1, 0].set_ylabel("particles in play (inserted − removed)")
