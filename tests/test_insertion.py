@@ -223,3 +223,19 @@ def test_particles_leave_from_a_mesh_floor_with_their_springs(tmp_path):
     assert flow["removed_0"][-1] > 20 and np.isfinite(energy["total"]).all() and energy["friction"][-1] > 0
     # (the mesh contacts' own integration error at this step: 1.8e-3 of it; a plane floor's, 1e-5)
     assert np.abs(energy["total"] - energy["total"][0]).max() < 1e-2 * abs(energy["inserted"][-1])
+
+
+@pytest.mark.slow
+def test_the_shipped_silo_follows_beverloos_law(tmp_path):
+    """Three orifices (D = 4, 5, 6 d) of the shipped silo (about 25 minutes on 2 cores):
+    ``W^{2/5}`` is linear in D (R² ≥ 0.99), with k in [1, 3] and C in [0.4, 0.8] (measured
+    0.9905, 1.40, 0.47)."""
+    from dem.flow import write_discharge
+
+    scene = Path(__file__).resolve().parents[1] / "scenes/silo_discharge.toml"
+    runs = []
+    for scale in (2.0, 2.5, 3.0):
+        runs.append(tmp_path / f"scale_{scale}")
+        run(scene, [f"mesh.0.scale={scale}"], runs[-1], quiet=True)
+    _, fit, _, _ = write_discharge(runs, tmp_path / "fit")
+    assert fit.r_squared >= 0.99 and 1.0 <= fit.k <= 3.0 and 0.4 <= fit.c <= 0.8
