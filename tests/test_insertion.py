@@ -213,9 +213,9 @@ def test_particles_leave_from_a_mesh_floor_with_their_springs(tmp_path):
     """The outlet takes particles resting, with friction and rolling springs, on a mesh floor
     (the plate, its hole far away): their springs leave with them, booked."""
     plate = Path(__file__).resolve().parents[1] / "scenes/meshes/orifice_plate.stl"
-    text = POUR.replace("[[walls]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n",
-                        f'[[mesh]]\nfile = "{plate}"\nscale = 2.0\ntranslate = [30.0, 0.0, 0.0]\n').replace("restitution = 0.5", "restitution = 0.5\n"
-                                                                                "rolling_friction = 0.1")
+    floor = f'[[mesh]]\nfile = "{plate}"\nscale = 2.0\ntranslate = [30.0, 0.0, 0.0]\n'
+    text = POUR.replace("[[walls]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n", floor)
+    text = text.replace("restitution = 0.5", "restitution = 0.5\nrolling_friction = 0.1")
     text = text.replace("start = 0.75", "start = 1.4")  # (after many have landed)
     out = tmp_path / "out"
     run(pour_file(tmp_path, text), ["simulation.t_end=1.5"], out, quiet=True)

@@ -9,7 +9,7 @@ scene draws the same), so that every interaction is set up with them.
 import numpy as np
 
 from ..feeding import REGION_KEYS, Region, file_sizes, region_problem
-from ..schema import Key, positive
+from ..schema import Key, positive, too_many
 
 KEYS = {
     **REGION_KEYS,
@@ -40,8 +40,6 @@ KEYS = {
                     lambda v: None if v >= 1 else "must be at least 1"),
 }
 WAYS = ("rate", "mass_rate", "count", "mass", "fraction")
-#: the most particles a source may hold (its parked bodies are built with the scene)
-MOST = 2_000_000
 
 
 def check(p):
@@ -72,7 +70,7 @@ def check(p):
     try:
         sizes = drawn(p)
     except ValueError as error:
-        return "rate", str(error)
+        return given[0], str(error)
     region = Region(p)
     if (sizes > np.min(region.hi - region.lo)).any():
         return "diameter", "the region is narrower than its particles"
@@ -103,16 +101,18 @@ def drawn(p):
     rng = np.random.default_rng([p["seed"], 0x5EED])
     region = Region(p)
     if p["rate"] is not None or p["count"] is not None:
-        n = p["count"] if p["count"] is not None else int(np.floor(p["rate"] * (p["stop"] - p["start"]) + 1e-9))
-        if n > MOST:
-            raise ValueError(f"the source would insert {n} particles: at most {MOST}")
-        return _draw(p, rng, n)
+        n = p["count"] if p["count"] is not None else p["rate"] * (p["stop"] - p["start"]) + 1e-9
+        problem = too_many(n) if np.isfinite(n) else too_many(np.inf)
+        if problem:
+            raise ValueError(problem)
+        return _draw(p, rng, int(np.floor(n)))
     total = {"mass_rate": lambda: p["mass_rate"] * (p["stop"] - p["start"]), "mass": lambda: p["mass"],
              "fraction": lambda: p["fraction"] * region.volume * p["density"]}[next(w for w in WAYS if p[w])]()
     out = np.empty(0)
     while mass_of(p, out).sum() < total * (1.0 - 1e-12):
-        if len(out) > MOST:
-            raise ValueError(f"the source would insert more than {MOST} particles")
+        problem = too_many(len(out))
+        if problem or not np.isfinite(total):
+            raise ValueError(problem or too_many(np.inf))
         out = np.concatenate([out, _draw(p, rng, max(16, len(out)))])
     within = np.cumsum(mass_of(p, out)) <= total * (1.0 + 1e-12)
     return out[:max(int(within.sum()), 1)]
