@@ -228,19 +228,18 @@ class Feeder:
         self.every = int(np.gcd.reduce(self.steps)) if self.steps else 0
         self.regions = [Region(s) for s in self.sources] + [Region(o) for o in self.outlets]
         self.full = set()  # sources whose region was found full (said once)
+        self.mesh_faces = mesh_faces(model)
 
     def report(self, sim):
         step = sim.state.step
         own = sim.state.interactions["insertion"]
         n_sources = len(self.sources)
-        changed = False
         for k, outlet in enumerate(self.outlets):
             if step % self.steps[n_sources + k] == 0 and outlet["start"] <= sim.state.time:
-                changed |= self._remove(sim, own, k, self.regions[n_sources + k])
+                self._remove(sim, own, k, self.regions[n_sources + k])
         for k, source in enumerate(self.sources):
             if step % self.steps[k] == 0 and source["start"] <= sim.state.time:
-                changed |= self._insert(sim, own, k, source, self.regions[k])
-        return changed
+                self._insert(sim, own, k, source, self.regions[k])
 
     def close(self, sim):
         pass
@@ -267,7 +266,7 @@ class Feeder:
         playing = p.bodies[own.alive]
         leaving = playing[region.contains(st.position[playing])]
         if not len(leaving):
-            return False
+            return
 
         def change():
             own.alive[p.slot[leaving]] = False
@@ -279,7 +278,6 @@ class Feeder:
             st.angular_velocity[leaving] = 0.0
 
         self._book(sim, change, 1)
-        return True
 
     def _insert(self, sim, own, k, source, region):
         """Insert the source's bodies due by now that fit (module docstring)."""
@@ -288,17 +286,17 @@ class Feeder:
         done = int(own.inserted_count[k])
         due = due_count(source, p.cumulative[first:end], st.time)
         if due <= done:
-            return False
+            return
         rng = np.random.default_rng([source["seed"], k, st.step])
         placed = place(sim, region, p.bodies[first + done:first + due], rng, source["overlap_tolerance"],
-                       source["attempts"])
+                       source["attempts"], self.mesh_faces)
         if len(placed) < due - done and k not in self.full:
             self.full.add(k)
             log.warning("insert %d: its region is full at t = %g: %d of the %d particles due are waiting (logged in "
                         "flow.csv as the shortfall)", k, st.time, due - done - len(placed), due - done)
+        own.shortfall[k] = due - done - len(placed)
         if not len(placed):
-            own.shortfall[k] = due - done
-            return False
+            return
         index = np.array([body for body, _ in placed])
         position = np.array([x for _, x in placed])
 
@@ -314,8 +312,6 @@ class Feeder:
                 getattr(sim.aux, name)[index] = values[index]
 
         self._book(sim, change, 0)
-        own.shortfall[k] = due - done - len(index)
-        return True
 
 
 def refresh(sim):
@@ -341,17 +337,18 @@ def due_count(source, cumulative, time):
     return len(cumulative)
 
 
-def place(sim, region, bodies, rng, tolerance, attempts):
+def place(sim, region, bodies, rng, tolerance, attempts, faces):
     """``[(body, position)]``: places for the bodies in turn, each where it overlaps no particle
     in play (nor one placed before it) by more than ``tolerance`` of the two diameters' mean, and
-    no plane or mesh; stops at the first body that finds no place in ``attempts`` tries. The particles in
-    play are found with a k-d tree, those placed here in a grid of cells of the largest diameter."""
+    no plane or mesh (``faces``: `mesh_faces`); stops at the first body that finds no place in
+    ``attempts`` tries. The particles in play are found with a k-d tree, those placed here in a
+    grid of cells of the largest diameter."""
     st, model = sim.state, sim.model
     active = np.flatnonzero(sim.bodies.diameter > 0.0)
     tree = cKDTree(st.position[active]) if len(active) else None
     largest = float(model.diameter.max())
     walls = wall_planes(sim)
-    meshes = mesh_frames(sim)
+    meshes = mesh_frames(sim, faces)
     grid = {}
     placed = []
     for body in bodies:
@@ -384,18 +381,24 @@ def place(sim, region, bodies, rng, tolerance, attempts):
     return placed
 
 
-def mesh_frames(sim):
+def mesh_faces(model):
+    """The indices of each mesh wall's triangles (those its contact grid lists)."""
+    if "walls" not in model.interactions:
+        return []
+    p = model.interactions["walls"]
+    return [np.unique(p.cell_face[p.cell_start[p.grid_offset[m]]:p.cell_start[p.grid_offset[m + 1]]]).astype(np.int64)
+            for m in range(len(p.wall))]
+
+
+def mesh_frames(sim, faces):
     """``[(point, rotation, vertex, face, faces)]`` of each mesh wall now: its centre and rotation
-    matrix, the vertices and triangles in its own frame, and the indices of its triangles."""
-    if "walls" not in sim.model.interactions:
+    matrix, the vertices and triangles in its own frame, and the indices of its triangles
+    (``faces``: `mesh_faces`)."""
+    if not faces:
         return []
     p, own = sim.model.interactions["walls"], sim.state.interactions["walls"]
-    out = []
-    for m, w in enumerate(p.wall):
-        cells = p.cell_face[p.cell_start[p.grid_offset[m]]:p.cell_start[p.grid_offset[m + 1]]]
-        out.append((own.point[w], quat_matrix(own.rotation[w][None])[0], p.vertex, p.face,
-                    np.unique(cells).astype(np.int64)))
-    return out
+    return [(own.point[w], quat_matrix(own.rotation[w][None])[0], p.vertex, p.face, faces[m])
+            for m, w in enumerate(p.wall)]
 
 
 def wall_planes(sim):

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfiles import RunFolderError, read_log, read_snapshot, snapshot_entries
+from .runfiles import RunFolderError, read_log, read_snapshot, run_folders, snapshot_entries
 from .runner import CHECKPOINT
 from .scene import MESH_KEYS, SCHEMA, apply_override, parse_override
 
@@ -218,22 +218,6 @@ def fit_beverloo(orifice_diameters, rates, particle_diameter, bulk_density, g):
                        particle_diameter=float(particle_diameter), bulk_density=float(bulk_density), gravity=float(g))
 
 
-def run_folders(paths):
-    """The run folders of ``paths``: a sweep folder (with ``sweep.csv``) stands for its points'
-    folders that have a ``flow.csv``."""
-    out = []
-    for path in map(Path, paths):
-        if (path / "sweep.csv").is_file():
-            with open(path / "sweep.csv", newline="") as file:
-                folders = [path / row["folder"] for row in csv.DictReader(file)]
-            out += [folder for folder in folders if (folder / "flow.csv").is_file()]
-        else:
-            out.append(path)
-    if not out:
-        raise RunFolderError(f"{', '.join(map(str, paths))}: no run folders with a flow.csv")
-    return out
-
-
 def _beverloo(discharges, folders, scenes, bulk_density):
     """``(fit or None, notes)`` for the runs whose orifice is known (`run_scene`: ``scenes``)."""
     known = [(d, folder, scene) for d, folder, scene in zip(discharges, folders, scenes)
@@ -252,11 +236,11 @@ def _beverloo(discharges, folders, scenes, bulk_density):
 
 
 def write_discharge(paths, out=None, outlet=0, bulk_density=None):
-    """Measure the runs of ``paths`` (`run_folders`) through ``outlet``, write ``discharge.csv``,
+    """Measure the runs of ``paths`` (`dem.runfiles.run_folders`) through ``outlet``, write ``discharge.csv``,
     ``discharge.png`` and (with a Beverloo fit) ``beverloo.png`` into ``out`` (default: the sweep
     folder, or the first run's folder); returns ``(discharges, fit, notes, out)``, ``fit`` None
     and ``notes`` saying why where there is none."""
-    folders = run_folders(paths)
+    folders = run_folders(paths, "flow.csv")
     scenes = [run_scene(folder) for folder in folders]
     discharges = [replace(steady_discharge(folder, outlet), orifice_diameter=orifice_diameter(scene))
                   for folder, scene in zip(folders, scenes)]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfiles import RunFolderError, read_cell_log, read_snapshot
+from .runfiles import RunFolderError, read_cell_log, read_snapshot, run_folders
 
 #: Jop, Forterre & Pouliquen (2006), glass beads: μ_s, μ₂, I₀
 JOP_2006 = (0.38, 0.64, 0.279)
@@ -79,22 +79,6 @@ def steady_flow(run_dir, skip=0.5):
                 strain_to=float(strain[-1]), rows=int(steady.sum()))
 
 
-def run_folders(paths):
-    """The run folders of ``paths``: a sweep folder (with ``sweep.csv``) stands for its points'
-    folders that have a ``cell.csv``."""
-    out = []
-    for path in map(Path, paths):
-        if (path / "sweep.csv").is_file():
-            with open(path / "sweep.csv", newline="") as file:
-                folders = [path / row["folder"] for row in csv.DictReader(file)]
-            out += [folder for folder in folders if (folder / "cell.csv").is_file()]
-        else:
-            out.append(path)
-    if not out:
-        raise RunFolderError(f"{', '.join(map(str, paths))}: no run folders with a cell.csv")
-    return out
-
-
 def fit_mu_of_i(flows):
     """``(μ_s, μ₂, I₀)`` and their standard errors fitted to ``flows`` (at least three)."""
     from scipy.optimize import curve_fit
@@ -108,10 +92,10 @@ def fit_mu_of_i(flows):
 
 
 def write_rheology(paths, out=None, skip=0.5):
-    """Measure the runs of ``paths`` (`run_folders`), write ``rheology.csv`` and ``rheology.png``
+    """Measure the runs of ``paths`` (`dem.runfiles.run_folders`), write ``rheology.csv`` and ``rheology.png``
     into ``out`` (default: the sweep folder, or the first run's folder); returns ``(flows, fit,
     out)`` with ``fit`` None for fewer than three runs."""
-    folders = run_folders(paths)
+    folders = run_folders(paths, "cell.csv")
     flows = sorted((steady_flow(folder, skip) for folder in folders), key=lambda f: f.inertial_number)
     out = Path(out) if out is not None else (Path(paths[0]) if (Path(paths[0]) / "sweep.csv").is_file()
                                               else folders[0])

@@ -113,3 +113,19 @@ def read_walls(run_dir):
     return dict(step=table["step"].astype(np.int64), t=table["t"],
                 point=np.stack([np.column_stack([table[f"w{k}_{c}"] for c in "xyz"]) for k in range(count)], 1),
                 force=np.stack([np.column_stack([table[f"w{k}_f{c}"] for c in "xyz"]) for k in range(count)], 1))
+
+
+def run_folders(paths, log):
+    """The run folders of ``paths``: a sweep folder (with ``sweep.csv``) stands for its points'
+    folders that have the CSV ``log`` (a run that failed before writing it is left out)."""
+    out = []
+    for path in map(Path, paths):
+        if (path / "sweep.csv").is_file():
+            with open(path / "sweep.csv", newline="") as file:
+                folders = [path / row["folder"] for row in csv.DictReader(file)]
+            out += [folder for folder in folders if (folder / log).is_file()]
+        else:
+            out.append(path)
+    if not out:
+        raise RunFolderError(f"{', '.join(map(str, paths))}: no run folders with a {log}")
+    return out

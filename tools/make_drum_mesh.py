@@ -24,6 +24,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenes" / "meshes" / "drum.stl"
 
 
+def ring_strips(rings, n_around):
+    """The triangles joining ``rings`` consecutive closed rings of ``n_around`` points each
+    (numbered ring by ring): each quadrilateral between two rings split in two."""
+    triangles = []
+    for j in range(rings - 1):
+        for k in range(n_around):
+            a, b = j * n_around + k, j * n_around + (k + 1) % n_around
+            c, d = a + n_around, b + n_around
+            triangles += [(a, b, d), (a, d, c)]
+    return triangles
+
+
 def drum(radius=12.0, length=8.0, n_around=96, n_along=16, lifters=6, lifter_height=1.5, lifter_width=0.5, caps=True):
     """``(points (n, 3), triangles (m, 3))`` of the drum described in the module's docstring
     (``caps`` False: an open tube, no end caps)."""
@@ -31,12 +43,7 @@ def drum(radius=12.0, length=8.0, n_around=96, n_along=16, lifters=6, lifter_hei
     ys = np.linspace(-0.5 * length, 0.5 * length, n_along + 1)
     ring = np.column_stack((radius * np.cos(angle), np.zeros(n_around), radius * np.sin(angle)))
     points = [ring + (0.0, y, 0.0) for y in ys]
-    triangles = []
-    for j in range(n_along):
-        for k in range(n_around):
-            a, b = j * n_around + k, j * n_around + (k + 1) % n_around
-            c, d = a + n_around, b + n_around
-            triangles += [(a, b, d), (a, d, c)]
+    triangles = ring_strips(n_along + 1, n_around)
     for end, rim in ((-0.5 * length, 0), (0.5 * length, n_along * n_around)) if caps else ():
         centre = len(np.concatenate(points))
         points.append(np.array([[0.0, end, 0.0]]))

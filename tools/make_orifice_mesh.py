@@ -15,6 +15,7 @@ from pathlib import Path
 
 import meshio
 import numpy as np
+from make_drum_mesh import ring_strips
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenes" / "meshes" / "orifice_plate.stl"
@@ -27,13 +28,7 @@ def plate(half_width=20.0, n_around=64, n_radial=12, grading=2.0):
     fraction = (np.arange(n_radial + 1) / n_radial) ** grading
     radius = 1.0 + np.outer(fraction, edge - 1.0)  # (rings, rays)
     points = np.stack((radius * np.cos(angle), radius * np.sin(angle), np.zeros_like(radius)), axis=-1).reshape(-1, 3)
-    triangles = []
-    for j in range(n_radial):
-        for k in range(n_around):
-            a, b = j * n_around + k, j * n_around + (k + 1) % n_around
-            c, d = a + n_around, b + n_around
-            triangles += [(a, b, d), (a, d, c)]
-    return points, np.array(triangles, dtype=np.int64)
+    return points, np.array(ring_strips(n_radial + 1, n_around), dtype=np.int64)
 
 
 def main(argv=None):
