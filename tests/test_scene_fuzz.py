@@ -64,8 +64,8 @@ RANDOM_ONLY = ("packing_fraction", "n_particles", "distribution", "diameter_sigm
 def base_scene(variant):
     """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
     dozen particles), the drum's bed to a small box (its mesh file named by its full path), the
-    column and the poured silo and drum to 60 spheres, the rigs' specimens to a loose cylinder 4 across and 4 high, the periodic
-    cells (the gas, the shear, the tension RVE) to cubes of edge 6."""
+    column and the poured silo and drum to 60 spheres, the rigs' specimens to a loose cylinder 4
+    across and 4 high, the periodic cells (the gas, the shear, the tension RVE) to cubes of edge 6."""
     name, _, flavour = variant.partition(":")
     data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
     for table in data.get("mesh", []):
