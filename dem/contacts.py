@@ -42,8 +42,9 @@ KEYS = {"contact": {
                 non_negative),
 }}
 
-#: What the force kernels see of the list (rows ``start``/``index``, owner offsets).
-Contacts = namedtuple("Contacts", "start index owner_start")
+#: What the force kernels see of the list (rows ``start``/``neighbors``, owner offsets; not
+#: ``index``, which names a tuple method on the GPU).
+Contacts = namedtuple("Contacts", "start neighbors owner_start")
 #: The table's fixed arrays, for the compiled loop (``index`` and the histories travel apart:
 #: a rebuild may replace them).
 ContactArrays = namedtuple("ContactArrays",

@@ -366,30 +366,43 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
     return index
 
 
+@njit(inline="always")
+def moved_far(position, diameter, reference_position, i, limit):
+    """Whether particle ``i`` has moved more than ``√limit`` since the last build."""
+    if diameter[i] <= 0.0:
+        return False
+    dx = position[i, 0] - reference_position[i, 0]
+    dy = position[i, 1] - reference_position[i, 1]
+    dz = position[i, 2] - reference_position[i, 2]
+    return dx * dx + dy * dy + dz * dz > limit
+
+
 @njit(cache=True)
 def needs_rebuild(position, diameter, skin, reference_position):
     """True once a particle has moved more than ``skin/2`` since the last build."""
     limit = 0.25 * skin * skin
     for i in range(position.shape[0]):
-        if diameter[i] <= 0.0:
-            continue
-        dx = position[i, 0] - reference_position[i, 0]
-        dy = position[i, 1] - reference_position[i, 1]
-        dz = position[i, 2] - reference_position[i, 2]
-        if dx * dx + dy * dy + dz * dz > limit:
+        if moved_far(position, diameter, reference_position, i, limit):
             return True
     return False
 
 
 @njit(inline="always")
-def rebuild_due(position, diameter, skin, reference_position, counters, cell):
-    """Whether the list must be (re)built: never built, or a particle moved more than half of
-    what the skin keeps after the motion ``m`` of the images relative to their particles since
-    the last build (a deforming cell, `dem.cell`: a pair closes in by at most ``2 × moved + m``;
-    ``m`` is 0 otherwise)."""
+def rebuild_test(skin, counters, cell):
+    """``(forced, kept)``: whether the list must be (re)built whatever the particles did (never
+    built, or the images moved by the skin), and the skin that the motion ``m`` of the images
+    relative to their particles since the last build leaves (a deforming cell, `dem.cell`: a pair
+    closes in by at most ``2 × moved + m``; ``m`` is 0 otherwise)."""
     moved = cell[MOTION, 0] - cell[MOTION, 1]
-    return counters[N_BUILDS] == 0 or moved >= skin or needs_rebuild(position, diameter, skin - moved,
-                                                                      reference_position)
+    return counters[N_BUILDS] == 0 or moved >= skin, skin - moved
+
+
+@njit(inline="always")
+def rebuild_due(position, diameter, skin, reference_position, counters, cell):
+    """Whether the list must be (re)built (`rebuild_test`): forced, or a particle moved more than
+    half of the skin that is left."""
+    forced, kept = rebuild_test(skin, counters, cell)
+    return forced or needs_rebuild(position, diameter, kept, reference_position)
 
 
 @njit(cache=True)

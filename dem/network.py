@@ -56,7 +56,7 @@ def _touching(contacts, position, diameter, cell):
     """``(i, j, r, reach)`` of the touching pairs ``i < j`` of the list ``contacts``
     (`dem.contacts.Contacts`; its ``owner_start`` is kept only where an interaction keeps
     histories, so the rows are scanned for their partners ``j > i``), in owner order."""
-    start, index = contacts.start, contacts.index
+    start, index = contacts.start, contacts.neighbors
     pairs = start[-1] // 2  # (the list is full: each pair is in both rows)
     first, second = np.empty(pairs, np.int64), np.empty(pairs, np.int64)
     distance, reaches = np.empty(pairs), np.empty(pairs)
@@ -124,7 +124,7 @@ def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
 def _lower_loads(contacts, position, diameter, history, width, held, cell):
     """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
     ``j`` and the scratch columns of their lower slots (``history[:, width:]``)."""
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
     m = 0
     for b in range(position.shape[0]):

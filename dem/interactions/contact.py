@@ -96,7 +96,7 @@ def lower_slot(contacts, i, j):
     """The lower slot of the pair ``i < j``: its entry ``k`` in ``j``'s sorted row, less
     ``owner_start[j]`` (the rows' entries below their own index, numbered row by row; there are
     as many as owner slots). Found by bisection among the first entries of the row."""
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     lo = start[j]
     hi = upper_entries(contacts, j)  # the entries below j end here
     while hi - lo > 1:
@@ -262,7 +262,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     work booked to ``i``. Under the JKR law every listed pair's lower slot is written (zero where
     the pair carries no load): its stretched contacts do not overlap, so the rows cannot tell
     them by the overlap."""
-    start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
+    start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     horizon = 2.0 * h if p.substeps > 1 else -1.0
     loads = p.loads
     for i in range(lo, hi):
@@ -312,7 +312,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     ``j > i``; with contact sub-stepping also the elastic normal force and the active contacts
     (``fast_pairs``)."""
     position, velocity, diameter = st.position, st.velocity, bodies.diameter
-    start, index, owner_start, upper = contacts.start, contacts.index, contacts.owner_start, own.upper
+    start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     radius = 0.5 * diameter[i]
     substepped = p.substeps > 1
     horizon = 2.0 * h
@@ -348,7 +348,7 @@ def _energies(st, bodies, contacts, p, history):
     part and its adhesion's, the tangential, rolling and twisting springs' elastic energies over
     the pairs in contact (each once, from its owner's row; under the JKR law the formed ones)."""
     position, diameter = st.position, bodies.diameter
-    start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(position.shape[0]):
         radius = 0.5 * diameter[i]

@@ -44,6 +44,9 @@ the per-row helpers out of line too made that block six times slower).
   bonds ``lo ≤ b < hi``; ``params.color_start`` gives the colours.
 * `GLOBAL` — once, serially: ``forces(h, st, bodies, params, own)`` (few-body terms), after
   the rows and bonds, in registry order (so a later one sees the forces of the earlier ones).
+  One that acts on each body alone (damping) also gives ``body(i, h, st, bodies, params, own)``
+  (``inline="always"``), which its ``forces`` loops over: the GPU runs it one thread per body
+  (`dem.gpu`).
 
 ``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
 interactions may share a column (``external``, ``dissipated``): the log sums them in registry
@@ -157,6 +160,7 @@ class Interaction:
     bond_law: str = None
     fast: object = None
     fast_pairs: bool = False
+    body: object = None
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):

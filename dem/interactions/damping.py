@@ -52,24 +52,30 @@ def _opposing(load, speed, local):
     return 0.0
 
 
+@njit(inline="always")
+def damping_body(i, h, st, bodies, p, own):
+    """Add the damping force and moment of body ``i`` to its total; book their work."""
+    velocity, angular_velocity, orientation, force, moment = st.velocity, st.angular_velocity, st.orientation, \
+        st.force, st.moment
+    inertia, local, viscous = bodies.inertia, p.local, p.viscous
+    spin = quat_rotate_inverse_one(orientation[i], angular_velocity[i])
+    momentum = quat_rotate_one(orientation[i], (inertia[i, 0] * spin[0], inertia[i, 1] * spin[1],
+                                                inertia[i, 2] * spin[2]))
+    power = 0.0
+    for c in range(3):
+        f = _opposing(force[i, c], velocity[i, c], local) - viscous * bodies.mass[i] * velocity[i, c]
+        tau = _opposing(moment[i, c], angular_velocity[i, c], local) - viscous * momentum[c]
+        force[i, c] += f
+        moment[i, c] += tau
+        power += f * velocity[i, c] + tau * angular_velocity[i, c]
+    own.dissipated[i] -= h * power
+
+
 @njit(cache=True)
 def damping_forces(h, st, bodies, p, own):
     """Add the damping force and moment of every body to its total; book their work."""
-    velocity, angular_velocity, orientation, force, moment = st.velocity, st.angular_velocity, st.orientation, \
-        st.force, st.moment
-    mass, inertia, dissipated, local, viscous = bodies.mass, bodies.inertia, own.dissipated, p.local, p.viscous
-    for i in range(velocity.shape[0]):
-        spin = quat_rotate_inverse_one(orientation[i], angular_velocity[i])
-        momentum = quat_rotate_one(orientation[i], (inertia[i, 0] * spin[0], inertia[i, 1] * spin[1],
-                                                    inertia[i, 2] * spin[2]))
-        power = 0.0
-        for c in range(3):
-            f = _opposing(force[i, c], velocity[i, c], local) - viscous * mass[i] * velocity[i, c]
-            tau = _opposing(moment[i, c], angular_velocity[i, c], local) - viscous * momentum[c]
-            force[i, c] += f
-            moment[i, c] += tau
-            power += f * velocity[i, c] + tau * angular_velocity[i, c]
-        dissipated[i] -= h * power
+    for i in range(st.velocity.shape[0]):
+        damping_body(i, h, st, bodies, p, own)
 
 
 @njit(cache=True)
@@ -91,7 +97,7 @@ def initial_state(model, params):
 
 DAMPING = Interaction(
     name="damping", doc=__doc__, kind=GLOBAL, columns=("dissipated",), internal=False, keys=KEYS, setup=setup,
-    state=initial_state, forces=damping_forces, energy=damping_energy,
+    state=initial_state, forces=damping_forces, energy=damping_energy, body=damping_body,
     # under MPI each rank damps its bodies (the kernel reads nothing but the body's own rows)
     localize=lambda p, part: p, shared_bodies=lambda p: np.zeros(0, np.int64),
 )

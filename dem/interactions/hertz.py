@@ -347,7 +347,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     force alone, and half the power its pairs take from a deforming cell's moving images
     (`dem.cell.image_velocity`: 0 in a cell that does not deform)."""
     position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
-    start, index, stiffness, law, cell = contacts.start, contacts.index, p.stiffness, p.law, st.cell
+    start, index, stiffness, law, cell = contacts.start, contacts.neighbors, p.stiffness, p.law, st.cell
     fx = fy = fz = power = energy = ex = ey = ez = driven = 0.0
     active = 0
     radius = 0.5 * diameter[i]
@@ -502,7 +502,7 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
     (no damping: a function of the positions alone; the fast force of `dem.integrators.respa`).
     Each pair's force is computed from both rows by the same expression, so the two are exactly
     opposite."""
-    position, diameter, start, index, stiffness = st.position, bodies.diameter, contacts.start, contacts.index, \
+    position, diameter, start, index, stiffness = st.position, bodies.diameter, contacts.start, contacts.neighbors, \
         p.stiffness
     for i in range(lo, hi):
         fx = fy = fz = 0.0
@@ -526,7 +526,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
     adds its force to ``fast[i]`` and takes it from ``fast[j]``. Rows are in ascending order
     (`dem.neighbors`), so each particle receives its pairs' forces in its row's order, and the
     sums are those of `hertz_pp_fast`, bit for bit, at half the pair evaluations."""
-    position, diameter, start, index, stiffness = st.position, bodies.diameter, contacts.start, contacts.index, \
+    position, diameter, start, index, stiffness = st.position, bodies.diameter, contacts.start, contacts.neighbors, \
         p.stiffness
     for i in range(position.shape[0]):
         for c in range(3):

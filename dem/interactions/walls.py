@@ -267,22 +267,30 @@ def walls_update(lo, hi, h, st, bodies, contacts, p, own):
 
 @njit(cache=True)
 def walls_forces(h, st, bodies, p, own):
-    """The loads (partial sums in chunk order) and the work of the step (trapezoidal rule)."""
-    load = np.empty(LOAD)
+    """The loads (partial sums in chunk order) and the work of the step (trapezoidal rule). No
+    array is allocated (the GPU runs it too, `dem.gpu`)."""
     for w in range(own.load.shape[0]):
-        for c in range(LOAD):
-            total = 0.0
-            for chunk in range(own.partial.shape[0]):
-                total += own.partial[chunk, w, c]
-            load[c] = total
         power = 0.0
         for c in range(3):
-            power += (own.load[w, c] + load[c]) * own.velocity[w, c]
-            power += (own.load[w, 3 + c] + load[3 + c]) * own.angular_velocity[w, c]
+            force, moment = _chunk_sum(own.partial, w, c), _chunk_sum(own.partial, w, 3 + c)
+            power += (own.load[w, c] + force) * own.velocity[w, c]
+            power += (own.load[w, 3 + c] + moment) * own.angular_velocity[w, c]
+            own.load[w, c] = force
+            own.load[w, 3 + c] = moment
+        own.load[w, 6] = _chunk_sum(own.partial, w, 6)
         own.work[w] += 0.5 * h * power
-        own.load[w] = load
         if own.quantum[w, 0] > 0.0:  # a servo's (on an MPI rank: its share, until the ranks' are summed)
-            own.servo_load[w] = load
+            for c in range(LOAD):
+                own.servo_load[w, c] = own.load[w, c]
+
+
+@njit(inline="always")
+def _chunk_sum(partial, w, c):
+    """Component ``c`` of wall ``w``'s load: the chunks' partial sums in chunk order."""
+    total = 0.0
+    for chunk in range(partial.shape[0]):
+        total += partial[chunk, w, c]
+    return total
 
 
 @njit(cache=True)

@@ -37,7 +37,7 @@ def probe_update(lo, hi, h, st, bodies, contacts, p, own, history):
     for i in range(lo, hi):
         slot = contacts.owner_start[i]
         for k in range(contacts.start[i], contacts.start[i + 1]):
-            j = contacts.index[k]
+            j = contacts.neighbors[k]
             if j < i:
                 continue
             delta = _overlap(i, j, st.position, bodies.diameter)[0]
@@ -54,10 +54,10 @@ def probe_update(lo, hi, h, st, bodies, contacts, p, own, history):
 def probe_forces(i, h, st, bodies, contacts, p, own, history):
     fx = fy = fz = 0.0
     for k in range(contacts.start[i], contacts.start[i + 1]):
-        j = contacts.index[k]
+        j = contacts.neighbors[k]
         delta, nx, ny, nz = _overlap(i, j, st.position, bodies.diameter)
         if delta > 0.0:
-            slot = pair_slot(contacts.start, contacts.index, contacts.owner_start, min(i, j), max(i, j))
+            slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, min(i, j), max(i, j))
             push = p.strength * history[slot, 0] * delta
             fx += push * nx
             fy += push * ny
