@@ -26,6 +26,7 @@ EXAMPLES = """examples:
   python -m dem validate scenes/torus_impact.toml --show-loop  ... and the compiled loop it runs
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz
   python -m dem run scenes/torus_impact.toml --restart output/torus_impact/checkpoint.npz --set simulation.t_end=50
+  python -m dem run scenes/torus_impact.toml --device cuda     on an NVIDIA GPU (pip install ".[gpu]")
   python -m dem plot output/torus_impact                     energy budget plots (PNG)
   python -m dem fragments output/assembly_impact --time 10   fragments.csv and fragments.png of a run
   python -m dem rig RUN_DIR                                  a material test's stress-strain curve: rig.csv, rig.png
@@ -60,6 +61,8 @@ def _parser():
         command.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                              help="override a scene value, e.g. simulation.dt=5e-4 or torus.0.velocity=[1,0,0]")
         command.add_argument("--out", type=Path, help="output folder (overrides [output] dir)")
+        command.add_argument("--device", choices=("cpu", "cuda"),
+                             help="where the steps run (overrides simulation.device): cuda, an NVIDIA GPU")
         verbosity = command.add_mutually_exclusive_group()
         verbosity.add_argument("--quiet", action="store_true", help="warnings and errors only, no progress bar")
         verbosity.add_argument("--verbose", action="store_true", help="also report details (chunks, rebuilds)")
@@ -153,6 +156,8 @@ def main(argv=None):
                        "--help"):
         argv = ["run"] + argv  # the bare form: python -m dem SCENE
     args = _parser().parse_args(argv)
+    if getattr(args, "device", None):
+        args.overrides.append(f"simulation.device={args.device}")
     try:
         primary = distributed.rank() == 0  # under mpiexec only rank 0 speaks
     except distributed.MPIError as error:

@@ -138,11 +138,14 @@ def rank():
     return 0 if comm is None else comm.Get_rank()
 
 
-def simulation(model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
+def simulation(model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None, device="cpu"):
     """A `DistributedSimulation` under ``mpiexec -n R`` (R > 1), else a `Simulation` (same
-    arguments)."""
+    arguments; a GPU, ``device = "cuda"``, for one process only)."""
     if world() is None:
-        return Simulation(model, state, integrator, dt, observers, parallel, restored)
+        return Simulation(model, state, integrator, dt, observers, parallel, restored, device)
+    if device != "cpu":
+        raise MPIError("device = 'cuda' runs one process on one GPU; several MPI processes, one GPU each, are not "
+                       "run yet: start it without mpiexec")
     return DistributedSimulation(model, state, integrator, dt, observers, restored)
 
 

@@ -41,6 +41,11 @@ def prepare(scene_path, overrides=(), out=None):
     if SCHEMES[integrator].spherical and not model.spherical:
         raise SceneError(f"{scene.path}: simulation.integrator: {integrator!r} needs spherical bodies "
                          f"(J1 = J2 = J3); use 'lgvi' for general inertia")
+    if scene.simulation["device"] == "cuda":
+        from .gpu import problem
+        refused = problem(model, integrator)
+        if refused is not None:
+            raise SceneError(f"{scene.path}: simulation.device: {refused}")
     output_dir = Path(out) if out is not None else Path(scene.output["dir"] or Path("output") / scene.name)
     return scene, model, state, output_dir
 
@@ -142,7 +147,7 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
     if "cell" in model.interactions:  # first: the rates it sets are in the checkpoints
         observers.insert(0, CellServo(model))
     sim = distributed.simulation(model, state, scene.simulation["integrator"], scene.simulation["dt"], observers,
-                                 restored=restored)
+                                 restored=restored, device=scene.simulation["device"])
     sim.instability_hint = hint
     log.debug("%d bodies, %d bonds, parallel kernels: %s", model.n_bodies, len(model.bonds), sim.parallel)
     with tqdm(total=scene.n_steps, initial=state.step, unit="step", disable=quiet or distributed.rank() > 0,

@@ -33,6 +33,8 @@ FRAMEWORK = {
         "t_end": Key("float", REQUIRED, "end time of the run", "time", positive),
         "energy_tolerance": Key("float", 10.0, "stop the run as unstable when |E − E(0)| exceeds this multiple "
                                 "of the initial energy scale (0: never)", "", non_negative),
+        "device": Key("str", "cpu", "where the steps run: 'cpu' (numba's threads) or 'cuda' (an NVIDIA GPU, pip "
+                      "install '.[gpu]'; docs/guide.md, the step on a GPU)", choices=("cpu", "cuda")),
     },
     "output": {
         "dir": Key("str", "", "output folder (default output/<scene file stem>)", check=folder_name),

@@ -56,11 +56,14 @@ class Simulation:
     Kernels run on numba's threads (``numba.set_num_threads``) when there are at least
     `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
     bit for bit, whatever the choice and the number of threads. ``restored`` is what
-    `dem.checkpoint.restore` returns, to continue a run.
+    `dem.checkpoint.restore` returns, to continue a run. ``device = "cuda"`` runs the steps on a
+    GPU (`dem.gpu`; `dem.gpu.GPUError` where it cannot).
     """
 
-    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None):
+    def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None,
+                 device="cpu"):
         scheme = self._configure(model, state, integrator, dt, observers, parallel)
+        self._configure_device(device)
         self.bodies = model.body_arrays()
         if "insertion" in model.interactions:  # the sources' bodies not in play (`dem.feeding`)
             self.bodies = self.bodies._replace(mass=self.bodies.mass.copy(), diameter=self.bodies.diameter.copy())
@@ -103,6 +106,20 @@ class Simulation:
         self.instability_hint = f"reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
         return scheme
+
+    def _configure_device(self, device):
+        """Check that the GPU loop runs this system (`dem.gpu`); its chunks are longer."""
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+        self.device = device
+        if device == "cuda":
+            from .device import GPUError, cuda
+            from .gpu import refusal
+            problem = refusal(self.model, self.integrator)
+            if problem is not None:
+                raise GPUError(f"device = 'cuda': {problem}")
+            cuda()
+            self.max_chunk = max(1000, 2_000_000_000 // max(self.model.n_bodies, 1))  # ~ a second on the GPU
 
     #: whether `_step` can sample the state in the loop (`run`)
     samples_in_loop = True
@@ -176,8 +193,12 @@ class Simulation:
         estimate = None
         if self._engine is None:
             names = tuple(self.model.interactions)
-            self._engine = advance_module(self.scheme, names, self.parallel).advance
-            estimate = compile_estimate(self.scheme, names, self.parallel)
+            if self.device == "cuda":
+                from .gpu import DeviceLoop
+                self._engine = DeviceLoop(self.scheme, names).advance
+            else:
+                self._engine = advance_module(self.scheme, names, self.parallel).advance
+                estimate = compile_estimate(self.scheme, names, self.parallel)
             if estimate is not None:
                 log.info("compiling the %s stepping loop for %s, %s (first run of this kind of scene on this "
                          "machine: about %.0f s; cached for later runs)", self.scheme.name,

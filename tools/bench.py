@@ -59,7 +59,6 @@ import numpy as np
 
 from dem import SystemBuilder
 from dem.distributed import GHOST_WIDTH, simulation, world
-from dem.runner import prepare
 from dem.packing import bond_pairs, fcc_block
 
 
@@ -157,6 +156,8 @@ def main():
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
     if args.scene:
+        from dem.runner import prepare  # (the writers: vtk)
+
         warmed = set()
 
         def scene_run(substeps):
