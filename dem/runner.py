@@ -214,7 +214,8 @@ def describe_cell(cell, section):
 def describe(scene_path, overrides=(), out=None, show_loop=False):
     """What a scene builds, as lines of text: bodies per builder, bonds, walls, sites, the acting
     interactions, the time step and its critical estimate, steps, memory, outputs; with
-    ``show_loop``, the source of the compiled loop generated for it (`dem.engine`)."""
+    ``show_loop``, the source of the compiled loop generated for it (`dem.engine`; on the GPU its
+    kernels too, `dem.gpu`)."""
     scene, model, state, output_dir = prepare(scene_path, overrides, out)
     critical = critical_time_step(model, state)
     dt = scene.simulation["dt"]
@@ -230,7 +231,7 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",
         f"integrator   {scene.simulation['integrator']}, dt = {dt:g}, {scene.n_steps} steps to t = "
-        f"{scene.simulation['t_end']:g}",
+        f"{scene.simulation['t_end']:g}" + (" (on the GPU)" if scene.simulation["device"] == "cuda" else ""),
         f"stability    {critical.describe(dt)}"
         + ("  <- above the safe fraction" if dt > SAFE_FRACTION * critical.dt else ""),
         f"memory       ≈ {memory / 2**20:.3g} MiB ({memory / model.n_bodies:.0f} B per body)",
@@ -241,7 +242,12 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
     ]
     if show_loop:
         parallel = model.n_bodies >= PARALLEL_THRESHOLD
-        lines += ["", loop_source(SCHEMES[scene.simulation["integrator"]], model.interactions, parallel)]
+        scheme = SCHEMES[scene.simulation["integrator"]]
+        lines += ["", loop_source(scheme, model.interactions, parallel)]
+        if scene.simulation["device"] == "cuda":  # and the GPU's kernels (`dem.gpu`)
+            from .gpu import kernels_source
+            name, text = kernels_source(scheme, tuple(model.interactions))
+            lines += [f"# {name}.py\n{text}"]
     return lines
 
 
