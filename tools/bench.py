@@ -87,7 +87,7 @@ def build_block(n_target, binder="three_spring", friction=0.0, rolling=0.0, subs
     return system.finish([wall], contact=contact | ({} if substeps is None else {"substeps": substeps}))
 
 
-def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None, periodic=False):
+def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None, periodic=False, adhesion=0.0):
     position = fcc_block(n_target, diameter=1.02)
     rng = np.random.default_rng(1)
     position += rng.uniform(-0.005, 0.005, position.shape)
@@ -106,6 +106,8 @@ def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=No
     walls = [dict(point=point, normal=normal, size=0.0) for point, normal in planes]
     contact = {"k_pp": 1e5, "k_pw": 1e5, "restitution": restitution, "friction": friction,
                "rolling_friction": rolling, "twisting_friction": rolling}
+    if adhesion > 0.0:  # JKR, with this work of adhesion (tools/gpu_check.py)
+        contact |= {"normal": "jkr", "work_of_adhesion": adhesion}
     return system.finish(walls, contact=contact | ({} if substeps is None else {"substeps": substeps}),
                          fields={"gravity": (0.0, 0.0, -1.0)}, **sections)
 

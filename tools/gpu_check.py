@@ -13,7 +13,8 @@ difference of the energy budget's columns (against the total energy's scale) and
 scene; the bonded block of ``tools/bench.py`` (``fcc_block``, three-spring bonds, Hertz contact, a
 wall; N ≈ 4000) pressed against its wall; the frictional pile of ``tools/bench.py --pile`` (N ≈ 4000,
 friction, rolling and twisting, restitution 0.5, gravity, five planes), and the same pile periodic in
-x and y (``--pile --periodic``: a floor, nearest images).
+x and y (``--pile --periodic``: a floor, nearest images), and the pile with JKR adhesion (work of
+adhesion 0.5: formed flags in the histories, the hysteresis booked).
 
 Speed: the bonded block and the frictional pile at the sizes of ``--speed`` on the GPU (20 steps of
 warm-up, then ``--timed`` steps in one call: the state goes up at its start and comes back at its
@@ -31,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("torus", "block", "pile", "periodic")
+CASES = ("torus", "block", "pile", "periodic", "sticky")
 
 
 def build(case, n):
@@ -47,7 +48,7 @@ def build(case, n):
         return model, state, scene.simulation["integrator"], scene.simulation["dt"]
     if case == "block":
         return (*build_block(n), "rrp2", 1e-3)
-    return (*build_pile(n, periodic=case == "periodic"), "rrp2", 1e-3)
+    return (*build_pile(n, periodic=case == "periodic", adhesion=0.5 if case == "sticky" else 0.0), "rrp2", 1e-3)
 
 
 def run_case(case, device, n, steps, start, save):
