@@ -102,6 +102,7 @@ class Simulation:
         self.observers = list(observers)
         self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
         self.stop_requested = None
+        self._running = False  # inside `run` (only observers, which read, act between its chunks)
         #: appended to instability messages (the runner's: the step against its critical estimate)
         self.instability_hint = f"reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping
@@ -203,6 +204,8 @@ class Simulation:
                 log.info("compiling the %s stepping loop for %s, %s (first run of this kind of scene on this "
                          "machine: about %.0f s; cached for later runs)", self.scheme.name,
                          ", ".join(names) or "free bodies", "parallel" if self.parallel else "serial", estimate)
+        if self.device == "cuda":  # the state stays on the GPU between the chunks of `run`
+            self._engine.__self__.resident = self._running
         started = time.perf_counter()
         histories, parameters = arguments(self.model, self.state, self.contacts)
         rows = np.empty((n_steps // every + 1 if every > 0 else 0, self._sample_width))
@@ -222,6 +225,7 @@ class Simulation:
         chunk. Returns False if a stop
         was requested before the end (the last chunk is then not reported), True otherwise."""
         every = self._sampling()
+        self._running = True
         try:
             if self.state.step == 0:
                 self._report(due_only=False)
@@ -239,6 +243,7 @@ class Simulation:
                     progress(self.state.step)
             return True
         finally:
+            self._running = False
             for observer in self.observers:
                 observer.close(self)
 
