@@ -62,7 +62,7 @@ def tree():
 
 def problem(model, integrator):
     """Why ``model`` cannot run with ``integrator`` on the GPU here (one line), or None."""
-    refused = refusal(model, integrator)
+    refused = _refusal(model, integrator)
     if refused is None:
         try:
             cuda()
@@ -71,7 +71,7 @@ def problem(model, integrator):
     return refused
 
 
-def refusal(model, integrator):
+def _refusal(model, integrator):
     """Why the GPU loop cannot run ``model`` with ``integrator`` (one line), or None."""
     if integrator not in SCHEMES_ON_GPU:
         return f"integrator {integrator!r} does not run on the GPU yet (it runs {', '.join(SCHEMES_ON_GPU)})"

@@ -114,12 +114,11 @@ class Simulation:
             raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
         self.device = device
         if device == "cuda":
-            from .device import GPUError, cuda
-            from .gpu import refusal
-            problem = refusal(self.model, self.integrator)
-            if problem is not None:
-                raise GPUError(f"device = 'cuda': {problem}")
-            cuda()
+            from .device import GPUError
+            from .gpu import problem
+            refused = problem(self.model, self.integrator)
+            if refused is not None:
+                raise GPUError(f"device = 'cuda': {refused}")
             self.max_chunk = max(1000, 2_000_000_000 // max(self.model.n_bodies, 1))  # ~ a second on the GPU
 
     #: whether `_step` can sample the state in the loop (`run`)
