@@ -52,6 +52,12 @@ stages of the generated module instead of ``before_forces``/``after_forces``, wi
 exchange and a rebuild check after each drift but the last, before the fast force is evaluated:
 the same bits as one process.
 
+Sources and outlets (`dem.feeding`): the Feeder, an observer, acts on rank 0's gathered view
+like the others; where it inserted or removed particles (``altered``), every rank takes its part
+of the view's whole state anew, as at a restart (`DistributedSimulation._take`): the list built
+where the view built it, the histories by key, the forces the view computed. So the run is the
+one process's, bit for bit, at the cost of a redistribution at each such step.
+
 Outputs: observers run on rank 0 on `DistributedSimulation.snapshot`, the state gathered in
 global-id order into a one-process `dem.simulation.Simulation` (its contact table rebuilt at the
 gathered reference positions, as a checkpoint restores it, and the contact pipeline's pair loads
@@ -75,6 +81,7 @@ from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.contract import MPIError
 from .neighbors import N_BUILDS, bounds, build_due, grid_of_bounds, needs_rebuild
 from .network import pair_loads, pipeline_name, put_pair_loads
+from .feeding import run_bodies
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
 
@@ -312,12 +319,33 @@ class DistributedSimulation(Simulation):
         self._first_calls = set()
         #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
         self.migrated = self.rebalanced = 0
-        self.global_bodies = model.body_arrays()
         self.bond_start, self.bond_list = _bond_table(model)
         self.shared = np.unique(np.concatenate(
             [np.zeros(0, np.int64)] + [np.asarray(INTERACTIONS[n].shared_bodies(p), np.int64)
                                        for n, p in model.interactions.items() if INTERACTIONS[n].kind == GLOBAL]))
         self.own_types = {name: type(own) for name, own in state.interactions.items()}
+        #: each bond law's slice of the whole bond table
+        self.bond_blocks = {n: model.bonds.block(INTERACTIONS[n].bond_law) for n in names
+                            if INTERACTIONS[n].kind == BOND}
+        aux = scheme.aux(state, run_bodies(model, state))
+        contacts = {"builds": 0}
+        if restored is not None:
+            saved_aux, contacts = restored
+            if set(saved_aux) == set(aux._fields):
+                aux = type(aux)(**saved_aux)
+        self.aux_type = type(aux)
+        self._take(state, aux, contacts, first=restored is None)
+        if restored is None:
+            self._forces(0.0)  # the forces of the initial configuration (no work booked)
+
+    def _take(self, state, aux, contacts, first):
+        """Keep this rank's part of the whole ``state``, ``aux`` (the scheme's state) and
+        ``contacts`` (the contact table as a checkpoint holds it), which every rank holds: at the
+        ``first`` start of a run, at a restart, and when an observer changed the state between
+        steps (`_take_changes`)."""
+        model = self.model
+        self.state = state
+        self.global_bodies = run_bodies(model, state)
         #: own-state fields indexed by bond, for every bond (kept in step at rebuilds and gathers)
         self.bond_state = {(n, f): getattr(own, f).copy() for n, own in state.interactions.items()
                            for f in INTERACTIONS[n].bond_state}
@@ -326,18 +354,8 @@ class DistributedSimulation(Simulation):
         self.shared_state = {(n, f): getattr(own, f).copy() if self.rank == 0 or f not in INTERACTIONS[n].summed_state
                              else np.zeros_like(getattr(own, f))
                              for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
-        #: each bond law's slice of the whole bond table
-        self.bond_blocks = {n: model.bonds.block(INTERACTIONS[n].bond_law) for n in names
-                            if INTERACTIONS[n].kind == BOND}
-        aux = scheme.aux(state, self.global_bodies)
-        contacts = {"builds": 0}
-        if restored is not None:
-            saved_aux, contacts = restored
-            if set(saved_aux) == set(aux._fields):
-                aux = type(aux)(**saved_aux)
-        self.aux_type = type(aux)
         restarted = int(contacts["builds"]) > 0
-        self._builds = int(contacts["builds"]) if restored is not None else int(self.neighbors)
+        self._builds = int(self.neighbors) if first else int(contacts["builds"])
         # every rank holds everything now: start from an even split of the ids, then migrate
         mine = np.array_split(np.arange(model.n_bodies), self.size)[self.rank]
         reference = contacts["reference_position"] if restarted else state.position
@@ -352,9 +370,7 @@ class DistributedSimulation(Simulation):
         self._lattice = lattice_at_build(self.cell) if restarted else None
         bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
         self._distribute(mine, self._rows_of(mine, state, aux, state.interactions), reference[mine], histories,
-                         bond_length, build=self.neighbors and (restored is None or restarted))
-        if restored is None:
-            self._forces(0.0)  # the forces of the initial configuration (no work booked)
+                         bond_length, build=self.neighbors and (first or restarted))
 
     # -- the rank's data -------------------------------------------------------------------------
 
@@ -756,6 +772,30 @@ class DistributedSimulation(Simulation):
             raise SimulationError(error)
         if "cell" in self.model.interactions:  # the rates a servo set (`dem.stress.CellServo`) on rank 0's view
             self.cell[GRADIENT] = self.comm.bcast(self.cell[GRADIENT].copy(), root=0)
+        if "insertion" in self.model.interactions:
+            self._take_changes(view)
+
+    def _take_changes(self, view):
+        """What the observers changed on rank 0's ``view``: the insertion's state (its books,
+        counts and flow.csv's last row) and, where the `dem.feeding.Feeder` inserted or removed
+        particles (``view.altered``), the whole state, of which every rank keeps its part anew as
+        at a restart (`_take`: the cost of a gather, a broadcast and a migration, at the steps
+        where particles enter or leave)."""
+        payload = None
+        if view is not None:
+            st = view.state
+            whole = ({f: getattr(st, f) for f in STATE_FIELDS}, dict(st.interactions), view.aux._asdict(),
+                     view.contacts.export()) if view.altered else None
+            payload = (st.interactions["insertion"], whole)
+        own, whole = self.comm.bcast(payload, root=0)
+        if whole is None:
+            for field in own._fields:
+                self.shared_state[("insertion", field)][...] = getattr(own, field)
+            return
+        arrays, interactions, aux, contacts = whole
+        state = State(*(arrays[f] for f in STATE_FIELDS), step=self.state.step, time=self.state.time, cell=self.cell)
+        state.interactions.update(interactions)
+        self._take(state, self.aux_type(**aux), contacts, first=False)
 
     def _stopping(self):
         reasons = [reason for reason in self.comm.allgather(self.stop_requested) if reason]

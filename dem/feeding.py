@@ -12,7 +12,10 @@ region, drawn from a generator seeded by the source's seed and the step) and par
 bodies whose centres entered an outlet. Whatever it changes, the energy the change brings in or
 takes out is booked (the ``inserted`` and ``removed`` columns of `dem.interactions.insertion`), so
 ``total`` still closes, and the momentum too (`InsertionState`). Each body keeps its index, so
-the VTK ``id`` of a particle stays with it; snapshots show the bodies in play only.
+the VTK ``id`` of a particle stays with it; snapshots show the bodies in play only. In a periodic
+cell places are tested against the nearest images and outlets see the centres moved into the
+cell; under MPI the Feeder acts on rank 0's view of the whole system and the ranks take what it
+changed (`dem.distributed`).
 """
 
 import logging
@@ -20,6 +23,7 @@ import logging
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .cell import ORIGIN, PERIOD, cell_image, wrapped
 from .meshes import surface_distance
 from .neighbors import N_BUILDS
 from .rotations import quat_matrix
@@ -129,9 +133,12 @@ class Region:
             inside &= np.hypot(d[:, 0], d[:, 1]) <= self.radius - margin
         return inside
 
-    def sample(self, rng, margin):
-        """One point, uniform in the region shrunk by ``margin`` (None when nothing is left)."""
-        lo, hi = self.lo + margin, self.hi - margin
+    def sample(self, rng, margin, spans=(False, False, False)):
+        """One point, uniform in the region shrunk by ``margin`` (None when nothing is left), but
+        along the axes ``spans``: those along which it spans a periodic cell, which has no face
+        there."""
+        shrink = np.where(spans, 0.0, margin)
+        lo, hi = self.lo + shrink, self.hi - shrink
         if np.any(hi < lo):
             return None
         point = rng.uniform(lo, hi)
@@ -183,6 +190,16 @@ def file_sizes(path):
 def interval_steps(p, dt):
     """A table's ``interval`` in whole steps (at least 1; default 100)."""
     return 100 if p["interval"] is None else max(1, int(round(p["interval"] / dt)))
+
+
+def run_bodies(model, state):
+    """The run's body arrays (`dem.state.Model.body_arrays`), with the sources' bodies that are
+    not in play parked (`park`): the run's own copies of the mass and diameter then."""
+    bodies = model.body_arrays()
+    if "insertion" in model.interactions:
+        bodies = bodies._replace(mass=bodies.mass.copy(), diameter=bodies.diameter.copy())
+        park(bodies, model.interactions["insertion"], state.interactions["insertion"])
+    return bodies
 
 
 def park(bodies, params, own):
@@ -258,13 +275,15 @@ class Feeder:
         for c, name in enumerate(("Px", "Py", "Pz", "Lx", "Ly", "Lz")):
             own.momentum[column, c] += (after[name] - before[name]) * (1.0 if column == 0 else -1.0)
         sim._sample = (None, None)  # (the sample after the change, taken before this booking)
+        sim.altered = True  # (under MPI the ranks take the changed state from rank 0: `dem.distributed`)
 
     def _remove(self, sim, own, k, region):
         """Park the sources' bodies in play whose centres are in the outlet's region (bodies
-        that no source made stay: an outlet takes only what can come back)."""
+        that no source made stay: an outlet takes only what can come back); in a periodic cell,
+        the centres moved into the cell (`dem.cell.wrapped`)."""
         st, p = sim.state, self.params
         playing = p.bodies[own.alive]
-        leaving = playing[region.contains(st.position[playing])]
+        leaving = playing[region.contains(wrapped(st.position[playing], st.cell))]
         if not len(leaving):
             return
 
@@ -342,19 +361,38 @@ def place(sim, region, bodies, rng, tolerance, attempts, faces):
     in play (nor one placed before it) by more than ``tolerance`` of the two diameters' mean, and
     no plane or mesh (``faces``: `mesh_faces`); stops at the first body that finds no place in
     ``attempts`` tries. The particles in play are found with a k-d tree, those placed here in a
-    grid of cells of the largest diameter."""
+    grid of cells of the largest diameter. In a periodic cell (`dem.cell`, one that does not
+    deform) both hold the positions moved into the cell, each is searched around every image of
+    the new place one period across the periodic axes, and distances are the nearest image's;
+    along a periodic axis that the region spans, places reach up to the faces."""
     st, model = sim.state, sim.model
+    cell = st.cell
     active = np.flatnonzero(sim.bodies.diameter > 0.0)
-    tree = cKDTree(st.position[active]) if len(active) else None
+    held = wrapped(st.position[active], cell)
+    tree = cKDTree(held) if len(active) else None
     largest = float(model.diameter.max())
     walls = wall_planes(sim)
     meshes = mesh_frames(sim, faces)
+    period, origin = cell[PERIOD], cell[ORIGIN]
+    spans = (period > 0.0) & (region.lo <= origin) & (region.hi >= origin + period)
+    images = [np.zeros(3)]
+    for axis in np.flatnonzero(period > 0.0):
+        step = np.zeros(3)
+        step[axis] = cell[PERIOD, axis]
+        images = [image + k * step for image in images for k in (-1.0, 0.0, 1.0)]
     grid = {}
     placed = []
+    new_position, new_diameter = np.empty((len(bodies), 3)), np.empty(len(bodies))
+
+    def overlap(x, d, near, position, diameter):
+        """Whether the place ``x`` of a body of diameter ``d`` overlaps any of ``near``."""
+        return len(near) and np.any(np.linalg.norm(cell_image(position[near] - x, cell), axis=1)
+                                    < 0.5 * (d + diameter[near]) * (1.0 - tolerance))
+
     for body in bodies:
         d = model.diameter[body]
         for _ in range(attempts):
-            x = region.sample(rng, 0.5 * d)
+            x = region.sample(rng, 0.5 * d, spans)
             if x is None:
                 return placed
             if walls is not None and np.any(np.einsum("wc,wc->w", x - walls[0], walls[1]) < 0.5 * d):
@@ -362,19 +400,20 @@ def place(sim, region, bodies, rng, tolerance, attempts, faces):
             if any(surface_distance(rotation.T @ (x - point), vertex, face, faces) < 0.5 * d
                    for point, rotation, vertex, face, faces in meshes):
                 continue
+            inside = wrapped(x[None], cell)[0]
             if tree is not None:
-                near = active[tree.query_ball_point(x, 0.5 * (d + largest))]
-                if len(near) and np.any(np.linalg.norm(st.position[near] - x, axis=1)
-                                        < 0.5 * (d + model.diameter[near]) * (1.0 - tolerance)):
+                near = np.unique(np.concatenate([tree.query_ball_point(inside + image, 0.5 * (d + largest))
+                                                 for image in images]).astype(np.int64))
+                if overlap(inside, d, near, held, model.diameter[active]):
                     continue
-            cell = tuple(np.floor(x / largest).astype(int))
-            near = [k for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)
-                    for k in grid.get((cell[0] + a, cell[1] + b, cell[2] + c), ())]
-            if any(np.linalg.norm(placed[k][1] - x) < 0.5 * (d + model.diameter[placed[k][0]]) * (1.0 - tolerance)
-                   for k in near):
+            cells = {tuple(np.floor((inside + image) / largest).astype(int)) for image in images}
+            near = np.array([k for c in cells for a in (-1, 0, 1) for b in (-1, 0, 1) for e in (-1, 0, 1)
+                             for k in grid.get((c[0] + a, c[1] + b, c[2] + e), ())], np.int64)
+            if overlap(inside, d, np.unique(near), new_position, new_diameter):
                 continue
-            grid.setdefault(cell, []).append(len(placed))
-            placed.append((body, x))
+            grid.setdefault(tuple(np.floor(inside / largest).astype(int)), []).append(len(placed))
+            new_position[len(placed)], new_diameter[len(placed)] = inside, d
+            placed.append((body, inside))
             break
         else:
             return placed

@@ -17,7 +17,7 @@ import numpy as np
 from . import schema
 from .builders import BUILDERS
 from .feeding import Region
-from .cell import section_problem
+from .cell import deforming, periodic, section_problem
 from .integrators import SCHEMES
 from .interactions.walls import MESH_KEYS, WALL_KEYS, mesh_problem, wall_problem  # noqa: F401 (re-exported)
 from .schema import REQUIRED, Key, SceneError, folder_name, non_negative, positive, printable, show
@@ -230,13 +230,13 @@ def _check_cell(cell, builders, fail):
 
 
 def _check_feeding(cell, walls, builders, fail):
-    """``[[insert]]`` and ``[[outlet]]`` (`dem.feeding`): not in a periodic cell, each source in
+    """``[[insert]]`` and ``[[outlet]]`` (`dem.feeding`): not in a deforming cell, each source in
     front of every plane, no source and outlet that overlap."""
     sources = [(k, Region(p)) for name, k, p in builders if name == "insert"]
     outlets = [(k, Region(p)) for name, k, p in builders if name == "outlet"]
-    if (sources or outlets) and any(cell["periodic"]):
-        fail(f"{'insert' if sources else 'outlet'}.0", "sources and outlets do not act in a periodic cell yet: make "
-             "the cell not periodic")
+    if (sources or outlets) and periodic(cell) and deforming(cell):
+        fail(f"{'insert' if sources else 'outlet'}.0", "sources and outlets act in a periodic cell that does not "
+             "deform: drop the cell's strain_rate, shear_rate and stress_control")
     for k, region in sources:
         for w, wall in enumerate(walls):
             normal = np.asarray(wall["normal"], float)

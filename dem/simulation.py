@@ -33,7 +33,7 @@ from .engine import (
     sample_width,
     store_contacts,
 )
-from .feeding import park
+from .feeding import run_bodies
 from .integrators import SCHEMES
 
 log = logging.getLogger("dem")
@@ -64,10 +64,7 @@ class Simulation:
                  device="cpu"):
         scheme = self._configure(model, state, integrator, dt, observers, parallel)
         self._configure_device(device)
-        self.bodies = model.body_arrays()
-        if "insertion" in model.interactions:  # the sources' bodies not in play (`dem.feeding`)
-            self.bodies = self.bodies._replace(mass=self.bodies.mass.copy(), diameter=self.bodies.diameter.copy())
-            park(self.bodies, model.interactions["insertion"], state.interactions["insertion"])
+        self.bodies = run_bodies(model, state)  # (the sources' bodies not in play parked: `dem.feeding`)
         self.contacts = new_contacts(model)
         self._sample = (None, None)  # (step, the Sample of that step)
         walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
@@ -103,6 +100,8 @@ class Simulation:
         self.parallel = model.n_bodies >= PARALLEL_THRESHOLD if parallel is None else bool(parallel)
         self.stop_requested = None
         self._running = False  # inside `run` (only observers, which read, act between its chunks)
+        #: set by an observer that changed the state between steps (`dem.feeding.Feeder`)
+        self.altered = False
         #: appended to instability messages (the runner's: the step against its critical estimate)
         self.instability_hint = f"reduce simulation.dt (now {self.dt:g}) or the stiffnesses"
         self.max_chunk = max(100, 20_000_000 // max(model.n_bodies, 1))  # ~ a second of stepping

@@ -3,10 +3,11 @@ ranks — positions, velocities, forces, own states and contact histories in the
 energy log and the VTK snapshots — with contacts, both bond laws, fixed walls, contact and local
 damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
 clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
-ranks, and a frictional gas in a periodic cell (``cell.csv`` too); the walls' loads (``walls.csv``)
-to round-off; on 2 ranks with friction, rolling and twisting resistance and with JKR adhesion in
-the slow suite (``python -m pytest -m slow``). Moving walls are refused with one line. The ranks
-run `support/mpi_job.py`; the one-process runs are made here."""
+ranks, and a frictional gas in a periodic cell (``cell.csv`` too), moving, servo and mesh walls, a
+sheared cell, and particles poured in and let out (``flow.csv`` too; a restart mid-filling on
+another number of ranks); the walls' loads (``walls.csv``) to round-off; on 2 ranks with
+friction, rolling and twisting resistance and with JKR adhesion in the slow suite (``python -m
+pytest -m slow``). The ranks run `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.granule import GRANULE, PARALLEL_BONDED, granule_file
+from support.feeding import pour_file
 from support.history_probe import PROBE
 from test_restart import assert_same_run, outputs
 
@@ -135,6 +137,8 @@ def runs(tmp_path_factory):
     serial(TORUS, SERVO_SETTINGS, folder / "servo_1")
     serial(DRUM, DRUM_SETTINGS, folder / "drum_1", probe=False)
     serial(SHEAR, SHEAR_SETTINGS, folder / "shear_1", probe=False)
+    pour = pour_file(folder)
+    serial(pour, [], folder / "filling_1", probe=False)
     reports = ranks(2, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
         {"scene": TORUS, "settings": MOVING_SETTINGS, "out": str(folder / "moving_2")},
@@ -147,6 +151,8 @@ def runs(tmp_path_factory):
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
          "restart": str(folder / "torus_1to2/checkpoint.npz")},
         {"scene": mixed, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "mixed_2to3")},
+        {"scene": pour, "settings": [], "out": str(folder / "filling_2"), "probe": False},
+        {"scene": pour, "settings": ["simulation.t_end=0.5"], "out": str(folder / "filling_2to3"), "probe": False},
     ], folder)
     reports += ranks(3, [
         {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")},
@@ -156,6 +162,8 @@ def runs(tmp_path_factory):
         {"scene": SHEAR, "settings": SHEAR_SETTINGS, "out": str(folder / "shear_3"), "probe": False},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2to3"),
          "restart": str(folder / "mixed_2to3/checkpoint.npz")},
+        {"scene": pour, "settings": [], "out": str(folder / "filling_2to3"), "probe": False,
+         "restart": str(folder / "filling_2to3/checkpoint.npz")},
     ], folder)
     return folder, {Path(report["out"]).name: report for report in reports}
 
@@ -179,11 +187,13 @@ def assert_same_as_one_process(runs, scene, n):
     one, many = folder / f"{scene}_1", folder / f"{scene}_{n}"
     if scene in ("tetra", "gas", "shear"):  # no walls
         assert_same_run(outputs(one), outputs(many))
+    elif scene == "filling":  # (the outlet takes the particles that reach the floor)
+        assert_same_but_wall_loads(outputs(one), outputs(many))
     else:  # the wall was loaded
         walls = assert_same_but_wall_loads(outputs(one), outputs(many))
         assert np.abs(walls["m0_fz" if scene == "drum" else "w0_fx"]).max() > 0
     assert last_snapshot(one) == last_snapshot(many)
-    if scene != "tetra":  # bodies crossed from one rank's box to another's during the run
+    if scene not in ("tetra", "filling"):  # bodies crossed from one rank's box to another's during the run
         assert reports[f"{scene}_{n}"]["migrated"] > 0
     if scene == "torus":  # the ring's bounce unbalanced the boxes: they were cut anew
         assert reports[f"{scene}_{n}"]["rebalanced"] > 0
@@ -194,6 +204,9 @@ def assert_same_as_one_process(runs, scene, n):
     if scene == "drum":  # particles touched the mesh, and the drum turned on every rank alike
         checkpoint = outputs(many)[2]
         assert checkpoint["interaction.walls.mesh_most"].max() >= 2 and checkpoint["interaction.walls.work"][0] != 0
+    if scene == "filling":  # particles entered and left (rank 0's Feeder; every rank took its part of the change)
+        flow = np.genfromtxt(outputs(many)[0]["flow.csv"].splitlines(), delimiter=",", names=True)
+        assert flow["inserted_0"][-1] > 300 and flow["removed_0"][-1] > 0
     if scene == "servo":  # the servo moved the plane, on every rank alike (walls.csv's points are exact)
         checkpoint = outputs(many)[2]
         servo = {key: checkpoint[f"interaction.walls.{key}"] for key in ("point", "servo_load")}
@@ -228,7 +241,7 @@ def assert_same_as_one_process(runs, scene, n):
 
 @needs_mpi
 @pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")]
-                         + [("moving", 2), ("servo", 2), ("drum", 2), ("shear", 2), ("shear", 3)])
+                         + [("moving", 2), ("servo", 2), ("drum", 2), ("shear", 2), ("shear", 3), ("filling", 2)])
 def test_same_as_one_process(runs, scene, n):
     assert_same_as_one_process(runs, scene, n)
 
@@ -241,7 +254,7 @@ def test_same_as_one_process_with_friction_and_adhesion(rough_runs, scene):
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", ["torus_1to2", "mixed_2to3"])
+@pytest.mark.parametrize("case", ["torus_1to2", "mixed_2to3", "filling_2to3"])
 def test_restart_on_another_number_of_ranks(runs, case):
     folder, _ = runs
     scene = case.partition("_")[0]

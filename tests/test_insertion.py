@@ -19,8 +19,7 @@ from dem.builders.insert import KEYS as INSERT_KEYS
 from dem.builders.insert import drawn
 from dem.cli import main
 from dem.feeding import Feeder
-from dem.interactions.contract import MPIError
-from dem.interactions.insertion import in_play, localize
+from dem.interactions.insertion import in_play
 from dem.observers.vtk import read_collection
 from dem.runner import prepare, run
 from dem.schema import defaults
@@ -141,9 +140,52 @@ def test_threads_do_not_change_a_filling_and_emptying_run(tmp_path):
     assert results[0][1]["removed"] > 0
 
 
-def test_sources_and_outlets_do_not_run_under_mpi():
-    with pytest.raises(MPIError, match="one process"):
-        localize(None, None)
+#: the pour in a cell periodic along x and y (no side walls): the stream comes in drifting along x,
+#: so particles cross the x faces; the outlet takes the floor's layer at x < 0
+PERIODIC_POUR = POUR.split("[[walls]]\npoint = [-3.0")[0] + "[[insert]]" + POUR.split("[[insert]]")[1] \
+    .replace("velocity = [0.0, 0.0, -0.5]", "velocity = [1.5, 0.0, -4.0]") \
+    .replace("min = [-10.0, -10.0, -1.0]", "min = [-3.0, -3.0, -1.0]").replace("max = [10.0, 10.0, 0.4]",
+                                                                            "max = [0.0, 3.0, 0.4]") \
+    + "\n[cell]\nperiodic = [true, true, false]\norigin = [-3.0, -3.0, -1.0]\nsize = [6.0, 6.0, 8.0]\n"
+
+
+def test_a_periodic_cell_is_filled_by_nearest_images_and_emptied_by_wrapped_centres(tmp_path):
+    """In a cell periodic along x and y: the count at each insertion is ⌊400 t⌋ and no new
+    particle overlaps another's nearest image (new ones are placed in the cell, near its faces too);
+    the outlet, the floor's layer at x < 0, takes the particles whose centres moved into the
+    cell lie in it, including those that crossed the face x = 3."""
+    scene = pour_file(tmp_path, PERIODIC_POUR)
+    _, model, state, _ = prepare(scene, ["simulation.t_end=1.5"])
+    feeder = Feeder(model, 2e-4)
+    sim = Simulation(model, state, "rrp2", 2e-4, observers=[feeder])
+    period, origin = np.array([6.0, 6.0]), np.array([-3.0, -3.0])
+    before = np.zeros(0, np.int64)
+    near_face = 0
+    for step in range(0, 5001, feeder.every):
+        sim.run(step)
+        playing = np.flatnonzero(in_play(model, state))
+        removed = int(state.interactions["insertion"].removed_count[0])
+        assert len(playing) == int(np.floor(400.0 * state.time + 1e-9)) - removed
+        new = np.setdiff1d(playing, before)
+        x, d = state.position, model.diameter
+        assert np.all((x[new, :2] >= origin) & (x[new, :2] < origin + period))  # placed in the cell
+        gap = x[new][:, None] - x[playing][None]
+        gap[..., :2] -= period * np.rint(gap[..., :2] / period)  # the nearest image
+        gap = np.linalg.norm(gap, axis=2) - 0.5 * (d[new][:, None] + d[playing][None])
+        gap[new[:, None] == playing[None]] = np.inf
+        assert gap.min(initial=np.inf) >= -1e-12
+        near_face += np.count_nonzero(np.abs(x[new, 0]) > 3.0 - 0.5 * d[new])
+        before = playing
+    assert near_face > 0
+    own = state.interactions["insertion"]
+    left = np.flatnonzero(~own.alive[:own.inserted_count[0]])  # the removed ones keep their last place
+    x = state.position[model.interactions["insertion"].bodies[left]]
+    inside = origin[0] + np.mod(x[:, 0] - origin[0], period[0])
+    assert len(left) > 20 and np.all((inside < 0.0) & (x[:, 2] <= 0.4))
+    assert np.any(x[:, 0] >= 3.0)  # some crossed a face before they left
+    playing = np.flatnonzero(in_play(model, state))  # (after the outlet's turn at t = 1)
+    wrapped_x = origin[0] + np.mod(state.position[playing, 0] - origin[0], period[0])
+    assert not np.any((wrapped_x < 0.0) & (state.position[playing, 2] <= 0.4))
 
 
 @pytest.mark.parametrize("change, key, problem", [
@@ -158,8 +200,11 @@ def test_sources_and_outlets_do_not_run_under_mpi():
     (('shape = "box"\nmin = [-3.0, -3.0, 1.0]\nmax = [3.0, 3.0, 3.0]',
       'shape = "disc"\ncenter = [0.0, 0.0, 3.0]\naxis = "x"\nradius = 2.0'), "insert.0.velocity", "needs an inflow"),
     (('distribution = "uniform"', 'distribution = "lognormal"\ndiameter = 0.5'), "insert.0.sigma", "is required"),
+    (("[[walls]]\npoint = [0.0, 0.0, 0.0]", "[cell]\nperiodic = [false, true, false]\norigin = [-3.0, -3.0, -1.0]\n"
+      "size = [6.0, 6.0, 8.0]\nstrain_rate = [0.0, 0.01, 0.0]\n\n[[walls]]\npoint = [0.0, 0.0, 0.0]"), "insert.0",
+     "does not deform"),
 ], ids=["source outside", "rate without stop", "outlet over source", "negative sizes", "two ways", "two flat axes",
-        "no inflow", "lognormal"])
+        "no inflow", "lognormal", "deforming cell"])
 def test_a_bad_source_or_outlet_is_one_line_and_nothing_written(tmp_path, capsys, change, key, problem):
     (tmp_path / "sizes.csv").write_text("diameter\n0.5\n-0.2\n")
     scene = pour_file(tmp_path, POUR.replace(*change))

@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .contract import GLOBAL, Interaction, MPIError
+from .contract import GLOBAL, Interaction
 
 #: ``bodies (m,)``: the body of each of the sources' slots, source by source; ``slot (n,)``: each
 #: body's slot (−1: not a source's); ``source_start (k + 1,)``: each source's slots; ``cumulative
@@ -62,11 +62,6 @@ def initial_state(model, p):
                           np.zeros(o, np.int64), np.zeros(o), np.zeros(o), np.zeros(1), np.zeros(2), np.zeros((2, 6)))
 
 
-def localize(p, part):
-    raise MPIError("[[insert]] and [[outlet]] run on one process for now (a changing particle count is not yet "
-                   "decomposed): run without mpiexec")
-
-
 def extra_columns(model, p):
     """The particles in play and the momentum brought in and taken out."""
     columns = {"particles": lambda model, state: int(np.count_nonzero(in_play(model, state)))}
@@ -88,5 +83,7 @@ def in_play(model, state):
 INSERTION = Interaction(
     name="insertion", doc=__doc__, kind=GLOBAL, columns=("inserted", "removed"), internal=False, keys={},
     setup=setup, state=initial_state, forces=insertion_forces, energy=insertion_energy, extra_columns=extra_columns,
-    localize=localize, shared_bodies=lambda p: np.zeros(0, np.int64),
+    # under MPI (`dem.distributed`) every rank holds the whole state and the parameters (no kernel
+    # reads them); the Feeder acts on rank 0's gathered view, and the ranks take what it changed
+    localize=lambda p, part: p, shared_bodies=lambda p: np.zeros(0, np.int64), shared_state=InsertionState._fields,
 )
