@@ -21,10 +21,10 @@ def sample(model, state, contacts=None, bodies=None):
     """The `Sample` of ``state``. Contact energies need a neighbour list current for ``state``:
     pass the simulation's (`dem.simulation.Simulation.sample` does), or one is built here (its
     per-contact histories then start from zero)."""
+    bodies = model.body_arrays() if bodies is None else bodies
     if contacts is None:
         contacts = new_contacts(model)
-        contacts.rebuild(state.position, model.diameter, state.cell)
-    bodies = model.body_arrays() if bodies is None else bodies
+        contacts.rebuild(state.position, bodies.diameter, state.cell)
     walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
     row = np.empty(sample_width(walls))
     histories, parameters = arguments(model, state, contacts)

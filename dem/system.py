@@ -13,6 +13,7 @@ from .cell import cell_array, minimum_image, reach_problem, section_problem, wal
 from .contacts import KEYS as CONTACT_KEYS
 from .contacts import contact_skin
 from .diagnostics import energy_budget
+from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
 from .interactions.hertz import check_sub_models, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
@@ -393,7 +394,9 @@ def _check_initial_state(scene, tables, model, state):
                          f"overflows (velocity up to {np.abs(state.velocity[bad[0]]).max():.3g}, position up to "
                          f"{np.abs(state.position[bad[0]]).max():.3g}): values too large")
     try:
-        budget = energy_budget(model, state)  # (also compiles the energy kernels before a run's clock starts)
+        # (the run's bodies: the sources' parked ones, at one point, touch nothing; this also
+        # compiles the energy kernels before a run's clock starts)
+        budget = energy_budget(model, state, bodies=run_bodies(model, state))
     except ZeroDivisionError:  # two particles at one point: no contact direction
         _, first, counts = np.unique(state.position, axis=0, return_index=True, return_counts=True)
         body = int(first[np.argmax(counts)])

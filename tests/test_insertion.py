@@ -220,6 +220,16 @@ def test_the_shipped_scenes_reference_lists_the_feeding_tables():
     assert "[[insert]]" in text and "[[outlet]]" in text
 
 
+def test_a_frictionless_elastic_pour_is_valid(tmp_path, capsys):
+    """Hertz contacts without friction or damping (`hertz_pp`, which has no guard for two centres at
+    one point): the sources' parked particles, all at their region's centre, touch nothing in the
+    check of the initial state."""
+    scene = pour_file(tmp_path, POUR.replace("friction = 0.5", "friction = 0.0")
+                      .replace("restitution = 0.5", "restitution = 1.0"))
+    assert main(["validate", scene]) == 0, capsys.readouterr().err
+    assert "hertz_pp" in capsys.readouterr().out
+
+
 def test_nothing_is_inserted_into_a_mesh(tmp_path):
     """A plate mesh (with a hole) across the source's region: the new particles keep clear of it."""
     plate = Path(__file__).resolve().parents[1] / "scenes/meshes/orifice_plate.stl"
