@@ -37,8 +37,11 @@ next, the last the one before), each with its rate (a line through its rows) and
 (of the fills interpolated at its ends). Over the sub-windows whose mean fill is at or above ``L``
 (at least `MIN_ABOVE`) a least-squares line ``W = a + b H`` gives the relative change of the rate
 over the fill range they span, ``b (H_max − H_min) / mean W``, and its standard error (from the
-residuals). Within `FILL_TOLERANCE` (5 %) the rate does not depend on the fill; beyond it and
-more than two standard errors from zero it does; otherwise the change is within the noise.
+residuals). Within `FILL_TOLERANCE` (5 %), two standard errors included, the rate does not depend
+on the fill; beyond 5 % and more than two standard errors from zero it does; otherwise the data
+do not tell. The
+summary gives the fill range too, as a fraction of ``L``: a discharge that lowers the fill little
+tests the rate over that little only.
 
 The orifice diameter ``D`` of a run comes from the scene it ran, the scene text and ``--set``
 overrides of its ``checkpoint.npz``: the orifice plate is ``[[mesh]]`` 0 (`ORIFICE_MESH`), whose
@@ -496,14 +499,16 @@ def fill_verdict(discharge):
         return (f"{name}: {d.above_windows} sub-window(s) of the steady window with the fill at or above one silo "
                 f"width (L = {d.silo_width:.4g}): too few (< {MIN_ABOVE}) to tell whether the rate depends on the fill")
     fills = [fill for _, _, fill, _ in d.windows if fill >= d.silo_width]
-    if abs(d.above_change) <= FILL_TOLERANCE:
-        verdict = f"the rate does not depend on the fill (within {FILL_TOLERANCE:.0%})"
-    elif abs(d.above_change) > 2.0 * d.above_change_error:
+    if abs(d.above_change) + 2.0 * d.above_change_error <= FILL_TOLERANCE:
+        verdict = f"the rate does not depend on the fill (within {FILL_TOLERANCE:.0%}, two standard errors included)"
+    elif abs(d.above_change) > max(FILL_TOLERANCE, 2.0 * d.above_change_error):
         verdict = "the rate depends on the fill"
     else:
-        verdict = "a change within the noise (less than two standard errors)"
+        verdict = (f"the data do not tell (the change is neither within {FILL_TOLERANCE:.0%} with two standard errors "
+                   f"added nor beyond {FILL_TOLERANCE:.0%} and two standard errors)")
+    span = (max(fills) - min(fills)) / d.silo_width
     return (f"{name}: fill above one silo width (L = {d.silo_width:.4g}) over {d.above_windows} sub-windows, H = "
-            f"{max(fills):.3g} to {min(fills):.3g}: the rate changes by {d.above_change:+.1%} ± "
+            f"{max(fills):.3g} to {min(fills):.3g} ({span:.0%} of L): the rate changes by {d.above_change:+.1%} ± "
             f"{d.above_change_error:.1%} over it: {verdict}")
 
 

@@ -6,6 +6,7 @@ noisy rates, bad folders refused in one line, and ``python -m dem flow`` on a sw
 (orifices and silo width from the runs' checkpoints) and on runs whose orifice is unknown."""
 
 import csv
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from vtkmodules.vtkCommonDataModel import vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from dem.cli import main
-from dem.flow import beverloo_rate, fill_heights, fill_verdict, fit_beverloo, steady_discharge
+from dem.flow import Discharge, beverloo_rate, fill_heights, fill_verdict, fit_beverloo, steady_discharge
 from dem.runfiles import RunFolderError
 
 PARTICLE_MASS = 0.01
@@ -192,6 +193,24 @@ def test_the_fill_heights_and_whether_the_rate_depends_on_them(tmp_path):
     assert leaking.above_change == pytest.approx((fills.max() - fills.min()) / fills.mean(), rel=0.05)
     assert leaking.above_change > 10.0 * leaking.above_change_error
     assert "the rate depends on the fill" in fill_verdict(leaking)
+
+
+@pytest.mark.parametrize("change, error, verdict", [
+    (0.01, 0.015, "does not depend on the fill"),   # 1 % + 2 × 1.5 % within 5 %
+    (0.04, 0.01, "the data do not tell"),           # within 5 %, but not with two standard errors added
+    (0.08, 0.05, "the data do not tell"),           # beyond 5 %, but within two standard errors of 0
+    (-0.2, 0.05, "the rate depends on the fill"),   # beyond both
+])
+def test_the_verdict_on_the_fill_weighs_the_change_against_5_percent_and_its_error(change, error, verdict):
+    windows = [(30.0 + k, 31.0 + k, 24.0 - k, 5.0) for k in range(4)]
+    discharge = Discharge(run="silo", outlet=0, orifice_diameter=5.0, rate=5.0, rate_error=0.1, r_squared=0.99,
+                          intercept=0.0, t_first_removal=25.0, t_from=30.0, t_to=34.0, rows=20, half_ratio=1.0,
+                          removed=100, removed_mass=50.0, fill_from=24.0, fill_to=20.0, silo_width=16.0,
+                          above_windows=4, above_change=change, above_change_error=error,
+                          fill=(np.array([30.0, 34.0]), np.array([24.0, 20.0])), windows=windows)
+    line = fill_verdict(discharge)
+    assert verdict in line and "H = 24 to 21 (19% of L)" in line
+    assert fill_verdict(replace(discharge, silo_width=None)) is None
 
 
 def test_beverloo_c_and_k_are_recovered():
