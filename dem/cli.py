@@ -118,7 +118,9 @@ def _parser():
                                             "orifices (discharge.csv, discharge.png, beverloo.png)",
                                description="Measure the steady mass flow rate W through an outlet (a line through the "
                                            "removed mass of flow.csv between 20% and 80% of what left after its first "
-                                           "removals) and, with three orifice diameters or more, fit Beverloo's law "
+                                           "removals), the fill height above the orifice plate at each particle "
+                                           "snapshot and whether the rate depends on it above one silo width, and, "
+                                           "with three orifice diameters or more, fit Beverloo's law "
                                            "W = C rho_b sqrt(g) (D - k d)^(5/2).")
     flow.add_argument("runs", type=Path, nargs="+", help="run folders, or a sweep's folder (all its points)")
     flow.add_argument("--outlet", type=int, default=0, metavar="K", help="the [[outlet]] measured (default 0)")
@@ -126,6 +128,9 @@ def _parser():
                       help="bulk density rho_b for Beverloo's law (default 0.6 times the particles' density)")
     flow.add_argument("--out", type=Path, help="folder for discharge.csv and the PNGs (default: the sweep folder, or "
                                                "the first run's)")
+    flow.add_argument("--silo-width", type=float, metavar="L",
+                      help="the silo's width, for whether the rate depends on the fill above it (default: the gap "
+                           "between the scene's opposite [[walls]] planes of normal ±x, ±y)")
     return parser
 
 
@@ -205,7 +210,8 @@ def main(argv=None):
         if args.command == "flow":
             from . import flow
 
-            discharges, fit, notes, out = flow.write_discharge(args.runs, args.out, args.outlet, args.bulk_density)
+            discharges, fit, notes, out = flow.write_discharge(args.runs, args.out, args.outlet, args.bulk_density,
+                                                             args.silo_width)
             print("\n".join(flow.summary(discharges, fit, notes)))
             print(f"written: {out / 'discharge.csv'}, {out / 'discharge.png'}"
                   + (f", {out / 'beverloo.png'}" if fit is not None else ""))

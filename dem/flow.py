@@ -15,9 +15,33 @@ left to the time when ``WINDOW[1]`` (80 %) had (at least `MIN_ROWS` rows). Over 
 error (from the residuals) and the line's ``R²``; lines through the first and through the second
 half of the rows give the ratio of their slopes (1 for a rate that does not depend on the fill,
 below 1 for one that falls as the silo empties). Also reported: the particles removed, and the
-time of the first row with one removed. The fill height is not in ``flow.csv``; the count of
-particles in play, ``Σ inserted_k − Σ removed_k`` (in a silo of constant cross-section filled by
-the sources, proportional to the fill height), stands for it at the two ends of the window.
+time of the first row with one removed.
+
+The fill height ``H`` at each of the run's particle snapshots (``particles.pvd``): the height above
+the orifice plate of the bed's top surface. The plate lies in the plane z = 0 of its file
+(``tools/make_orifice_mesh.py``), so its level is the z of ``mesh.0.translate``. Only the
+particles whose centre is above that level count (not those falling through the orifice or lying
+below it). The silo's cross-section, the box the particles above the plate span in x and y over
+all snapshots, is cut into square bins about `FILL_BIN` (3) mean diameters wide; in each bin the
+bed's top is the highest particle top ``z + D/2`` (the plate's level where the bin is empty), and
+``H`` is the median of the bins' tops, over the bins that hold a particle in some snapshot (the
+silo's footprint), minus the plate's level. The median leaves out a stray grain above the bed
+and, during a discharge, the crater above the orifice while it covers less than half of the
+cross-section. The fill heights at the steady window's ends are interpolated linearly between the
+snapshots.
+
+Whether the rate depends on the fill while the fill is above one silo width ``L`` (the smaller gap
+between opposite ``[[walls]]`` planes of normal ±x and ±y, or ``--silo-width``): the steady window
+is cut at the snapshots' times into sub-windows (one with fewer than `MIN_SUB_ROWS` rows joins the
+next, the last the one before), each with its rate (a line through its rows) and mean fill height
+(of the fills interpolated at its ends). Over the sub-windows whose mean fill is at or above ``L``
+(at least `MIN_ABOVE`) a least-squares line ``W = a + b H`` gives the relative change of the rate
+over the fill range they span, ``b (H_max − H_min) / mean W``, and its standard error (from the
+residuals). Within `FILL_TOLERANCE` (5 %), two standard errors included, the rate does not depend
+on the fill; beyond 5 % and more than two standard errors from zero it does; otherwise the data
+do not tell. The
+summary gives the fill range too, as a fraction of ``L``: a discharge that lowers the fill little
+tests the rate over that little only.
 
 The orifice diameter ``D`` of a run comes from the scene it ran, the scene text and ``--set``
 overrides of its ``checkpoint.npz``: the orifice plate is ``[[mesh]]`` 0 (`ORIFICE_MESH`), whose
@@ -38,13 +62,14 @@ between 1 and 3, and the law holds over a limited range of orifices only (Mankoc
 Granular Matter, doi:10.1007/s10035-007-0062-2).
 
 It writes ``discharge.csv`` (one row per run), ``discharge.png`` (``M(t)`` with the fitted lines,
-and the particles in play) and, with the fit, ``beverloo.png`` (``W^{2/5}`` against ``D``).
+the fill height against time, and the sub-windows' rates against the fill height) and, with the
+fit, ``beverloo.png`` (``W^{2/5}`` against ``D``).
 """
 
 import csv
 import tomllib
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +88,15 @@ ORIFICE_MESH = 0
 HOLE_RADIUS = 1.0
 #: Beverloo, Leniger & van de Velde (1961), as usually quoted: C, k
 BEVERLOO_1961 = (0.58, 1.4)
+#: the fill height's bins: squares of the silo's cross-section about this many mean diameters wide
+FILL_BIN = 3.0
+#: the fewest rows of a sub-window, and the fewest sub-windows above one silo width for a verdict
+MIN_SUB_ROWS, MIN_ABOVE = 3, 3
+#: a relative change of the rate over the fill above one silo width within which it does not depend on the fill
+FILL_TOLERANCE = 0.05
 COLUMNS = ("run", "outlet", "orifice_diameter", "rate", "rate_error", "r_squared", "intercept", "t_first_removal",
-           "t_from", "t_to", "rows", "half_ratio", "removed", "removed_mass", "in_play_from", "in_play_to")
+           "t_from", "t_to", "rows", "half_ratio", "removed", "removed_mass", "fill_from", "fill_to", "silo_width",
+           "above_windows", "above_change", "above_change_error")
 
 
 @dataclass
@@ -83,8 +115,18 @@ class Discharge:
     half_ratio: float
     removed: int
     removed_mass: float
-    in_play_from: int | None
-    in_play_to: int | None
+    #: the fill height at t_from and t_to; the silo's width; over the sub-windows above one width:
+    #: their number, the rate's relative change and its standard error (None: unknown, too few)
+    fill_from: float | None = None
+    fill_to: float | None = None
+    silo_width: float | None = None
+    above_windows: int | None = None
+    above_change: float | None = None
+    above_change_error: float | None = None
+    #: not in discharge.csv: the snapshots' ``(times, fill heights)``, and the sub-windows' ``(t_a,
+    #: t_b, mean fill, rate)``
+    fill: tuple | None = field(default=None, repr=False)
+    windows: list = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -110,17 +152,77 @@ def read_flow_log(run_dir):
     return read_log(run_dir, "flow.csv", "a run with [[insert]] sources or [[outlet]] regions writes it")
 
 
-def particles_in_play(log):
-    """``Σ inserted_k − Σ removed_k`` of a `read_flow_log` table, or None for a run without sources."""
-    if "inserted_0" not in log:
-        return None
-    return (sum(v for key, v in log.items() if key.startswith("inserted_"))
-            - sum(v for key, v in log.items() if key.startswith("removed_"))).astype(int)
+def fill_heights(snapshots, level):
+    """The fill height (module docstring) of each of ``snapshots`` (dicts of `read_snapshot`: at
+    least ``position`` and ``diameter``) above the plate's ``level``, an array."""
+    above = [s["position"][:, 2] > level for s in snapshots]
+    xy = np.concatenate([s["position"][a, :2] for s, a in zip(snapshots, above)] + [np.zeros((0, 2))])
+    if not len(xy):
+        return np.zeros(len(snapshots))
+    diameter = np.concatenate([s["diameter"][a] for s, a in zip(snapshots, above)]).mean()
+    low, extent = xy.min(axis=0), xy.max(axis=0) - xy.min(axis=0)
+    bins = np.maximum(np.floor(extent / (FILL_BIN * diameter)), 1).astype(int)
+    scale = np.where(extent > 0.0, bins / np.where(extent > 0.0, extent, 1.0), 0.0)
+    tops, footprint = [], np.zeros(bins[0] * bins[1], bool)
+    for snapshot, a in zip(snapshots, above):
+        cell = np.minimum((snapshot["position"][a, :2] - low) * scale, bins - 1).astype(int)
+        flat = cell[:, 0] * bins[1] + cell[:, 1]
+        top = np.full(len(footprint), level)
+        np.maximum.at(top, flat, snapshot["position"][a, 2] + 0.5 * snapshot["diameter"][a])
+        footprint[flat] = True
+        tops.append(top)
+    return np.array([np.median(top[footprint]) - level for top in tops])
 
 
-def steady_discharge(run_dir, outlet=0):
+def run_fill_heights(run_dir, level):
+    """``(times, fill heights)`` of the particle snapshots of a run (`fill_heights`)."""
+    entries = snapshot_entries(run_dir)
+    snapshots = [read_snapshot(run_dir, entry=entry) for entry in entries]
+    return np.array([entry[1] for entry in entries], float), fill_heights(snapshots, level)
+
+
+def sub_windows(t, mass, t_from, t_to, times, fills):
+    """``[(t_a, t_b, mean fill, rate)]`` of the steady window ``[t_from, t_to]`` cut at the
+    snapshots' ``times`` (module docstring): ``t``, ``mass`` the flow log's, ``fills`` the
+    fill heights at ``times``."""
+    cuts = [t_from] + [time for time in times if t_from < time < t_to] + [t_to]
+    spans, a = [], 0
+    for b in range(1, len(cuts)):
+        if np.sum((t >= cuts[a]) & (t <= cuts[b])) >= MIN_SUB_ROWS:
+            spans.append((cuts[a], cuts[b]))
+            a = b
+    if spans and a < len(cuts) - 1:  # the rows left over join the last sub-window
+        spans[-1] = (spans[-1][0], cuts[-1])
+    out = []
+    for t_a, t_b in spans:
+        rows = (t >= t_a) & (t <= t_b)
+        fill = 0.5 * (np.interp(t_a, times, fills) + np.interp(t_b, times, fills))
+        out.append((float(t_a), float(t_b), float(fill), float(np.polyfit(t[rows], mass[rows], 1)[0])))
+    return out
+
+
+def fill_dependence(windows, width):
+    """``(count, change, error)`` of the sub-windows (`sub_windows`) whose mean fill is at or above
+    ``width``: their number, the relative change of the rate over their fill range and its
+    standard error (module docstring); change and error None with fewer than `MIN_ABOVE`."""
+    above = [(fill, rate) for t_a, t_b, fill, rate in windows if fill >= width]
+    if len(above) < MIN_ABOVE:
+        return len(above), None, None
+    fill, rate = np.array(above).T
+    spread = np.sum((fill - fill.mean()) ** 2)
+    if not spread > 0.0:
+        return len(above), None, None
+    slope = np.sum((fill - fill.mean()) * (rate - rate.mean())) / spread
+    residual = rate - (rate.mean() + slope * (fill - fill.mean()))
+    error = np.sqrt(np.sum(residual ** 2) / (len(fill) - 2) / spread)
+    span = (fill.max() - fill.min()) / rate.mean()
+    return len(above), float(slope * span), float(error * span)
+
+
+def steady_discharge(run_dir, outlet=0, level=None, width=None):
     """The `Discharge` through outlet ``outlet`` of one run (module docstring), without its
-    orifice diameter (`orifice_diameter`)."""
+    orifice diameter (`orifice_diameter`); with the orifice plate's ``level`` the fill heights
+    from its snapshots, and with the silo's ``width`` too whether the rate depends on them."""
     log = read_flow_log(run_dir)
     path = Path(run_dir) / "flow.csv"
     if f"mass_{outlet}" not in log:
@@ -139,15 +241,21 @@ def steady_discharge(run_dir, outlet=0):
     r_squared = 1.0 - np.sum(residual ** 2) / np.sum((mass[window] - mass[window].mean()) ** 2)
     (t_1, t_2), (mass_1, mass_2) = (np.array_split(values, 2) for values in (t[window], mass[window]))
     first, second = np.polyfit(t_1, mass_1, 1)[0], np.polyfit(t_2, mass_2, 1)[0]
-    in_play = particles_in_play(log)
+    filled = {}
+    if level is not None:
+        times, fills = run_fill_heights(run_dir, level)
+        windows = sub_windows(t, mass, t_from, t_to, times, fills)
+        count, change, error = fill_dependence(windows, width) if width is not None else (None, None, None)
+        filled = dict(fill=(times, fills), windows=windows, silo_width=width, above_windows=count,
+                      above_change=change, above_change_error=error,
+                      **{key: float(np.interp(time, times, fills)) if times[0] <= time <= times[-1] else None
+                         for key, time in (("fill_from", t_from), ("fill_to", t_to))})
     return Discharge(run=str(run_dir), outlet=outlet, orifice_diameter=None, rate=float(rate),
                      rate_error=float(np.sqrt(covariance[0, 0])), r_squared=float(r_squared),
                      intercept=float(intercept),
                      t_first_removal=float(t[np.argmax(removed > 0)]), t_from=float(t_from), t_to=float(t_to),
                      rows=int(window.sum()), half_ratio=float(second / first) if first > 0.0 else float("nan"),
-                     removed=int(removed[-1]), removed_mass=float(mass[-1]),
-                     in_play_from=None if in_play is None else int(in_play[window][0]),
-                     in_play_to=None if in_play is None else int(in_play[window][-1]))
+                     removed=int(removed[-1]), removed_mass=float(mass[-1]), **filled)
 
 
 def run_scene(run_dir):
@@ -173,6 +281,38 @@ def orifice_diameter(scene):
         return None
     scale = meshes[ORIFICE_MESH].get("scale", MESH_KEYS["scale"].default)
     return 2.0 * HOLE_RADIUS * float(scale) if isinstance(scale, (int, float)) else None
+
+
+def plate_level(scene):
+    """The z of the orifice plate ``mesh.ORIFICE_MESH`` of a scene table of `run_scene` (its file
+    lies in z = 0: the z of its ``translate``), or None."""
+    meshes = (scene or {}).get("mesh", [])
+    if not isinstance(meshes, list) or len(meshes) <= ORIFICE_MESH or not isinstance(meshes[ORIFICE_MESH], dict):
+        return None
+    translate = meshes[ORIFICE_MESH].get("translate", MESH_KEYS["translate"].default)
+    try:
+        return float(translate[2])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def silo_width(scene):
+    """The smaller gap between opposite ``[[walls]]`` planes of normal ±x and of normal ±y of a
+    scene table of `run_scene` (the particles' side between them), or None."""
+    gaps = []
+    for axis in (0, 1):
+        low, high = [], []
+        for wall in (scene or {}).get("walls", []):
+            try:
+                normal, point = np.asarray(wall["normal"], float), np.asarray(wall["point"], float)
+            except (KeyError, TypeError, ValueError):
+                continue
+            along = normal.shape == (3,) and normal[axis] != 0.0 and not np.delete(normal, axis).any()
+            if along and point.shape == (3,):
+                (low if normal[axis] > 0.0 else high).append(point[axis])
+        if low and high and min(high) > max(low):
+            gaps.append(min(high) - max(low))
+    return float(min(gaps)) if gaps else None
 
 
 def gravity(scene):
@@ -235,19 +375,34 @@ def _beverloo(discharges, folders, scenes, bulk_density):
     return fit, notes
 
 
-def write_discharge(paths, out=None, outlet=0, bulk_density=None):
-    """Measure the runs of ``paths`` (`dem.runfiles.run_folders`) through ``outlet``, write ``discharge.csv``,
-    ``discharge.png`` and (with a Beverloo fit) ``beverloo.png`` into ``out`` (default: the sweep
-    folder, or the first run's folder); returns ``(discharges, fit, notes, out)``, ``fit`` None
-    and ``notes`` saying why where there is none."""
+def write_discharge(paths, out=None, outlet=0, bulk_density=None, width=None):
+    """Measure the runs of ``paths`` (`dem.runfiles.run_folders`) through ``outlet``, with their
+    fill heights where the orifice plate's level is known (`plate_level`) and the silo's width
+    ``width`` (default: `silo_width`), write ``discharge.csv``, ``discharge.png`` and (with a
+    Beverloo fit) ``beverloo.png`` into ``out`` (default: the sweep folder, or the first run's
+    folder); returns ``(discharges, fit, notes, out)``, ``fit`` None and ``notes`` saying why
+    where there is none."""
     folders = run_folders(paths, "flow.csv")
     scenes = [run_scene(folder) for folder in folders]
-    discharges = [replace(steady_discharge(folder, outlet), orifice_diameter=orifice_diameter(scene))
-                  for folder, scene in zip(folders, scenes)]
+    discharges, fill_notes = [], []
+    for folder, scene in zip(folders, scenes):
+        level = plate_level(scene)
+        if level is not None and not (Path(folder) / "particles.pvd").is_file():
+            fill_notes.append(f"fill height unknown (no particles.pvd with snapshots): {folder}")
+            level = None
+        elif level is None:
+            fill_notes.append(f"fill height unknown (no checkpoint.npz with a [[mesh]] {ORIFICE_MESH}, the orifice "
+                              f"plate): {folder}")
+        discharge = steady_discharge(folder, outlet, level, width if width is not None else silo_width(scene))
+        if level is not None and discharge.silo_width is None:
+            fill_notes.append(f"silo width unknown (no opposite [[walls]] planes of normal ±x or ±y): give "
+                              f"--silo-width: {folder}")
+        discharges.append(replace(discharge, orifice_diameter=orifice_diameter(scene)))
     out = Path(out) if out is not None else (Path(paths[0]) if (Path(paths[0]) / "sweep.csv").is_file()
                                               else folders[0])
     out.mkdir(parents=True, exist_ok=True)
     fit, notes = _beverloo(discharges, folders, scenes, bulk_density)
+    notes = fill_notes + notes
     discharges = sorted(discharges, key=lambda d: (d.orifice_diameter is None, d.orifice_diameter or 0.0, d.run))
     with open(out / "discharge.csv", "w", newline="") as file:
         writer = csv.writer(file)
@@ -278,8 +433,8 @@ def _pyplot():
 def _plot_discharge(discharges, path):
     plt = _pyplot()
     logs = [read_flow_log(d.run) for d in discharges]
-    filled = any(d.in_play_from is not None for d in discharges)
-    figure, axes = plt.subplots(2 if filled else 1, 1, figsize=(6, 7 if filled else 4), sharex=True, squeeze=False)
+    filled = any(d.fill is not None for d in discharges)
+    figure, axes = plt.subplots(3 if filled else 1, 1, figsize=(6, 10 if filled else 4), squeeze=False)
     top = axes[0, 0]
     for discharge, log in zip(discharges, logs):
         label = Path(discharge.run).name + (f" (D = {discharge.orifice_diameter:g})"
@@ -287,15 +442,27 @@ def _plot_discharge(discharges, path):
         (drawn,) = top.plot(log["t"], log[f"mass_{discharge.outlet}"], label=label)
         span = np.array([discharge.t_from, discharge.t_to])
         top.plot(span, discharge.intercept + discharge.rate * span, "k--", lw=1.0)
-        if filled and discharge.in_play_from is not None:
-            axes[1, 0].plot(log["t"], particles_in_play(log), color=drawn.get_color())
+        if discharge.fill is not None:
+            color = drawn.get_color()
+            axes[1, 0].plot(*discharge.fill, ".-", color=color)
+            axes[1, 0].axvspan(discharge.t_from, discharge.t_to, color=color, alpha=0.1)
+            if discharge.windows:
+                _, _, fill, rate = np.array(discharge.windows).T
+                axes[2, 0].plot(fill, rate, "o-", color=color)
+            if discharge.silo_width is not None:
+                axes[1, 0].axhline(discharge.silo_width, color=color, ls=":", lw=1.0)
+                axes[2, 0].axvline(discharge.silo_width, color=color, ls=":", lw=1.0)
     top.set_ylabel(f"mass removed (outlet {discharges[0].outlet})")
     top.set_title(f"dashed: steady fit, {WINDOW[0]:.0%} to {WINDOW[1]:.0%} of the mass after the first removals",
                   fontsize=9)
     top.legend(fontsize=8)
+    top.set_xlabel("t")
     if filled:
-        axes[1, 0].set_ylabel("particles in play (inserted − removed)")
-    axes[-1, 0].set_xlabel("t")
+        axes[1, 0].set_xlabel("t")
+        axes[1, 0].set_ylabel("fill height above the plate")
+        axes[1, 0].set_title("shaded: the steady window; dotted: one silo width", fontsize=9)
+        axes[2, 0].set_xlabel("fill height above the plate")
+        axes[2, 0].set_ylabel("rate in the steady window's sub-windows")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -321,12 +488,39 @@ def _plot_beverloo(discharges, fit, path):
     plt.close(figure)
 
 
+def fill_verdict(discharge):
+    """Whether the rate of a `Discharge` depends on the fill above one silo width, in words (None
+    without a silo width)."""
+    d = discharge
+    if d.silo_width is None or d.fill is None:
+        return None
+    name = Path(d.run).name
+    if d.above_change is None:
+        return (f"{name}: {d.above_windows} sub-window(s) of the steady window with the fill at or above one silo "
+                f"width (L = {d.silo_width:.4g}): too few (< {MIN_ABOVE}) to tell whether the rate depends on the fill")
+    fills = [fill for _, _, fill, _ in d.windows if fill >= d.silo_width]
+    if abs(d.above_change) + 2.0 * d.above_change_error <= FILL_TOLERANCE:
+        verdict = f"the rate does not depend on the fill (within {FILL_TOLERANCE:.0%}, two standard errors included)"
+    elif abs(d.above_change) > max(FILL_TOLERANCE, 2.0 * d.above_change_error):
+        verdict = "the rate depends on the fill"
+    else:
+        verdict = (f"the data do not tell (the change is neither within {FILL_TOLERANCE:.0%} with two standard errors "
+                   f"added nor beyond {FILL_TOLERANCE:.0%} and two standard errors)")
+    span = (max(fills) - min(fills)) / d.silo_width
+    return (f"{name}: fill above one silo width (L = {d.silo_width:.4g}) over {d.above_windows} sub-windows, H = "
+            f"{max(fills):.3g} to {min(fills):.3g} ({span:.0%} of L): the rate changes by {d.above_change:+.1%} ± "
+            f"{d.above_change_error:.1%} over it: {verdict}")
+
+
 def summary(discharges, fit, notes):
     """Lines for the terminal."""
-    lines = ["D        W           ± err      R2       2nd/1st  removed  (t window)  run"]
+    lines = ["D        W           ± err      R2       2nd/1st  removed  (t window)  fill H (from-to)  run"]
     lines += [f"{'-' if d.orifice_diameter is None else format(d.orifice_diameter, '.4g'):<8} {d.rate:<11.5g} "
               f"{d.rate_error:<10.3g} {d.r_squared:<8.5f} {d.half_ratio:<8.3f} {d.removed:<8} "
-              f"({d.t_from:.3g}-{d.t_to:.3g})  {d.run}" for d in discharges]
+              f"({d.t_from:.3g}-{d.t_to:.3g})  "
+              f"{'-' if d.fill_from is None or d.fill_to is None else f'{d.fill_from:.3g}-{d.fill_to:.3g}':<17} {d.run}"
+              for d in discharges]
+    lines += [line for line in map(fill_verdict, discharges) if line]
     if fit is not None:
         lines.append(f"fit W = C rho_b sqrt(g) (D - k d)^(5/2): C = {fit.c:.3f} ± {fit.c_error:.3f}, "
                      f"k = {fit.k:.2f} ± {fit.k_error:.2f} (R² of W^(2/5) against D {fit.r_squared:.4f}; "

@@ -168,17 +168,17 @@ def load_mesh(folder, key, table):
     if problem:
         raise SceneError(f"{key}.scale: the transformed mesh {problem}")
     return dict(vertices=vertices, faces=faces, velocity=table["velocity"], angular_velocity=table["angular_velocity"],
-                center=table["center"], name=str(table["file"]), friction=table["friction"],
+                start=table["start"], center=table["center"], name=str(table["file"]), friction=table["friction"],
                 rolling_friction=table["rolling_friction"], twisting_friction=table["twisting_friction"])
 
 
-def place_mesh(vertices, faces, velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0), center=None, name="",
-               friction=None, rolling_friction=None, twisting_friction=None):
+def place_mesh(vertices, faces, velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0), start=0.0, center=None,
+               name="", friction=None, rolling_friction=None, twisting_friction=None):
     """A mesh wall as the walls interaction keeps it: ``vertices`` (world frame at t = 0) taken
     relative to ``center`` (default: the centre of their bounding box), ``faces``, the prescribed
-    ``velocity`` and ``angular_velocity``, ``name``, and its own ``coefficients`` (friction,
-    rolling, twisting; NaN: the ``[contact]`` value). Raises ValueError for an unusable
-    surface."""
+    ``velocity`` and ``angular_velocity`` (from time ``start`` on), ``name``, and its own
+    ``coefficients`` (friction, rolling, twisting; NaN: the ``[contact]`` value). Raises
+    ValueError for an unusable surface."""
     vertices = np.asarray(vertices, float).reshape(-1, 3)
     faces = np.asarray(faces, np.int64).reshape(-1, 3)
     problem = surface_problem(vertices, faces)
@@ -187,7 +187,7 @@ def place_mesh(vertices, faces, velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0,
     center = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0)) if center is None else np.asarray(center, float)
     return dict(vertices=np.ascontiguousarray(vertices - center), faces=np.ascontiguousarray(faces),
                 center=center, velocity=np.asarray(velocity, float), angular_velocity=np.asarray(angular_velocity, float),
-                name=name, coefficients=np.array([np.nan if c is None else c
+                start=float(start), name=name, coefficients=np.array([np.nan if c is None else c
                                                   for c in (friction, rolling_friction, twisting_friction)], float))
 
 

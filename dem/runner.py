@@ -173,8 +173,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
 
 
 def describe_walls(model):
-    """``"2 planes (1 moving, 1 servo), mesh of 3264 triangles from drum.stl, moving"``, or
-    ``"none"``."""
+    """``"2 planes (1 moving, 1 servo), mesh of 3264 triangles from drum.stl, moving from t = 12"``
+    (``from t = …``: a mesh whose motion starts later), or ``"none"``."""
     given = model.inputs.get("walls")
     if not given:
         return "none"
@@ -186,6 +186,7 @@ def describe_walls(model):
         parts.append(f"{len(given['planes'])} plane{'s' * (len(given['planes']) > 1)}" + (f" ({kinds})" if kinds else ""))
     for mesh in given["meshes"]:
         moving = ", moving" if mesh["velocity"].any() or mesh["angular_velocity"].any() else ""
+        moving += f" from t = {mesh['start']:g}" if moving and mesh["start"] > 0.0 else ""
         parts.append(f"mesh of {len(mesh['faces'])} triangles from {mesh['name'] or '(arrays)'}{moving}")
     return ", ".join(parts)
 

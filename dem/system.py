@@ -145,7 +145,7 @@ class SystemBuilder:
         ``normal``, …, the wall's own ``friction``, ``rolling_friction``, ``twisting_friction``;
         missing keys or None: defaults / the ``[contact]`` values); ``meshes`` dicts with
         ``vertices (nv, 3)`` and ``faces (nf, 3)`` (world frame at t = 0) and optionally
-        ``velocity``, ``angular_velocity``, ``center``, ``name``, ``friction``,
+        ``velocity``, ``angular_velocity``, ``start``, ``center``, ``name``, ``friction``,
         ``rolling_friction``, ``twisting_friction`` (`dem.meshes.place_mesh`);
         ``sections`` the scene sections the interactions read (``contact``, ``fields``,
         ``breakage``, …), as dicts of key values (missing keys: defaults)."""

@@ -1,10 +1,12 @@
 """Silo discharge (`dem.flow`) on synthetic run folders, no simulation: the steady rate of a
 discharge with a start-up and an end read back exactly, a rate that falls with the fill seen in
-the ratio of the window's halves, Beverloo's C and k recovered from exact and noisy rates, bad
-folders refused in one line, and ``python -m dem flow`` on a sweep folder (orifices from the
-runs' checkpoints) and on runs whose orifice is unknown."""
+the ratio of the window's halves, the fill height of known beds, a rate that does or does not
+depend on the fill above one silo width told apart, Beverloo's C and k recovered from exact and
+noisy rates, bad folders refused in one line, and ``python -m dem flow`` on a sweep folder
+(orifices and silo width from the runs' checkpoints) and on runs whose orifice is unknown."""
 
 import csv
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from vtkmodules.vtkCommonDataModel import vtkPolyData
 from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
 
 from dem.cli import main
-from dem.flow import beverloo_rate, fit_beverloo, steady_discharge
+from dem.flow import Discharge, beverloo_rate, fill_heights, fill_verdict, fit_beverloo, steady_discharge
 from dem.runfiles import RunFolderError
 
 PARTICLE_MASS = 0.01
@@ -28,6 +30,22 @@ gravity = [0.0, 0.0, -9.81]
 [[mesh]]
 file = "meshes/orifice_plate.stl"
 scale = 1.0
+
+[[walls]]
+point = [-8.0, 0.0, 0.0]
+normal = [1.0, 0.0, 0.0]
+
+[[walls]]
+point = [8.0, 0.0, 0.0]
+normal = [-1.0, 0.0, 0.0]
+
+[[walls]]
+point = [0.0, -6.0, 0.0]
+normal = [0.0, 1.0, 0.0]
+
+[[walls]]
+point = [0.0, 6.0, 0.0]
+normal = [0.0, -1.0, 0.0]
 """
 
 
@@ -56,18 +74,22 @@ def write_flow(folder, t, mass, sources=True):
                                                                             repr(float(row[3]))])
 
 
-def write_snapshots(folder, diameter=1.0, density=2.0, n=50):
-    """``particles.pvd`` with a snapshot of ``n`` spheres and a last one of none (the silo empty)."""
+def write_snapshots(folder, diameter=1.0, density=2.0, n=50, beds=None):
+    """``particles.pvd`` with a snapshot of ``n`` spheres and a last one of none (the silo empty),
+    or of ``beds``: ``[(t, positions, diameters)]``."""
     (folder / "vtk").mkdir(parents=True, exist_ok=True)
+    if beds is None:
+        beds = [(0.0, np.arange(3.0 * n).reshape(-1, 3), np.full(n, diameter)), (10.0, np.zeros((0, 3)), np.zeros(0))]
     entries = []
-    for step, count in ((0, n), (100000, 0)):
+    for t, position, diameters in beds:
+        step = int(round(t / 1e-4))
+        count = len(position)
         poly = vtkPolyData()
         points = vtkPoints()
-        points.SetData(numpy_support.numpy_to_vtk(np.arange(3.0 * count).reshape(-1, 3), deep=True))
+        points.SetData(numpy_support.numpy_to_vtk(np.asarray(position, float), deep=True))
         poly.SetPoints(points)
-        for name, values in (("velocity", np.zeros((count, 3))), ("mass", np.full(count, density * np.pi / 6.0
-                                                                                    * diameter ** 3)),
-                             ("diameter", np.full(count, diameter))):
+        for name, values in (("velocity", np.zeros((count, 3))), ("mass", density * np.pi / 6.0 * diameters ** 3),
+                             ("diameter", np.asarray(diameters, float))):
             array = numpy_support.numpy_to_vtk(values, deep=True)
             array.SetName(name)
             poly.GetPointData().AddArray(array)
@@ -79,6 +101,19 @@ def write_snapshots(folder, diameter=1.0, density=2.0, n=50):
         entries.append(f'<DataSet timestep="{step * 1e-4!r}" group="" part="0" file="{name}"/>')
     (folder / "particles.pvd").write_text('<?xml version="1.0"?>\n<VTKFile type="Collection" version="0.1">\n'
                                           '<Collection>\n' + "\n".join(entries) + '\n</Collection>\n</VTKFile>\n')
+
+
+def bed(height, half_widths=(8.0, 6.0), level=0.0, jitter=0.0, seed=0):
+    """Unit spheres (diameters 0.9–1.1 with ``jitter``) on a square lattice of spacing 1 filling
+    the box ``|x|, |y| < half_widths`` above the plate at ``level`` up to ``height`` above it: the
+    highest layer's tops at ``level + height`` (without jitter); the lattice goes on a few layers
+    below the plate (grains in the orifice, not the bed). ``(positions, diameters)``."""
+    rng = np.random.default_rng(seed)
+    x, y = (np.arange(-w + 0.5, w) for w in half_widths)
+    z = level + height - 0.5 - np.arange(int(np.ceil(height)) + 3)
+    position = np.stack(np.meshgrid(x, y, z, indexing="ij"), axis=-1).reshape(-1, 3)
+    position += rng.uniform(-jitter, jitter, position.shape)
+    return position, 1.0 + rng.uniform(-jitter, jitter, len(position))
 
 
 def write_checkpoint(folder, overrides):
@@ -99,14 +134,83 @@ def test_the_steady_rate_of_a_discharge_with_a_start_and_an_end_is_read_back_exa
     assert discharge.t_from == pytest.approx(2.9, abs=0.06) and discharge.t_to == pytest.approx(7.1, abs=0.06)
     assert discharge.t_first_removal == pytest.approx(1.1)  # the first row with a particle out
     assert discharge.removed == int(7.0 * 3.7 / PARTICLE_MASS + 1e-6) and discharge.removed_mass == pytest.approx(25.9)
-    assert discharge.in_play_from == 3000 - int(discharge_mass(discharge.t_from, 3.7) / PARTICLE_MASS + 1e-9)
-    assert discharge.orifice_diameter is None
+    assert discharge.orifice_diameter is None and discharge.fill_from is None  # (no plate level given)
 
 
 def test_a_rate_that_falls_as_the_silo_empties_shows_in_the_halves(tmp_path):
     write_flow(tmp_path, T, 20.0 * (1.0 - np.exp(-T / 3.0)))  # a leaking tank, not a silo
     discharge = steady_discharge(tmp_path)
     assert discharge.half_ratio < 0.8 and discharge.r_squared < 0.999
+
+
+def test_the_fill_height_of_a_bed_is_its_top_above_the_plate():
+    """A bed of 16 × 12 columns of spheres up to 10.0 above a plate at z = 2: its height to
+    round-off; jittered by 0.1 (and sizes 0.9–1.1), with grains flying above it and a shallow
+    crater over the orifice, within a particle diameter; an empty silo: 0."""
+    exact = bed(10.0, level=2.0)
+    assert fill_heights([dict(position=exact[0], diameter=exact[1])], 2.0)[0] == pytest.approx(10.0, abs=1e-12)
+    position, diameter = bed(10.0, level=2.0, jitter=0.1, seed=4)
+    crater = np.hypot(position[:, 0], position[:, 1]) < 2.5
+    position[crater, 2] -= 2.0  # (a cylinder of the bed sunk by two layers, a fifth of the cross-section)
+    flying = np.array([[-6.0, -4.0, 25.0], [5.0, 0.0, 30.0], [0.5, 4.5, 19.0]])
+    snapshots = [dict(position=np.concatenate((position, flying)), diameter=np.concatenate((diameter, np.ones(3)))),
+                 dict(position=np.zeros((0, 3)), diameter=np.zeros(0))]
+    full, empty = fill_heights(snapshots, 2.0)
+    assert abs(full - 10.0) < 1.0 and empty == 0.0
+
+
+def discharge_beds(folder, t, mass, height, width_cuts=None):
+    """``flow.csv`` of ``mass(t)`` and snapshots every 0.5 of beds whose height is ``height(t)``."""
+    write_flow(folder, t, mass)
+    times = np.arange(0.0, 10.01, 0.5)
+    write_snapshots(folder, beds=[(time, *bed(height(time))) for time in times])
+    return times
+
+
+def test_the_fill_heights_and_whether_the_rate_depends_on_them(tmp_path):
+    """A silo 12 wide whose bed sinks from 20 to 5 in proportion to the mass out, at a steady
+    rate: the fill heights at the steady window's ends are the beds' and the rate does not depend
+    on the fill above one width (the windows with a fill of 12 or more). A tank that leaks at a
+    rate proportional to its fill (height 25 e^(−t/3)): the rate changes over the fill above one
+    width as the fill does, and the verdict says that it depends on it."""
+    def height(time):
+        return 20.0 - 15.0 * discharge_mass(np.asarray(time), 3.7) / 25.9
+
+    discharge_beds(tmp_path / "silo", T, discharge_mass(T, 3.7), height)
+    steady = steady_discharge(tmp_path / "silo", level=0.0, width=12.0)
+    assert steady.fill_from == pytest.approx(height(steady.t_from), abs=1e-9)
+    assert steady.fill_to == pytest.approx(height(steady.t_to), abs=1e-9)
+    assert steady.fill_from > 12.0 > steady.fill_to
+    assert all(fill >= 12.0 for _, _, fill, _ in steady.windows[:steady.above_windows])
+    assert steady.above_windows >= 3 and abs(steady.above_change) < 1e-6
+    assert [rate for _, _, _, rate in steady.windows] == pytest.approx([3.7] * len(steady.windows), rel=1e-9)
+    assert "does not depend on the fill" in fill_verdict(steady)
+
+    discharge_beds(tmp_path / "tank", T, 20.0 * (1.0 - np.exp(-T / 3.0)), lambda time: 25.0 * np.exp(-time / 3.0))
+    leaking = steady_discharge(tmp_path / "tank", level=0.0, width=12.0)
+    fills = np.array([fill for _, _, fill, _ in leaking.windows if fill >= 12.0])
+    assert leaking.above_windows == len(fills) >= 3  # a rate proportional to the fill: changes as the fill does
+    assert leaking.above_change == pytest.approx((fills.max() - fills.min()) / fills.mean(), rel=0.05)
+    assert leaking.above_change > 10.0 * leaking.above_change_error
+    assert "the rate depends on the fill" in fill_verdict(leaking)
+
+
+@pytest.mark.parametrize("change, error, verdict", [
+    (0.01, 0.015, "does not depend on the fill"),   # 1 % + 2 × 1.5 % within 5 %
+    (0.04, 0.01, "the data do not tell"),           # within 5 %, but not with two standard errors added
+    (0.08, 0.05, "the data do not tell"),           # beyond 5 %, but within two standard errors of 0
+    (-0.2, 0.05, "the rate depends on the fill"),   # beyond both
+])
+def test_the_verdict_on_the_fill_weighs_the_change_against_5_percent_and_its_error(change, error, verdict):
+    windows = [(30.0 + k, 31.0 + k, 24.0 - k, 5.0) for k in range(4)]
+    discharge = Discharge(run="silo", outlet=0, orifice_diameter=5.0, rate=5.0, rate_error=0.1, r_squared=0.99,
+                          intercept=0.0, t_first_removal=25.0, t_from=30.0, t_to=34.0, rows=20, half_ratio=1.0,
+                          removed=100, removed_mass=50.0, fill_from=24.0, fill_to=20.0, silo_width=16.0,
+                          above_windows=4, above_change=change, above_change_error=error,
+                          fill=(np.array([30.0, 34.0]), np.array([24.0, 20.0])), windows=windows)
+    line = fill_verdict(discharge)
+    assert verdict in line and "H = 24 to 21 (19% of L)" in line
+    assert fill_verdict(replace(discharge, silo_width=None)) is None
 
 
 def test_beverloo_c_and_k_are_recovered():
@@ -169,6 +273,7 @@ def test_the_command_on_a_sweep_fits_beverloo(tmp_path, capsys):
     assert [float(row["rate"]) for row in rows] == pytest.approx(
         beverloo_rate(2.0 * np.array(scales), c, k, d, 0.6 * density, g), rel=1e-9)
     assert all(int(row["removed"]) > 0 and float(row["half_ratio"]) == pytest.approx(1.0) for row in rows)
+    assert all(float(row["silo_width"]) == 12.0 for row in rows)  # (the walls' gap along y)
     for name in ("discharge.png", "beverloo.png"):
         assert (sweep / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["flow", str(sweep), "--bulk-density", str(2.0 * 0.6 * density), "--out", str(tmp_path / "half")]) == 0
@@ -184,5 +289,6 @@ def test_runs_of_unknown_orifice_are_measured_without_a_fit(tmp_path, capsys):
     assert "Beverloo fit skipped" in out and out.count("orifice diameter unknown") == 3
     with open(tmp_path / "out" / "discharge.csv", newline="") as file:
         rows = list(csv.DictReader(file))
-    assert [row["orifice_diameter"] for row in rows] == ["", "", ""] and rows[0]["in_play_from"] == ""
+    assert [row["orifice_diameter"] for row in rows] == ["", "", ""] and rows[0]["fill_from"] == ""
+    assert out.count("fill height unknown") == 3
     assert (tmp_path / "out" / "discharge.png").is_file() and not (tmp_path / "out" / "beverloo.png").exists()

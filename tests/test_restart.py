@@ -47,7 +47,7 @@ def assert_same_run(first, second):
 
 #: "sticky" (JKR adhesion with friction: a loop of five interactions that only this check compiles) is slow
 @pytest.mark.parametrize("case", ["torus", "assembly", pytest.param("sticky", marks=pytest.mark.slow), "rig",
-                                  "periodic", "sheared", "filling"])
+                                  "delayed", "periodic", "sheared", "filling"])
 def test_restart_is_exact(tmp_path, case):
     scene = TORUS
     settings = ["simulation.t_end=1.5", "output.vtk_every=100"]
@@ -60,6 +60,9 @@ def test_restart_is_exact(tmp_path, case):
     if case == "rig":  # moving, servo and mesh walls, damping
         scene = rig_file(tmp_path)
         settings = ["simulation.t_end=0.8", "output.vtk_every=100"]
+    if case == "delayed":  # the rig's moving plane and mesh start after the restart (the mesh between two steps)
+        scene = rig_file(tmp_path)
+        settings = ["simulation.t_end=0.8", "output.vtk_every=100", "walls.1.start=0.65", "mesh.0.start=0.7003"]
     if case == "periodic":  # frictional contacts through the faces of a periodic cell
         scene = str(ROOT / "scenes/granular_gas.toml")
         settings = ["simulation.t_end=0.6", "output.vtk_every=200", "contact.friction=0.5",
@@ -74,8 +77,8 @@ def test_restart_is_exact(tmp_path, case):
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
     run(scene, settings, straight, quiet=True)
     # on the VTK grid: a run snapshots its last step
-    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "periodic": "0.3", "sheared": "0.5",
-            "filling": "0.75"}[case]
+    stop = {"torus": "0.7", "assembly": "0.3", "sticky": "0.3", "rig": "0.6", "delayed": "0.6", "periodic": "0.3",
+            "sheared": "0.5", "filling": "0.75"}[case]
     run(scene, settings + [f"simulation.t_end={stop}"], pieces, quiet=True)
     sim, _ = run(scene, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert_same_run(outputs(straight), outputs(pieces))
@@ -98,6 +101,11 @@ def test_restart_is_exact(tmp_path, case):
     if case == "rig":
         walls = sim.state.interactions["walls"]
         assert np.abs(walls.load[1:, :3]).max(axis=1).min() > 0 and walls.work.sum() < 0  # the moving walls pushed
+    if case == "delayed":  # the plane and the plate moved from their starts on (velocities: −1 along x, −0.5 along z)
+        walls = sim.state.interactions["walls"]
+        assert walls.point[1, 0] == pytest.approx(9.6 - 1.0 * (0.8 - 0.65), abs=1e-12)
+        assert walls.point[3, 2] == pytest.approx(sim.model.interactions["walls"].point[3, 2] - 0.5 * (0.8 - 0.7003),
+                                                  abs=1e-12)
 
 
 def test_restart_after_a_stop_request_drops_later_rows(tmp_path):

@@ -273,6 +273,68 @@ def test_prescribed_motion_is_exact_in_time():
     assert tuple(walls.rotation[1]) == quat_from_rotvec_one((0.2 * t, 0.0 * t, 1.3 * t))
 
 
+def test_a_delayed_motion_holds_still_until_its_start_then_runs_from_it():
+    """A plane that starts at t = 2 (on a step) and a turning mesh that starts at t = 3.0004
+    (between two steps) stand exactly still before, with zero velocities in the state; on the
+    step the mesh starts in its velocities are the fraction of the step it moved; later they are
+    at ``p0 + v (t − start)`` and turned by ``exp(ω (t − start))``."""
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, 5.0), mass=1.0, inertia=1.0, diameter=1.0)
+    points, faces = floor_mesh(n=2, size=2.0)
+    p0, v, c0, u, omega = (0.1, 0.2, -3.0), (0.3, -0.7, 0.1), (0.0, 0.0, -2.0), (0.0, 0.1, 0.0), (0.2, 0.0, 1.3)
+    model, state = system.finish([dict(point=p0, normal=(0, 0, 1), velocity=v, start=2.0)],
+                                 [dict(vertices=points, faces=faces, velocity=u, angular_velocity=omega, center=c0,
+                                       start=3.0004)], contact={"k_pw": 10.0})
+    walls = state.interactions["walls"]
+    assert not walls.velocity.any() and not walls.angular_velocity.any()  # (at t = 0 too)
+    sim = Simulation(model, state, "rrp2", 1e-3)
+    sim.advance(2000)  # t = 2: the plane is about to start
+    assert tuple(walls.point[0]) == p0 and tuple(walls.point[1]) == c0 and tuple(walls.rotation[1]) == (1, 0, 0, 0)
+    assert not walls.velocity.any() and not walls.angular_velocity.any()
+    sim.advance(1001)  # t = 3.001: the mesh moved for 0.6 of the step
+    assert tuple(walls.velocity[0]) == v  # (the plane moves at full speed)
+    assert walls.velocity[1] == pytest.approx(0.6 * np.array(u), rel=1e-9)
+    assert walls.angular_velocity[1] == pytest.approx(0.6 * np.array(omega), rel=1e-9)
+    sim.advance(12345 - 3001)
+    t = 12345 * 1e-3
+    assert walls.point[0] == pytest.approx(np.array(p0) + np.array(v) * (t - 2.0), rel=0.0, abs=1e-14)
+    assert walls.point[1] == pytest.approx(np.array(c0) + np.array(u) * (t - 3.0004), rel=0.0, abs=1e-14)
+    assert walls.rotation[1] == pytest.approx(quat_from_rotvec_one(tuple(np.array(omega) * (t - 3.0004))), abs=1e-14)
+    assert tuple(walls.velocity[0]) == v and tuple(walls.velocity[1]) == u and tuple(walls.angular_velocity[1]) == omega
+
+
+def belt(dt, start=0.3, speed=1.0):
+    """A sphere (D = 1, m = 1) dropped 0.02 into a frictional floor (`FRICTIONAL`) that starts to
+    slide along x at ``speed`` at ``start``: a belt. ``(model, state)``."""
+    system = SystemBuilder()
+    system.add_body((0.0, 0.0, 0.48), mass=1.0, inertia=0.1, diameter=1.0)
+    return system.finish([dict(point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), velocity=(speed, 0.0, 0.0),
+                               start=start)], contact={"k_pw": K_PW, **FRICTIONAL}, fields={"gravity": GRAVITY})
+
+
+def test_a_belt_that_starts_late_does_no_work_before_and_closes_the_budget_after():
+    """Until the belt starts the sphere bounces on it without moving along x and the belt's work is
+    zero; after, the belt drags it along, and since it is the only horizontal force on the sphere
+    its work is ``−V`` times the momentum it gave (``walls = −V m v_x``, the trapezoidal rule on
+    both sides); ``total`` stays constant to the integrator's accuracy: to 10⁻³ of the belt's work,
+    falling as h (measured, 2026-11-27: 2.6·10⁻⁴, 1.3·10⁻⁴, 6.6·10⁻⁵ at h = 10⁻³, 5·10⁻⁴,
+    2.5·10⁻⁴, of a work of 0.53; the same belt moving from t = 0: 5.4·10⁻⁴, 2.7·10⁻⁴, 1.4·10⁻⁴ of
+    0.64)."""
+    model, state = belt(1e-3)
+    sim = Simulation(model, state, "rrp2", 1e-3)
+    sim.advance(300)  # t = 0.3
+    assert sim.energy_budget()["walls"] == 0.0 and state.position[0, 0] == 0.0 and state.velocity[0, 0] == 0.0
+    assert sim.energy_budget()["hertz_pw"] > 0.0  # (touching it all along)
+    errors = []
+    for dt in (1e-3, 5e-4):
+        error, sim = budget_error(lambda: belt(dt), dt, 1.3)
+        row, velocity = sim.energy_budget(), sim.state.velocity[0]
+        assert 0.2 < velocity[0] < 1.0 and row["walls"] == pytest.approx(-1.0 * velocity[0], rel=1e-9)
+        errors.append(error)
+    assert errors[0] < 1e-3 * abs(row["walls"])
+    assert errors[1] < 0.6 * errors[0]  # (first order, as with a belt moving from t = 0: the stick–slip switch)
+
+
 def budget_error(model_state, dt, duration, samples=40):
     """Largest ``|total − total(0)|`` over a run."""
     model, state = model_state()
@@ -492,6 +554,12 @@ BAD = [
      "walls.0.target_force:"),
     ("stress without area", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_stress = 1.0\n",
      "walls.0.area:"),
+    ("negative start", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nvelocity = [0, 0, 1]\nstart = -1.0\n",
+     "walls.0.start: must be zero or positive"),
+    ("negative mesh start", '[[mesh]]\nfile = "floor.stl"\nvelocity = [0, 0, 1]\nstart = -0.5\n',
+     "mesh.0.start: must be zero or positive"),
+    ("servo with a start", "[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nservo = true\ntarget_force = 1.0\n"
+                           "start = 1.0\n", "walls.0.start: delays a prescribed velocity"),
     ("local damping above 1", "[damping]\nlocal = 1.5\n", "damping.local: must be in [0, 1]"),
     ("local damping below 0", "[damping]\nlocal = -0.1\n", "damping.local: must be in [0, 1]"),
 ]

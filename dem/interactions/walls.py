@@ -11,8 +11,12 @@ interaction's own state (so checkpoints carry it), which the loop also hands to 
 interactions. Per step (the loop of `dem.engine`):
 
 1. ``advance`` (after the bodies moved, before the forces): step ``k → k+1``, ``t = (k+1) h``.
-   A prescribed wall is put where it is at ``t``: ``p(t) = p0 + v t`` and, for a mesh,
-   ``R(t) = exp(ω t)`` about its centre, computed from ``t`` (no accumulated round-off). A servo
+   A prescribed wall is put where it is at ``t``: ``p(t) = p0 + v τ`` and, for a mesh,
+   ``R(t) = exp(ω τ)`` about its centre, with ``τ = max(t − start, 0)`` the time it has moved
+   (``start``: the key of that name, default 0), computed from ``t`` (no accumulated round-off).
+   Its velocity and angular velocity in the state, which the contacts and the work read, are
+   those of the step: ``v`` and ``ω`` times ``min(τ/h, 1)``, zero before ``start`` and a
+   fraction on the step it starts in (its displacement over the step divided by ``h``). A servo
    plane moves along its normal ``n_w`` at ``v = a (N* − N)/(h Σk)``, capped at ``max_speed``,
    where ``N = −F·n_w`` is the particles' normal load on it at the last evaluation, ``N*`` the
    target, ``Σk`` the summed normal stiffness ``dF/dgap`` of its contacts (no contact: full
@@ -44,13 +48,14 @@ FIXED, PRESCRIBED, SERVO = 0, 1, 2
 #: components of a wall's load: force (3), moment about its point (3), summed contact stiffness
 LOAD = 7
 
-#: ``motion (w,)``: `FIXED`, `PRESCRIBED` or `SERVO`; ``point``, ``velocity``,
-#: ``angular_velocity`` ``(w, 3)`` at t = 0 (a mesh's point is its centre); ``normal (w, 3)``
+#: ``motion (w,)``: `FIXED`, `PRESCRIBED` or `SERVO`; ``point`` ``(w, 3)`` at t = 0 (a mesh's
+#: point is its centre), the prescribed ``velocity`` and ``angular_velocity`` ``(w, 3)`` and the
+#: time ``start (w,)`` they start at; ``normal (w, 3)``
 #: of the planes (meshes: 0); servo ``target`` normal force, ``relaxation``, ``max_speed``
 #: (0: ``max_step`` per step) ``(w,)``; then the fields of the meshes' `dem.meshes.MeshArrays`
 #: (flat: numba's parallel loops cannot take nested tuples).
-WallParams = namedtuple("WallParams", "motion point velocity angular_velocity normal target relaxation max_speed "
-                        "max_step " + " ".join(MeshArrays._fields))
+WallParams = namedtuple("WallParams", "motion point velocity angular_velocity start normal target relaxation "
+                        "max_speed max_step " + " ".join(MeshArrays._fields))
 #: Now: ``point (w, 3)``, ``rotation (w, 4)`` (quaternion, meshes), ``velocity`` and
 #: ``angular_velocity (w, 3)`` over the current step; ``load (w, 7)`` the particles' load at
 #: the current configuration; ``work (w,)`` booked so far; ``step (1,)``. Scratch:
@@ -73,6 +78,11 @@ SHARED_FIELDS = ("point", "rotation", "velocity", "angular_velocity", "load", "w
 #: 2¹⁰ force quanta per smallest particle diameter (a contact's stiffness is about 10³ × its
 #: force over the diameter): sums stay exact up to 2¹³ times the target
 QUANTUM_BITS, STIFFNESS_BITS = 40, 10
+
+
+#: The key that delays a prescribed motion (``[[walls]]`` and ``[[mesh]]``).
+START_KEY = {"start": Key("float", 0.0, "time the prescribed motion starts at: before it the wall is at rest where "
+                          "it is at t = 0, after it it moves with time t − start", "time", non_negative)}
 
 
 def _relaxation(value):
@@ -100,8 +110,9 @@ WALL_KEYS = {
     "normal": Key("vec3", REQUIRED, "normal pointing to the particles' side", "", nonzero_vector),
     "size": Key("float", 0.0, "edge of the square drawn in VTK output (0: fit the particles)", "length",
                 non_negative),
-    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity: the wall's point moves as p(t) = p0 + v t "
-                    "(its work is logged in the 'walls' column)", "length/time"),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity: the wall's point moves as p(t) = p0 + v "
+                    "max(t − start, 0) (its work is logged in the 'walls' column)", "length/time"),
+    **START_KEY,
     "servo": Key("bool", False, "move the wall along its normal so that the particles' normal force on it holds "
                  "target_force (or target_stress × area); see guide.md, Moving and servo walls"),
     "target_force": Key("float", None, "servo target: the normal force the particles exert on the wall", "force",
@@ -127,10 +138,11 @@ MESH_KEYS = {
                        nonzero_vector),
     "rotate_angle": Key("float", None, "angle of the rotation about rotate_axis (right-handed)", "rad"),
     "translate": Key("vec3", (0.0, 0.0, 0.0), "translation applied last", "length"),
-    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity of the mesh: its centre moves as c(t) = c0 + v t",
-                    "length/time"),
-    "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed rotation rate about its centre: R(t) = exp(ω t)",
-                            "1/time"),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed velocity of the mesh: its centre moves as c(t) = c0 + v "
+                    "max(t − start, 0)", "length/time"),
+    "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "prescribed rotation rate about its centre: R(t) = exp(ω "
+                            "max(t − start, 0))", "1/time"),
+    **START_KEY,
     "center": Key("vec3", None, "the mesh's centre (the point it turns about and that walls.csv logs; default: the "
                   "centre of its bounding box, after the transformation)", "length"),
     **_own_coefficients("mesh"),
@@ -144,6 +156,8 @@ def wall_problem(table, sections):
     if table["servo"]:
         if any(table["velocity"]):
             return "velocity", "a servo wall moves by itself: give velocity or servo = true, not both"
+        if table["start"] != 0.0:
+            return "start", "delays a prescribed velocity; a servo wall moves by itself from t = 0"
         if not targets:
             return "servo", "a servo wall needs a target: give target_force or target_stress"
         if len(targets) == 2:
@@ -239,11 +253,15 @@ def walls_advance(h, st, bodies, p, own):
     t = own.step[0] * h
     for w in range(p.motion.shape[0]):
         if p.motion[w] == PRESCRIBED:
+            moved = max(t - p.start[w], 0.0)  # (t itself when start = 0)
+            fraction = min(moved / h, 1.0)
             for c in range(3):
-                own.point[w, c] = p.point[w, c] + p.velocity[w, c] * t
+                own.point[w, c] = p.point[w, c] + p.velocity[w, c] * moved
+                own.velocity[w, c] = p.velocity[w, c] * fraction
+                own.angular_velocity[w, c] = p.angular_velocity[w, c] * fraction
             omega = p.angular_velocity[w]
             if omega[0] != 0.0 or omega[1] != 0.0 or omega[2] != 0.0:
-                q = quat_from_rotvec_one((omega[0] * t, omega[1] * t, omega[2] * t))
+                q = quat_from_rotvec_one((omega[0] * moved, omega[1] * moved, omega[2] * moved))
                 for c in range(4):
                     own.rotation[w, c] = q[c]
         elif p.motion[w] == SERVO:
@@ -315,7 +333,7 @@ def _target(table):
 def setup(model):
     """`WallParams` of the ``[[walls]]`` and ``[[mesh]]`` the builders handed over
     (``model.inputs["walls"]``: ``planes``, tables; ``meshes``, dicts with ``vertices`` in the
-    mesh frame, ``faces``, ``center``, ``velocity``, ``angular_velocity``), or None."""
+    mesh frame, ``faces``, ``center``, ``velocity``, ``angular_velocity``, ``start``), or None."""
     given = model.inputs.get("walls")
     if not given:
         return None
@@ -336,6 +354,7 @@ def setup(model):
         velocity=np.array([t["velocity"] for t in planes] + [m["velocity"] for m in meshes], float).reshape(-1, 3),
         angular_velocity=np.array([(0.0, 0.0, 0.0)] * n_planes + [m["angular_velocity"] for m in meshes],
                                   float).reshape(-1, 3),
+        start=np.array([t["start"] for t in planes] + [m["start"] for m in meshes], float),
         normal=np.concatenate((model.wall_normal, np.zeros((len(meshes), 3)))),
         target=np.array([_target(t) for t in planes] + [0.0] * len(meshes)),
         relaxation=np.array([t["servo_relaxation"] for t in planes] + [1.0] * len(meshes)),
@@ -357,9 +376,11 @@ def initial_state(model, p):
         force = 2.0 ** (np.floor(np.log2(abs(p.target[w]) if p.target[w] != 0.0 else 1.0)) - QUANTUM_BITS)
         smallest = 1000.0 * p.max_step[w]  # (the smallest contact diameter)
         quantum[w] = force, 2.0 ** (np.floor(np.log2(force / smallest)) + STIFFNESS_BITS)
+    moving = ((p.motion == PRESCRIBED) & (p.start <= 0.0))[:, None]  # (from t = 0: the velocity of the first step)
     return WallState(
-        point=p.point.copy(), rotation=rotation, velocity=np.where((p.motion == PRESCRIBED)[:, None], p.velocity, 0.0),
-        angular_velocity=p.angular_velocity.copy(), load=np.zeros((n_walls, LOAD)), work=np.zeros(n_walls),
+        point=p.point.copy(), rotation=rotation, velocity=np.where(moving, p.velocity, 0.0),
+        angular_velocity=np.where(moving, p.angular_velocity, 0.0), load=np.zeros((n_walls, LOAD)),
+        work=np.zeros(n_walls),
         step=np.zeros(1, np.int64), partial=np.zeros(((n + CHUNK - 1) // CHUNK, n_walls, LOAD)),
         mesh_count=np.zeros(n, np.int64), mesh_wall=np.zeros((n, slots), np.int64),
         mesh_feature=np.zeros((n, slots), np.int64), mesh_gap=np.zeros((n, slots)),
