@@ -73,6 +73,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import linregress
 
 from .runfiles import RunFolderError, read_log, read_snapshot, run_folders, snapshot_entries
 from .runner import CHECKPOINT
@@ -209,14 +210,11 @@ def fill_dependence(windows, width):
     if len(above) < MIN_ABOVE:
         return len(above), None, None
     fill, rate = np.array(above).T
-    spread = np.sum((fill - fill.mean()) ** 2)
-    if not spread > 0.0:
+    if not np.ptp(fill) > 0.0:
         return len(above), None, None
-    slope = np.sum((fill - fill.mean()) * (rate - rate.mean())) / spread
-    residual = rate - (rate.mean() + slope * (fill - fill.mean()))
-    error = np.sqrt(np.sum(residual ** 2) / (len(fill) - 2) / spread)
+    line = linregress(fill, rate)
     span = (fill.max() - fill.min()) / rate.mean()
-    return len(above), float(slope * span), float(error * span)
+    return len(above), float(line.slope * span), float(line.stderr * span)
 
 
 def steady_discharge(run_dir, outlet=0, level=None, width=None):
@@ -341,20 +339,17 @@ def fit_beverloo(orifice_diameters, rates, particle_diameter, bulk_density, g):
     n = len(x)
     if n < 3 or len(np.unique(x)) < 3:
         raise ValueError(f"Beverloo's law needs three distinct orifice diameters, got {sorted(set(x.tolist()))}")
-    spread = np.sum((x - x.mean()) ** 2)
-    a = np.sum((x - x.mean()) * (y - y.mean())) / spread
-    b = y.mean() - a * x.mean()
-    residual = y - (a * x + b)
-    variance = np.sum(residual ** 2) / (n - 2)
-    var_a, cov_ab = variance / spread, -x.mean() * variance / spread
-    var_b = variance * (1.0 / n + x.mean() ** 2 / spread)
+    line = linregress(x, y)
+    a, b = line.slope, line.intercept
+    var_a, var_b = line.stderr ** 2, line.intercept_stderr ** 2
+    cov_ab = -x.mean() * var_a
     c = a ** 2.5 / (bulk_density * np.sqrt(g))
     k = -b / (a * particle_diameter)
     dk_da, dk_db = b / (a ** 2 * particle_diameter), -1.0 / (a * particle_diameter)
     k_variance = dk_da ** 2 * var_a + dk_db ** 2 * var_b + 2.0 * dk_da * dk_db * cov_ab
     return BeverlooFit(c=float(c), k=float(k), c_error=float(2.5 * c * np.sqrt(var_a) / a),
                        k_error=float(np.sqrt(max(k_variance, 0.0))),
-                       r_squared=float(1.0 - np.sum(residual ** 2) / np.sum((y - y.mean()) ** 2)),
+                       r_squared=float(line.rvalue ** 2),
                        particle_diameter=float(particle_diameter), bulk_density=float(bulk_density), gravity=float(g))
 
 
