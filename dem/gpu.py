@@ -30,13 +30,13 @@ from .engine import (
     FAILED,
     NOT_FINITE,
     OK,
-    _fast_bonds,
-    _load,
-    _module,
-    _row_arguments,
-    _Writer,
+    SourceWriter,
+    fast_bonds,
     fast_pair_law,
     forces_module,
+    load_module,
+    module_text,
+    row_kernel_arguments,
     sample_module,
     substeps_contacts,
 )
@@ -123,7 +123,7 @@ def _kernels_text(scheme, names):
     from .contacts import Contacts
     from .neighbors import moved_far, rebuild_test
 
-    w = _Writer()
+    w = SourceWriter()
     w.imports["cuda"] = "from numba import cuda"
     interactions = [INTERACTIONS[n] for n in names]
     w.imports["_rows"] = f"from {forces_module(names, False).__name__} import _rows"
@@ -154,7 +154,7 @@ def _kernels_text(scheme, names):
             update = w.use(i.update, f"{i.name}_update")
             _kernel(w, f"update_{i.name}", f"h, st, bodies, table, index, p_{i.name}, o_{i.name}, hist_{i.name}",
                     [f"{update}(i, i + 1, h, st, bodies, {contacts}, p_{i.name}, o_{i.name}, hist_{i.name})"])
-    row_arguments = _row_arguments(interactions)
+    row_arguments = row_kernel_arguments(interactions)
     lines = []
     if "o_walls" in row_arguments:  # each row's wall loads go to its own slot of `scratch` (`add_wall_load`)
         fields = ", ".join("scratch[i - i // CHUNK:]" if f == "partial" else f"o_walls.{f}" for f in WallState._fields)
@@ -247,7 +247,7 @@ def _respa_text(w, scheme, names, contacts):
     _kernel(w, "fast_rows", f"st, bodies, table, index, p_{law}, fast",
             [f"{fast}(i, i + 1, st, bodies, {contacts}, p_{law}, fast)"])
     _kernel(w, "active", f"o_{law}, flags", [f"if o_{law}.active[i] > 0:", f"    flags[{ACTIVE}] = 1"])
-    for i in _fast_bonds(names):
+    for i in fast_bonds(names):
         kernel = w.use(i.fast, f"{i.name}_fast")
         _kernel(w, f"fast_{i.name}", f"st, bodies, p_{i.name}, o_{i.name}, fast",
                 [f"{kernel}(b, b + 1, st, bodies, p_{i.name}, o_{i.name}, fast)"], over="bonds")
@@ -255,7 +255,7 @@ def _respa_text(w, scheme, names, contacts):
 
 def kernels_source(scheme, names):
     """``(module name, text)`` of the GPU kernels of ``scheme`` with the interactions ``names``."""
-    return _module("gpu", f"GPU kernels of {scheme.name} with {', '.join(names) or 'no interaction'}",
+    return module_text("gpu", f"GPU kernels of {scheme.name} with {', '.join(names) or 'no interaction'}",
                    _kernels_text(scheme, tuple(names)), "")
 
 
@@ -263,7 +263,7 @@ def kernels_source(scheme, names):
 def kernels_module(scheme, names):
     """The module of the GPU kernels of ``scheme`` with the interactions ``names`` (a tuple)."""
     cuda()
-    return _load(*kernels_source(scheme, names))
+    return load_module(*kernels_source(scheme, names))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +396,7 @@ class DeviceLoop:
         """The fast force between sub-steps (`dem.engine._advance_text`)."""
         self.launch(self.kernels.fast_rows, run.n, run.st, run.bodies, run.table, (run.index,),
                     run.params[self.law][0], (run.fast,))
-        for i in _fast_bonds(self.names):
+        for i in fast_bonds(self.names):
             self.bonds(getattr(self.kernels, f"fast_{i.name}"), run.color_start[i.name], run.st, run.bodies,
                        *run.params[i.name], (run.fast,))
 
@@ -499,7 +499,7 @@ class _Run:
     def row_arguments(self):
         """The arguments of the ``rows`` kernel after ``index``."""
         out = []
-        for name in _row_arguments(self.loop.interactions):
+        for name in row_kernel_arguments(self.loop.interactions):
             kind, interaction = name.split("_", 1)
             if kind == "hist":
                 out.append((self.histories[interaction],))

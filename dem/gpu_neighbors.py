@@ -1,6 +1,6 @@
 """The neighbour list built on the GPU (`dem.gpu`): the same rows, cells and carried histories as
 `dem.neighbors.build_kernel` with `dem.contacts.compact_history`/`spread_history`, bit for bit,
-with the same compiled per-particle functions (`_cell_of`, `_scan_row`).
+with the same compiled per-particle functions (`cell_of`, `scan_row`).
 
 1. The bounds of the particles and the grid: on the host (`bounds`, `grid_of_bounds`; the
    positions go down, the grid's few numbers up).
@@ -8,7 +8,7 @@ with the same compiled per-particle functions (`_cell_of`, `_scan_row`).
    counts do not depend on the order), a prefix sum gives the cells' starts, each particle takes
    a place in its cell (in any order) and each cell then sorts its particles: ascending, as the
    CPU's serial sort leaves them.
-3. Rows: each particle counts its neighbours (`_scan_row`), a prefix sum gives the rows'
+3. Rows: each particle counts its neighbours (`scan_row`), a prefix sum gives the rows'
    starts, each particle writes its row and sorts it (insertion sort: rows are short).
 4. The owner offsets (entries ``j > i`` per row, a prefix sum), then each history: every new
    owner slot ``(i, j)`` looks its pair up in the old row ``i`` (bisection: rows are sorted) and
@@ -17,14 +17,14 @@ with the same compiled per-particle functions (`_cell_of`, `_scan_row`).
 
 Prefix sums run in tiles of `TILE` entries, one thread per tile (serial within it, in order):
 integer sums, exact whatever the layout. Periodic cells are binned as on the CPU; a sheared
-cell's rows (`dem.neighbors._scan_row_tilted`) are not built here (`dem.gpu.refusal`).
+cell's rows (`dem.neighbors._scan_row_tilted`) are not built here (`dem.gpu.problem`).
 """
 
 import numpy as np
 
 from .cell import record_build
 from .device import cuda as _cuda, simulated, to_device, to_host
-from .neighbors import N_BUILDS, N_ENTRIES, _active, _cell_of, _scan_row, _whole_grid, bounds, grid_of_bounds
+from .neighbors import N_BUILDS, N_ENTRIES, bounds, cell_of, grid_of_bounds, scan_row, takes_part, whole_grid
 
 cuda = _cuda()
 TILE = 1024
@@ -47,9 +47,9 @@ def _zero(values_):
 def _count_cells(bodies, grid, cell_start_):
     (position, diameter), cell_start = bodies, cell_start_[0]
     i = cuda.grid(1)
-    if i < position.shape[0] and _active(position, diameter, i):
+    if i < position.shape[0] and takes_part(position, diameter, i):
         dims = grid[4]
-        a, b, c = _cell_of(position, i, grid)
+        a, b, c = cell_of(position, i, grid)
         cuda.atomic.add(cell_start, (a * dims[1] + b) * dims[2] + c + 1, 1)
 
 
@@ -99,9 +99,9 @@ def inclusive_scan(values):
 def _place(bodies, grid, cell_start_, cursor_, cell_particles_):
     (position, diameter), cell_start, cursor, cell_particles = bodies, cell_start_[0], cursor_[0], cell_particles_[0]
     i = cuda.grid(1)
-    if i < position.shape[0] and _active(position, diameter, i):
+    if i < position.shape[0] and takes_part(position, diameter, i):
         dims = grid[4]
-        a, b, c = _cell_of(position, i, grid)
+        a, b, c = cell_of(position, i, grid)
         k = (a * dims[1] + b) * dims[2] + c
         cell_particles[cell_start[k] + cuda.atomic.add(cursor, k, 1)] = i
 
@@ -134,8 +134,8 @@ def _count_rows(bodies, skin, grid, cell_start_, cell_particles_, start_, index_
         if i == 0:
             start[0] = 0
         count = 0
-        if _active(position, diameter, i):
-            count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, 0, False, cell)
+        if takes_part(position, diameter, i):
+            count = scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, 0, False, cell)
         start[i + 1] = count
 
 
@@ -145,8 +145,8 @@ def _fill_rows(bodies, skin, grid, cell_start_, cell_particles_, start_, index_,
     cell_start, cell_particles, start, index = cell_start_[0], cell_particles_[0], start_[0], index_[0]
     i = cuda.grid(1)
     if i < position.shape[0]:
-        if _active(position, diameter, i):
-            _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], True, cell)
+        if takes_part(position, diameter, i):
+            scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], True, cell)
             _insertion_sort(index, start[i], start[i + 1])
         for c in range(3):
             reference[i, c] = position[i, c]
@@ -233,7 +233,7 @@ def build(position, diameter, table, index, histories, widths, cell):
     host_cell = to_host(cell)
     lo, hi, largest = bounds(to_host(position), to_host(diameter))
     origin, size, dims = grid_of_bounds(lo, hi, largest, table.skin, table.cell_start.shape[0] - 1, host_cell)
-    grid = to_device(_whole_grid(origin, size, dims, host_cell))
+    grid = to_device(whole_grid(origin, size, dims, host_cell))
     n_cells = int(dims[0] * dims[1] * dims[2])
     cell_start, cell_particles = table.cell_start, table.cell_particles
     _zero[_blocks(n_cells + 1)]((cell_start,))

@@ -28,7 +28,7 @@ CHUNK = 4096
 
 
 @njit(cache=True)
-def _active(position, diameter, i):
+def takes_part(position, diameter, i):
     """Whether body ``i`` takes part: it has a diameter and a sane position (a run that blew up,
     with NaN or astronomically far bodies, must not index cells with them; the integrator reports
     the blow-up after the chunk)."""
@@ -44,7 +44,7 @@ def bounds(position, diameter):
     hi = np.full(3, -np.inf)
     largest = 0.0
     for i in range(position.shape[0]):
-        if not _active(position, diameter, i):
+        if not takes_part(position, diameter, i):
             continue
         largest = max(largest, diameter[i])
         for c in range(3):
@@ -111,13 +111,13 @@ def _wrapped(u, c, grid):
 @njit(inline="always")
 def _bin(u, c, grid):
     """The cell along axis ``c`` of the offset ``u`` from the grid's origin, wrapped into the
-    cell along a periodic axis (`_cell_of`)."""
+    cell along a periodic axis (`cell_of`)."""
     size, top, first = grid[1], grid[2], grid[3]
     return min(int(_wrapped(u, c, grid) / size[c]), top[c]) - first[c]
 
 
 @njit(inline="always")
-def _cell_of(position, i, grid):
+def cell_of(position, i, grid):
     """Cell coordinates of particle ``i`` in ``grid = (lo, size, top, first, dims, period,
     inverse, tilt)``: the cell of the whole grid (origin ``lo``, cell sizes ``size``, last cell
     ``top``) less ``first``, the first cell of the part of it that ``dims`` spans (all of it,
@@ -153,7 +153,7 @@ def _wrap(k, dims):
 @njit(inline="always")
 def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, fill, cell,
                periodic, count):
-    """`_scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images only
+    """`scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images only
     where the cell is ``periodic``); returns ``count`` plus those found (written from ``offset +
     count`` when ``fill``)."""
     for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
@@ -174,13 +174,13 @@ def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particl
 
 
 @njit(cache=True)
-def _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
+def scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
     """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i`` (the
     periodic steps only where the cell is periodic: its tests are loop-invariant)."""
     count = 0
     dims, period = grid[4], grid[5]
     periodic = period[0] > 0.0 or period[1] > 0.0 or period[2] > 0.0
-    ca, cb, cc = _cell_of(position, i, grid)
+    ca, cb, cc = cell_of(position, i, grid)
     first_a, count_a = _span(ca, dims[0], period[0] > 0.0)
     first_b, count_b = _span(cb, dims[1], period[1] > 0.0)
     first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
@@ -206,7 +206,7 @@ def _stencil(q, c, grid):
 
 @njit(cache=True)
 def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
-    """`_scan_row` in a sheared cell (`dem.cell`: the images across the z and y faces shifted by
+    """`scan_row` in a sheared cell (`dem.cell`: the images across the z and y faces shifted by
     the tilts): the neighbours of ``i`` are the particles binned within reach of one of the
     points ``u_i − H m`` (``u_i`` its wrapped offset, ``H m`` a lattice vector), so the cells
     around each such point that lies within a cell's size of the box are gathered (``m`` within
@@ -253,7 +253,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
     tilt = grid[7]
     tilted = tilt[0] != 0.0 or tilt[1] != 0.0 or tilt[2] != 0.0
     for i in range(lo_row, hi_row):
-        if not _active(position, diameter, i):
+        if not takes_part(position, diameter, i):
             if not fill:
                 start[i + 1] = 0
             continue
@@ -261,7 +261,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
             count = _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
                                       fill, cell)
         else:
-            count = _scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
+            count = scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
                               cell)
         if fill:
             index[start[i]:start[i] + count].sort()  # ascending rows (in place)
@@ -275,15 +275,15 @@ def build_kernel(position, diameter, skin, parallel, reference_position, start, 
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
     lo, hi, largest = bounds(position, diameter)
     origin, size, dims = grid_of_bounds(lo, hi, largest, skin, cell_start.shape[0] - 1, cell)
-    index = _build_on_grid(position, diameter, skin, parallel, _whole_grid(origin, size, dims, cell),
+    index = _build_on_grid(position, diameter, skin, parallel, whole_grid(origin, size, dims, cell),
                            reference_position, start, index, cell_start, cell_particles, counters, cell)
     record_build(cell, lo, hi, largest + skin)
     return index
 
 
 @njit(cache=True)
-def _whole_grid(lo, size, dims, cell):
-    """The grid of `_cell_of` that spans all of ``dims``."""
+def whole_grid(lo, size, dims, cell):
+    """The grid of `cell_of` that spans all of ``dims``."""
     return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy(), cell[TILT].copy()
 
 
@@ -292,12 +292,12 @@ def _part_grid(position, diameter, lo, size, dims, cell):
     """The part of the grid ``lo, size, dims`` (of all particles, on every MPI rank) that spans
     the cells of the active particles among ``position`` (a rank's): same cells, so each cell
     holds the same particles, in the same order, as in the whole grid."""
-    whole = _whole_grid(lo, size, dims, cell)
+    whole = whole_grid(lo, size, dims, cell)
     first = dims.copy()
     last = np.full(3, -1, np.int64)
     for i in range(position.shape[0]):
-        if _active(position, diameter, i):
-            where = _cell_of(position, i, whole)
+        if takes_part(position, diameter, i):
+            where = cell_of(position, i, whole)
             for c in range(3):
                 first[c] = min(first[c], where[c])
                 last[c] = max(last[c], where[c])
@@ -319,7 +319,7 @@ def _build_part(position, diameter, skin, grid, extent, reference_position, star
 @njit(inline="always")
 def _build_on_grid(position, diameter, skin, parallel, grid, reference_position, start, index, cell_start,
                    cell_particles, counters, cell):
-    """Rebuild the list on the cells of ``grid`` (`_cell_of`); returns ``index``."""
+    """Rebuild the list on the cells of ``grid`` (`cell_of`); returns ``index``."""
     n = position.shape[0]
     dims = grid[4]
     n_cells = dims[0] * dims[1] * dims[2]
@@ -329,14 +329,14 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
     for k in range(n_cells + 1):
         cell_start[k] = 0
     for i in range(n):
-        if _active(position, diameter, i):
-            a, b, c = _cell_of(position, i, grid)
+        if takes_part(position, diameter, i):
+            a, b, c = cell_of(position, i, grid)
             cell_start[(a * dims[1] + b) * dims[2] + c + 1] += 1
     for k in range(n_cells):
         cell_start[k + 1] += cell_start[k]
     for i in range(n):
-        if _active(position, diameter, i):
-            a, b, c = _cell_of(position, i, grid)
+        if takes_part(position, diameter, i):
+            a, b, c = cell_of(position, i, grid)
             k = (a * dims[1] + b) * dims[2] + c
             cell_particles[cell_start[k]] = i
             cell_start[k] += 1

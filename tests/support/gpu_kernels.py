@@ -52,7 +52,7 @@ def compile_all(path):
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
     with open(path, "rb") as file:
         scheme, names, seen = pickle.load(file)
-    module = gpu._load(*gpu.kernels_source(SCHEMES[scheme], names))
+    module = gpu.load_module(*gpu.kernels_source(SCHEMES[scheme], names))
     for name, signature in seen.items():
         try:
             cuda.compile_ptx(getattr(module, name).py_func, signature, cc=(9, 0))
