@@ -24,7 +24,9 @@ import numpy as np
 
 from .cell import record_build
 from .device import cuda as _cuda, simulated, to_device, to_host
-from .neighbors import N_BUILDS, N_ENTRIES, bounds, cell_of, grid_of_bounds, scan_row, takes_part, whole_grid
+from .neighbors import (
+    N_BUILDS, N_ENTRIES, bounds, cell_of, grid_of_bounds, scan_row, sort_row, takes_part, whole_grid,
+)
 
 cuda = _cuda()
 TILE = 1024
@@ -111,18 +113,7 @@ def _sort_cells(n_cells, cell_start_, cell_particles_):
     cell_start, cell_particles = cell_start_[0], cell_particles_[0]
     k = cuda.grid(1)
     if k < n_cells:
-        _insertion_sort(cell_particles, cell_start[k], cell_start[k + 1])
-
-
-@cuda.jit(device=True, inline=True)
-def _insertion_sort(values, lo, hi):
-    for a in range(lo + 1, hi):
-        value = values[a]
-        b = a - 1
-        while b >= lo and values[b] > value:
-            values[b + 1] = values[b]
-            b -= 1
-        values[b + 1] = value
+        sort_row(cell_particles, cell_start[k], cell_start[k + 1])
 
 
 @cuda.jit(cache=True)
@@ -147,7 +138,7 @@ def _fill_rows(bodies, skin, grid, cell_start_, cell_particles_, start_, index_,
     if i < position.shape[0]:
         if takes_part(position, diameter, i):
             scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], True, cell)
-            _insertion_sort(index, start[i], start[i + 1])
+            sort_row(index, start[i], start[i + 1])
         for c in range(3):
             reference[i, c] = position[i, c]
 

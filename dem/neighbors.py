@@ -246,6 +246,20 @@ def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particl
     return count
 
 
+@njit(inline="always")
+def sort_row(values, first, end):
+    """Sort ``values[first:end]`` ascending in place by insertion: a neighbour row (or, on the
+    GPU, a cell's particles) is short and comes as a few ascending runs (cells bin their
+    particles in ascending order), where a general sort's set-up costs more than the sorting."""
+    for k in range(first + 1, end):
+        value = values[k]
+        m = k
+        while m > first and values[m - 1] > value:
+            values[m] = values[m - 1]
+            m -= 1
+        values[m] = value
+
+
 @njit(cache=True)
 def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell):
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
@@ -264,7 +278,7 @@ def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_parti
             count = scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
                               cell)
         if fill:
-            index[start[i]:start[i] + count].sort()  # ascending rows (in place)
+            sort_row(index, start[i], start[i] + count)
         else:
             start[i + 1] = count
 
