@@ -2,7 +2,8 @@
 
 A checkpoint (``.npz``) holds the state (positions, velocities, orientations, angular velocities,
 the forces and moments of that configuration, the cell), every interaction's own time-varying arrays
-(``interaction.<name>.<field>``: broken bonds, energy booked to breakage or damping, …), the
+(``interaction.<name>.<field>``: broken bonds, energy booked to breakage or damping, …; not the
+scratch a force evaluation rewrites, `Interaction.scratch_state`), the
 scheme's state (``lgvi``: the spatial angular momenta), the contact table (the reference
 positions of its last build, from which the neighbour list is rebuilt so that contact sums run in
 the same order, and every per-contact history by pair key), the step, the scene (file,
@@ -15,6 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
+
+from .interactions import INTERACTIONS
 
 #: 4: the cell (`dem.cell`: a deforming cell's lattice, its three shear rates and the bound of its
 #: images' motion) and the pair laws' booked work against it (formats 1 to 3, before them, are
@@ -40,7 +43,8 @@ def save_checkpoint(path, sim, scene_path, overrides, energy_reference):
     state = sim.state
     arrays = {f"state_{name}": getattr(state, name) for name in STATE_FIELDS}
     for name, own in state.interactions.items():
-        arrays.update({f"interaction.{name}.{field}": value for field, value in zip(own._fields, own)})
+        arrays.update({f"interaction.{name}.{field}": value for field, value in zip(own._fields, own)
+                       if field not in INTERACTIONS[name].scratch_state})
     arrays.update({f"scheme.{field}": value for field, value in zip(sim.aux._fields, sim.aux)})
     arrays.update({f"contacts.{key}": value for key, value in sim.contacts.export().items()})
     arrays.update(
@@ -85,6 +89,8 @@ def restore(checkpoint, model, state, path="checkpoint"):
         getattr(state, name)[...] = checkpoint[f"state_{name}"]
     for name, own in state.interactions.items():
         for field, value in zip(own._fields, own):
+            if field in INTERACTIONS[name].scratch_state or len(value) == 0:  # scratch, or unused by this run
+                continue
             key = f"interaction.{name}.{field}"
             if key not in checkpoint or checkpoint[key].shape != value.shape:
                 raise CheckpointError(f"{path}: does not match the scene: its {name} state differs ({key})")

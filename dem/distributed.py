@@ -354,6 +354,13 @@ class DistributedSimulation(Simulation):
         self.shared_state = {(n, f): getattr(own, f).copy() if self.rank == 0 or f not in INTERACTIONS[n].summed_state
                              else np.zeros_like(getattr(own, f))
                              for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
+        #: per-body own-state fields that do not move with the bodies: scratch (`Interaction.
+        #: scratch_state`, each rank's own) and fields with no rows (what the run does not use, as the
+        #: fast force without contact sub-steps); their rows (per body, or none), trailing shape and type
+        self.unmoved = {(n, f): (len(values) > 0, values.shape[1:], values.dtype)
+                        for n, own in state.interactions.items() for f, values in zip(own._fields, own)
+                        if f in INTERACTIONS[n].scratch_state
+                        or (len(values) == 0 and f not in INTERACTIONS[n].bond_state + INTERACTIONS[n].shared_state)}
         restarted = int(contacts["builds"]) > 0
         self._builds = int(self.neighbors) if first else int(contacts["builds"])
         # every rank holds everything now: start from an even split of the ids, then migrate
@@ -380,9 +387,15 @@ class DistributedSimulation(Simulation):
         rows = {f"state.{f}": getattr(state, f)[index] for f in STATE_FIELDS}
         rows.update({f"aux.{f}": getattr(aux, f)[index] for f in aux._fields})
         for name, own in own_states.items():
+            kept = INTERACTIONS[name].bond_state + INTERACTIONS[name].shared_state
             rows.update({f"own.{name}.{f}": getattr(own, f)[index] for f in own._fields
-                         if f not in INTERACTIONS[name].bond_state + INTERACTIONS[name].shared_state})
+                         if f not in kept and (name, f) not in self.unmoved})
         return rows
+
+    def _unmoved(self, name, field, n_bodies):
+        """A new own-state field that does not move with the bodies (`unmoved`), for ``n_bodies``."""
+        per_body, shape, dtype = self.unmoved[(name, field)]
+        return np.zeros((n_bodies if per_body else 0,) + shape, dtype)
 
     def _bond_length(self, bonds, i, j, position):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
@@ -493,6 +506,7 @@ class DistributedSimulation(Simulation):
             self.state.interactions[name] = own_type(*(
                 self.bond_state[(name, f)][self.parts[name].bonds].copy() if f in bond_fields
                 else self.shared_state[(name, f)] if (name, f) in self.shared_state
+                else self._unmoved(name, f, len(bodies)) if (name, f) in self.unmoved
                 else local(mine[f"own.{name}.{f}"]) for f in own_type._fields))
         self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
         self.params = {name: INTERACTIONS[name].localize(p, self.parts.get(name, part)) if INTERACTIONS[name].localize
@@ -733,6 +747,8 @@ class DistributedSimulation(Simulation):
                         for p in pieces[1:]:
                             values += p[f"summed.{name}.{f}"]
                     fields.append(values)
+                elif (name, f) in self.unmoved:
+                    fields.append(self._unmoved(name, f, model.n_bodies))
                 else:
                     fields.append(whole(f"own.{name}.{f}", getattr(own, f)))
             state.interactions[name] = type(own)(*fields)

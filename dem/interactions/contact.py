@@ -68,8 +68,9 @@ from .rolling import (
 ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work ratio fixed friction rolling "
                                             "twisting rolling_damping contact_inertia loads")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
-#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`),
-#: ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``,
+#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`; without
+#: sub-steps ``fast`` and ``mean`` have no rows), ``upper (n, UPPER)``: what the update summed over
+#: the row's pairs ``j > i`` (its first ``LOADS`` columns only without sub-steps),
 #: ``hysteresis``: the energy its JKR contacts lost forming and breaking (0 for other laws), and
 #: ``cell_work``: the work its pairs ``j > i`` did against a deforming cell's moving images
 #: (`dem.cell`; the budget's ``cell`` column)
@@ -80,7 +81,8 @@ SPRINGS = 7
 FORMED = SPRINGS
 #: scratch columns: the force and moment of a pair on its second body, at that body's lower slot
 LOADS = 6
-#: the update's sums of a row's pairs j > i: force (3), moment (3), elastic normal force (3), active contacts
+#: the update's sums of a row's pairs j > i: force (3), moment (3), and with contact sub-steps the elastic
+#: normal force (3) and the active contacts
 UPPER = 10
 
 
@@ -297,8 +299,9 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             history[lower, loads + 5] = tj[2]
         upper[i, 0], upper[i, 1], upper[i, 2] = fx, fy, fz
         upper[i, 3], upper[i, 4], upper[i, 5] = tx, ty, tz
-        upper[i, 6], upper[i, 7], upper[i, 8] = ex, ey, ez
-        upper[i, 9] = active
+        if p.substeps > 1:
+            upper[i, 6], upper[i, 7], upper[i, 8] = ex, ey, ez
+            upper[i, 9] = active
         own.friction[i] += booked
         own.dissipated[i] += h * power
         own.hysteresis[i] += lost
@@ -334,8 +337,9 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
             r = np.sqrt(r2)
             elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
             ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
-    own.active[i] = active + int(upper[i, 9])
+    own.active[i] = active
     if substepped:
+        own.active[i] += int(upper[i, 9])
         own.fast[i, 0] = ex + upper[i, 6]
         own.fast[i, 1] = ey + upper[i, 7]
         own.fast[i, 2] = ez + upper[i, 8]
@@ -413,8 +417,10 @@ def _setup(adhesion):
 
 def _state(model, params):
     n = model.n_bodies
-    return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
-                        np.zeros((n, UPPER)), np.zeros(n), np.zeros(n))
+    substepped = params.substeps > 1
+    steps = n if substepped else 0  # the sub-steps' fast force and its scratch
+    return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
+                        np.zeros((n, UPPER if substepped else LOADS)), np.zeros(n), np.zeros(n))
 
 
 _NORMAL_STEP = normal_critical_step("normal contact particle–particle", 1.0, 2.0)
@@ -442,6 +448,7 @@ CONTACT_PP = Interaction(
     setup=_setup(False), state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=contact_pp_update, critical_step=_critical_step, fast_pairs=True,
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
+    scratch_state=("upper",),
 )
 #: the pipeline under an adhesive normal law (JKR, DMT): the adhesion's energy and the JKR
 #: contacts' hysteresis are columns of their own, the history keeps whether each JKR contact is
@@ -454,5 +461,5 @@ ADHESIVE_PP = Interaction(
              "cell"),
     internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=contact_pp_forces,
     energy=adhesive_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=contact_pp_update,
-    critical_step=_critical_step, localize=CONTACT_PP.localize,
+    critical_step=_critical_step, localize=CONTACT_PP.localize, scratch_state=CONTACT_PP.scratch_state,
 )

@@ -46,8 +46,9 @@ HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshe
 #: (n,)``, how many of the particle's contacts are active at the last force evaluation
 #: (`ACTIVE_OVERLAP`), and ``fast (n, 3)``, the fast force of contact sub-stepping
 #: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force), and ``mean (n,
-#: 3)``, its scratch (the drifts' mean velocity); ``adhered (n, planes)``, whether the particle's JKR
-#: contact with each plane is formed (``(n, 0)`` for other laws), and ``hysteresis (n,)``, the energy
+#: 3)``, its scratch (the drifts' mean velocity): without sub-steps, and for the walls, no rows;
+#: ``adhered (n, planes)``, whether the particle's JKR contact with each plane is formed (``(n, 0)``
+#: for other laws), and ``hysteresis (n,)``, the energy
 #: its JKR contacts lost forming and breaking (`adhesive_law`; 0 for other laws); ``cell_work (n,)``
 #: (`hertz_pp`), the work its contacts did against the moving images of a deforming cell
 #: (`dem.cell`: minus the work the cell put in through them, the budget's ``cell`` column).
@@ -720,7 +721,8 @@ def _setup(stiffness_key, needs_walls, adhesion):
 
 def initial_state(model, params):
     n = model.n_bodies
-    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros((n, 3)),
+    steps = n if params.substeps > 1 else 0  # the sub-steps' fast force and its scratch (`hertz_pp` only)
+    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
                       np.zeros((n, params.wall_normal.shape[0] if params.law == JKR else 0), np.uint8), np.zeros(n),
                       np.zeros(n))
 
