@@ -47,13 +47,16 @@ from numba import njit
 from ..cell import image_velocity
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared, step_spring,
-    stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
+    KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
+    step_spring, stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
 )
 from .hertz import (
-    JKR, KEYS_PP as NORMAL_KEYS, adhesive, adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact,
-    jkr_separation, jkr_touch_energy, normal_code, normal_critical_step, normal_damping, normal_law, normal_stiffness,
-    pair_active, pair_overlap, pull_off, stiffness_damped,
+    KEYS_PP as NORMAL_KEYS, adhesive, carries_springs, contact_substeps, in_contact, normal_code, normal_critical_step,
+    normal_damping, pair_active, pair_overlap, stiffness_damped,
+)
+from .normal import (
+    adhesive_law, beyond_contact, contact_scales, is_adhesive, normal_law, normal_stiffness, pull_off, separation,
+    touch_energy,
 )
 from .rolling import (
     KEYS as ROLLING_KEYS, advance_rolling_springs, contact_inertia, rolling_critical_step, rolling_moment,
@@ -158,11 +161,12 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     touching = r2 < reach * reach
     reduced = radius_i * radius_j / (radius_i + radius_j)
     lost = 0.0
-    formed = p.law == JKR and history[slot, FORMED] != 0.0
-    if p.law == JKR:
+    holds = beyond_contact(p.law)
+    formed = holds and history[slot, FORMED] != 0.0
+    if holds:
         if formed and not touching:
-            separation, snapped = jkr_separation(p.stiffness, reach, reduced, p.work)
-            touching = reach - np.sqrt(r2) > separation
+            broken, snapped = separation(p.law, p.stiffness, reach, reduced, p.work)
+            touching = reach - np.sqrt(r2) > broken
             if not touching:  # it snaps off: its energy at ξ_c is lost
                 lost = snapped
         history[slot, FORMED] = 1.0 if touching else 0.0
@@ -188,10 +192,10 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     delta = 1.0 - r / reach
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
-    if p.law >= JKR:
+    if is_adhesive(p.law):
         f_elastic, k_now = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
-        if p.law == JKR and not formed:  # it snaps on: the curve's energy at touch is lost
-            lost -= jkr_touch_energy(p.stiffness, reach, reduced, p.work)
+        if holds and not formed:  # it snaps on: the curve's energy at touch is lost
+            lost -= touch_energy(p.law, p.stiffness, reach, reduced, p.work)
         coulomb = f_elastic + 2.0 * pull_off(p.law, reduced, p.work)
     else:
         f_elastic = coulomb = normal_law(p.law, delta, p.stiffness, reach)[1]
@@ -279,7 +283,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             lost += snapped
             driven += taken
             if not loaded:
-                if p.law == JKR:
+                if beyond_contact(p.law):
                     lower = lower_slot(contacts, i, j)
                     for c in range(LOADS):
                         history[lower, loads + c] = 0.0
@@ -317,7 +321,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     substepped = p.substeps > 1
     horizon = 2.0 * h
     loads = p.loads
-    every = p.law == JKR
+    every = beyond_contact(p.law)
     fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
     active = 0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
@@ -356,11 +360,11 @@ def _energies(st, bodies, contacts, p, history):
         for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
             dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
-            if r2 < reach * reach or (p.law == JKR and history[slot, FORMED] != 0.0):
+            if r2 < reach * reach or (beyond_contact(p.law) and history[slot, FORMED] != 0.0):
                 r = np.sqrt(r2)
                 delta = 1.0 - r / reach
                 reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
-                if p.law >= JKR:
+                if is_adhesive(p.law):
                     u_hertz, u_adhesion = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[:2]
                     normal += u_hertz
                     adhesion += u_adhesion

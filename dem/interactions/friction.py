@@ -83,7 +83,8 @@ from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
-from .hertz import RESTITUTION, contact_critical_step, contact_scales, inverse_masses, normal_code, normal_damping
+from .hertz import RESTITUTION, contact_critical_step, inverse_masses, normal_code, normal_damping
+from .normal import contact_scales
 from .walls import add_wall_load, wall_velocity_at
 
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
