@@ -47,15 +47,15 @@ from numba import njit
 from ..cell import image_velocity
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
+    KEYS as FRICTION_KEYS, TANGENTIAL_MODELS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
     step_spring, stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
 )
 from .hertz import (
-    KEYS_PP as NORMAL_KEYS, adhesive, carries_springs, contact_substeps, in_contact, normal_code, normal_critical_step,
-    normal_damping, pair_active, pair_overlap, stiffness_damped,
+    DAMPING_MODELS, KEYS_PP as NORMAL_KEYS, adhesive, carries_springs, contact_substeps, in_contact, listing,
+    normal_code, normal_critical_step, normal_damping, pair_active, pair_overlap, stiffness_damped, sub_model_error,
 )
 from .normal import (
-    adhesive_law, beyond_contact, contact_scales, is_adhesive, normal_law, normal_stiffness, pull_off, separation,
+    LAWS, adhesive_law, beyond_contact, contact_scales, is_adhesive, normal_law, normal_stiffness, pull_off, separation,
     touch_energy,
 )
 from .rolling import (
@@ -399,12 +399,38 @@ def adhesive_pp_energy(st, bodies, contacts, p, own, history):
             np.sum(own.dissipated), np.sum(own.cell_work))
 
 
+def check_sub_models(contact, wall_friction):
+    """The one-line error (``"contact.key: problem"``) of a ``[contact]`` table whose sub-models
+    and parameters disagree, or None: a sub-model set to ``"none"`` whose parameters are set
+    (``wall_friction (w, 3)``: the walls' own friction coefficients, NaN where a wall has none), a
+    normal law or tangential spring without a parameter it needs, or with one that only others
+    read (`dem.interactions.hertz.sub_model_error`), contact sub-stepping under an adhesive law."""
+    walls = np.nan_to_num(np.asarray(wall_friction, float).reshape(-1, 3))
+    law = contact["normal"]
+    if contact["damping"] == "none" and contact["restitution"] < 1.0:
+        others = listing((name for name in DAMPING_MODELS if name != "none"), "or")
+        return f"contact.damping: 'none' leaves contact.restitution = {contact['restitution']} unused: set " \
+               f"restitution = 1 or choose {others}"
+    problem = sub_model_error(contact, "normal", {law.name: law for law in LAWS}, "normal law", "normal laws")
+    if problem:
+        return problem
+    if LAWS[normal_code(contact)].adhesive and contact["substeps"] > 1:
+        plain = listing((other.name for other in LAWS if not other.adhesive), "or")
+        return f"contact.substeps: contact sub-stepping needs a normal law without history ({plain}), not '{law}'"
+    for model, keys, column in (("tangential", ("friction",), 0), ("rolling", ("rolling_friction",), 1),
+                                ("twisting", ("twisting_friction",), 2)):
+        if contact[model] == "none" and (contact[keys[0]] > 0.0 or (walls[:, column] > 0.0).any()):
+            return f"contact.{model}: 'none' leaves contact.{keys[0]} (or a wall's) unused: set it to 0 or choose " \
+                   f"a {model} model"
+    return sub_model_error(contact, "tangential", TANGENTIAL_MODELS, "tangential spring", "tangential springs")
+
+
 def _setup(adhesion):
     def setup(model):
         contact = model.sections["contact"]
         if not carries_springs(contact) or not (model.diameter > 0).any() or adhesive(contact) != adhesion:
             return None
-        fixed = float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0
+        fixed = TANGENTIAL_MODELS[contact["tangential"]].fixed(contact)
         return ContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact),
                              contact_substeps(model), float(contact["work_of_adhesion"]),
                              stiffness_ratio(contact["poisson_ratio"]), fixed, float(contact["friction"]),

@@ -101,13 +101,25 @@ def tsuji_damping(restitution, law=0):
     return math.sqrt(2.0) * alpha / math.sqrt(LAWS[law].secant_ratio)
 
 
-#: the damping sub-models of ``[contact] damping``
-DAMPING_MODELS = ("restitution", "tsuji", "none")
-DAMPING = Key("str", "restitution", "normal damping (sub-model): a dashpot −γ √(m* k_n) v_n on the contact stiffness "
-              "k_n; 'restitution' sets γ so that a head-on collision rebounds at exactly the restitution e "
-              "(Hertz and Hooke); 'tsuji' takes Tsuji's γ(e) (Marshall 2009's fit, as LAMMPS's 'damping tsuji'); "
-              "'none': no damping (then restitution must be 1)", "", choices=DAMPING_MODELS)
+def no_damping(restitution, law=0):
+    """``γ = 0``."""
+    return 0.0
 
+
+#: A damping sub-model of ``[contact] damping``: the text of its choice in the key's doc and its
+#: set-up, ``gamma(e, law)``, the dashpot's ``γ`` for the restitution ``e`` under the normal law
+#: of code ``law`` (`normal_damping`).
+DampingModel = namedtuple("DampingModel", "doc gamma")
+#: the damping sub-models, by their names in ``[contact] damping``
+DAMPING_MODELS = {
+    "restitution": DampingModel("sets γ so that a head-on collision rebounds at exactly the restitution e (Hertz and "
+                                "Hooke)", damping_from_restitution),
+    "tsuji": DampingModel("takes Tsuji's γ(e) (Marshall 2009's fit, as LAMMPS's 'damping tsuji')", tsuji_damping),
+    "none": DampingModel("gives no damping (then restitution must be 1)", no_damping),
+}
+DAMPING = Key("str", "restitution", "normal damping (sub-model): a dashpot −γ √(m* k_n) v_n on the contact stiffness "
+              "k_n; " + "; ".join(f"'{name}' {model.doc}" for name, model in DAMPING_MODELS.items()), "",
+              choices=tuple(DAMPING_MODELS))
 
 WORK_OF_ADHESION = Key("float", 0.0, "work of adhesion w of the adhesive normal laws "
                        + listing(law.name for law in LAWS if "work_of_adhesion" in law.needs)
@@ -148,12 +160,7 @@ KEYS_PW = {"contact": {
 
 def normal_damping(contact):
     """``γ`` of the normal dashpot of a ``[contact]`` table (its ``damping`` sub-model)."""
-    law = normal_code(contact)
-    if contact["damping"] == "none":
-        return 0.0
-    if contact["damping"] == "tsuji":
-        return tsuji_damping(contact["restitution"], law)
-    return damping_from_restitution(contact["restitution"], law)
+    return DAMPING_MODELS[contact["damping"]].gamma(contact["restitution"], normal_code(contact))
 
 
 def normal_code(contact):
@@ -523,7 +530,7 @@ def contact_substeps(model):
     and close next to its stiff bonds) and 1, the plain map, elsewhere (granular matter, whose
     contacts the time step resolves: there the sub-steps cost their price and change little) and
     under an adhesive law (whose force depends on the contact's history, which the sub-steps do
-    not carry: `check_sub_models` refuses ``substeps > 1`` with it)."""
+    not carry: `dem.interactions.contact.check_sub_models` refuses ``substeps > 1`` with it)."""
     substeps = int(model.sections["contact"]["substeps"])
     if substeps > 0:
         return substeps
@@ -553,37 +560,6 @@ def sub_model_error(contact, key, models, what, plural):
         if chosen not in users and contact[parameter] > 0.0:
             who = f"the {listing(users)} {what} uses" if len(users) == 1 else f"the {plural} {listing(users)} use"
             return f"contact.{parameter}: only {who} it (contact.{key} is '{chosen}')"
-    return None
-
-
-def check_sub_models(contact, wall_friction):
-    """The one-line error (``"contact.key: problem"``) of a ``[contact]`` table whose sub-models
-    and parameters disagree, or None: a sub-model set to ``"none"`` whose parameters are set
-    (``wall_friction (w, 3)``: the walls' own friction coefficients, NaN where a wall has none), a
-    normal law without a parameter it needs or with one that only other laws read
-    (`sub_model_error`), contact sub-stepping under an adhesive law, a linear tangential spring
-    without its stiffness."""
-    walls = np.nan_to_num(np.asarray(wall_friction, float).reshape(-1, 3))
-    law = contact["normal"]
-    if contact["damping"] == "none" and contact["restitution"] < 1.0:
-        return f"contact.damping: 'none' leaves contact.restitution = {contact['restitution']} unused: set " \
-               f"restitution = 1 or choose 'restitution' or 'tsuji'"
-    problem = sub_model_error(contact, "normal", {law.name: law for law in LAWS}, "normal law", "normal laws")
-    if problem:
-        return problem
-    if LAWS[normal_code(contact)].adhesive and contact["substeps"] > 1:
-        plain = listing((other.name for other in LAWS if not other.adhesive), "or")
-        return f"contact.substeps: contact sub-stepping needs a normal law without history ({plain}), not '{law}'"
-    for model, keys, column in (("tangential", ("friction",), 0), ("rolling", ("rolling_friction",), 1),
-                                ("twisting", ("twisting_friction",), 2)):
-        if contact[model] == "none" and (contact[keys[0]] > 0.0 or (walls[:, column] > 0.0).any()):
-            return f"contact.{model}: 'none' leaves contact.{keys[0]} (or a wall's) unused: set it to 0 or choose " \
-                   f"a {model} model"
-    if contact["tangential"] == "linear_history" and contact["tangential_stiffness"] <= 0.0:
-        return "contact.tangential_stiffness: the 'linear_history' tangential spring needs its stiffness k_t > 0"
-    if contact["tangential"] != "linear_history" and contact["tangential_stiffness"] > 0.0:
-        return f"contact.tangential_stiffness: only the 'linear_history' tangential spring uses it " \
-               f"(contact.tangential is '{contact['tangential']}')"
     return None
 
 
