@@ -10,11 +10,20 @@ source tree, an installed copy and a copy in another folder compiled everything 
 minutes each). `PackageLocator` files `dem`'s functions by module name instead, so every copy
 of the same source shares one cache. ``NUMBA_CACHE_DIR``, when set, is respected as the parent
 folder.
+
+Modules written from `dem`'s registries (`dem.engine`'s compiled loops, the normal laws'
+dispatch of `dem.interactions.normal`) go to ``generated/`` in the same folder
+(`generated_folder`) and are imported from there (`load_module`): their text follows from the
+sources that key the folder (a loop that calls interactions from outside `dem` carries a stamp of
+their sources, `dem.engine`).
 """
 
 import hashlib
+import importlib.util
 import os
 import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,3 +83,28 @@ def use_source_keyed_cache():
     numba.config.CACHE_DIR = str(folder)
     if PackageLocator not in _CACHE_IMPL._locator_classes:
         _CACHE_IMPL._locator_classes.insert(0, PackageLocator)
+
+
+def generated_folder():
+    """Where the generated modules go: beside numba's cache (keyed by the package's source), or a
+    temporary folder when there is no cache folder."""
+    if numba.config.CACHE_DIR:
+        folder = Path(numba.config.CACHE_DIR) / "generated"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"dem-generated-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def load_module(name, text):
+    """Import the generated module ``name`` (writing it first if need be)."""
+    path = generated_folder() / f"{name}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache re-imports the module by name
+    spec.loader.exec_module(module)
+    return module

@@ -46,16 +46,14 @@ threads.
 
 import functools
 import hashlib
-import importlib.util
 import inspect
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-import numba
 
+from ._numba_cache import generated_folder, load_module
 from .contacts import (
     Contacts,
     ContactTable,
@@ -71,17 +69,6 @@ from .neighbors import build_kernel, rebuild_due
 from .state import motion
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
-
-
-def generated_folder():
-    """Where the generated modules go: beside numba's cache (keyed by the package's source), or a
-    temporary folder when there is no cache folder."""
-    if numba.config.CACHE_DIR:
-        folder = Path(numba.config.CACHE_DIR) / "generated"
-    else:
-        folder = Path(tempfile.gettempdir()) / f"dem-generated-{os.getuid() if hasattr(os, 'getuid') else 0}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _function(function):
@@ -600,20 +587,6 @@ def module_text(kind, describe, writer, stamp):
     text = "\n".join(header + writer.lines) + "\n"
     name = f"dem_generated_{kind}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
     return name, text
-
-
-def load_module(name, text):
-    """Import the generated module ``name`` (writing it first if need be)."""
-    path = generated_folder() / f"{name}.py"
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # numba's cache re-imports the module by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def _describe(names, parallel):

@@ -29,7 +29,8 @@ from numba import njit
 
 from .cell import cell_image, image_velocity
 from .interactions.contact import LOADS, lower_slot, upper_entries
-from .interactions.hertz import contact_scales, normal_damped, normal_law, pair_overlap
+from .interactions.hertz import normal_damped, pair_overlap
+from .interactions.normal import contact_scales, normal_law
 
 #: the particle pipelines whose update leaves each pair's loads in scratch columns
 PIPELINES = ("contact_pp", "adhesive_pp")

@@ -15,7 +15,8 @@ from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
-from .interactions.hertz import check_sub_models, jkr_skin
+from .interactions.contact import check_sub_models
+from .interactions.hertz import jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (

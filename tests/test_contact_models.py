@@ -1,4 +1,5 @@
-"""The normal contact law as a sub-model (``[contact] normal``, `dem.interactions.hertz.normal_law`):
+"""The normal contact law as a sub-model (``[contact] normal``, `dem.interactions.normal`): every
+registered law's compiled force, energy and stiffness against each other by finite differences;
 a linear spring–dashpot (Hooke) against the closed-form damped oscillator, and friction riding on
 it (an unknown law is a bad scene: ``test_scene.py``). The kernels against an independent numpy
 law and the energy gradient are in the battery of ``test_interactions.py`` (its ``hooke``
@@ -9,6 +10,57 @@ import pytest
 
 from dem import Simulation, SystemBuilder
 from dem.engine import compute_forces
+from dem.interactions.normal import (
+    LAWS, adhesive_law, normal_law, normal_stiffness, pull_off, separation, touch_energy,
+)
+
+#: a contact's stiffness K, length scale L, reduced radius R* and work of adhesion w
+K, L, REDUCED, WORK = 50.0, 1.3, 0.3, 0.4
+#: overlaps δ at which the laws are checked, and the finite-difference step relative to each
+OVERLAPS = (0.002, 0.01, 0.05, 0.2)
+STEP = 1e-6
+
+
+def slope(function, delta):
+    """``d function/dξ_n`` at ``δ`` (``ξ_n = L δ``) by central differences."""
+    h = STEP * abs(delta)
+    return (function(delta + h) - function(delta - h)) / (2 * h * L)
+
+
+@pytest.mark.parametrize("code", range(len(LAWS)), ids=[law.name for law in LAWS])
+def test_every_registered_law_is_its_energy_gradient(code):
+    """For each law of the registry, through the kernels' dispatch on its code: the force is the
+    energy's derivative along the overlap, ``F = −dU/dr = dU/dξ_n``, and the tangent stiffness the
+    force's, ``k = dF/dξ_n`` (relative 1e-6; the dispatch returns the law's own functions' bits).
+    An adhesive law's total energy ``U_H + U_a`` gives its force the same way (down to where it
+    breaks, for a law that holds contacts stretched; ``U_H`` is the elastic part's energy), its
+    least force is minus its pull-off force, and a law that holds contacts stretched has the
+    energy its ``touch_energy`` and ``separation`` give where a contact forms (``ξ = 0``) and
+    breaks."""
+    law = LAWS[code]
+    for delta in OVERLAPS:
+        assert normal_law(code, delta, K, L) == law.energy_force(delta, K, L)
+        assert normal_stiffness(code, delta, K, L) == law.stiffness(delta, K, L)
+        force = normal_law(code, delta, K, L)[1]
+        assert force == pytest.approx(slope(lambda d: normal_law(code, d, K, L)[0], delta), rel=1e-6)
+        assert normal_stiffness(code, delta, K, L) == pytest.approx(
+            slope(lambda d: normal_law(code, d, K, L)[1], delta), rel=1e-6)
+    if not law.adhesive:
+        return
+    lowest = separation(code, K, L, REDUCED, WORK)[0] / L if law.beyond_contact else 1e-12
+    for delta in OVERLAPS + ((0.5 * lowest,) if law.beyond_contact else ()):
+        u_elastic, u_adhesion, force, k = adhesive_law(code, delta, K, L, REDUCED, WORK)
+        assert u_elastic == (normal_law(code, delta, K, L)[0] if delta > 0 else 0.0)
+        total = slope(lambda d: sum(adhesive_law(code, d, K, L, REDUCED, WORK)[:2]), delta)
+        assert force == pytest.approx(total, rel=1e-6)
+        assert k > 0.0
+    forces = [adhesive_law(code, d, K, L, REDUCED, WORK)[2] for d in np.linspace(lowest, 0.05, 20001)]
+    assert min(forces) == pytest.approx(-pull_off(code, REDUCED, WORK), rel=1e-5)
+    if law.beyond_contact:
+        assert sum(adhesive_law(code, 0.0, K, L, REDUCED, WORK)[:2]) == pytest.approx(
+            touch_energy(code, K, L, REDUCED, WORK), rel=1e-9)
+        broken, energy = separation(code, K, L, REDUCED, WORK)
+        assert sum(adhesive_law(code, broken / L, K, L, REDUCED, WORK)[:2]) == pytest.approx(energy, rel=1e-6)
 
 
 def damped_oscillator(k, mass, restitution):
@@ -118,7 +170,7 @@ def test_friction_rides_on_the_hooke_law():
 
 
 # ---------------------------------------------------------------------------------------------
-# Adhesion: JKR and DMT (`dem.interactions.hertz.adhesive_law`)
+# Adhesion: JKR and DMT (`dem.interactions.normal.jkr`, `.dmt`)
 # ---------------------------------------------------------------------------------------------
 
 def jkr_theory(stiffness, length, reduced, work):

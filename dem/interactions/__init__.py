@@ -18,9 +18,10 @@ from .deformation import DEFORMATION
 from .contact import ADHESIVE_PP, CONTACT_PP
 from .friction import FRICTION_PW
 from .gravity import GRAVITY
-from .hertz import ADHESIVE_PW, HERTZ_PP, HERTZ_PW, damping_from_restitution, hertz
+from .hertz import ADHESIVE_PW, HERTZ_PP, HERTZ_PW, damping_from_restitution
 from .insertion import INSERTION
 from .lennard_jones import LENNARD_JONES, lennard_jones
+from .normal.hertz import hertz  # the function (after .hertz, whose module it shadows here)
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
 from .rolling import ROLLING_PW

@@ -47,13 +47,16 @@ from numba import njit
 from ..cell import image_velocity
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    KEYS as FRICTION_KEYS, carry, damped, dashpot, friction_critical_step, lever, norm_squared, step_spring,
-    stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
+    KEYS as FRICTION_KEYS, TANGENTIAL_MODELS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
+    step_spring, stiffness_ratio, tangential_energy, tangential_stiffness, tangential_velocity, vector_mean,
 )
 from .hertz import (
-    JKR, KEYS_PP as NORMAL_KEYS, adhesive, adhesive_law, carries_springs, contact_scales, contact_substeps, in_contact,
-    jkr_separation, jkr_touch_energy, normal_code, normal_critical_step, normal_damping, normal_law, normal_stiffness,
-    pair_active, pair_overlap, pull_off, stiffness_damped,
+    DAMPING_MODELS, KEYS_PP as NORMAL_KEYS, adhesive, carries_springs, contact_substeps, in_contact, listing,
+    normal_code, normal_critical_step, normal_damping, pair_active, pair_overlap, stiffness_damped, sub_model_error,
+)
+from .normal import (
+    LAWS, adhesive_law, beyond_contact, contact_scales, is_adhesive, normal_law, normal_stiffness, pull_off, separation,
+    touch_energy,
 )
 from .rolling import (
     KEYS as ROLLING_KEYS, advance_rolling_springs, contact_inertia, rolling_critical_step, rolling_moment,
@@ -160,11 +163,12 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     touching = r2 < reach * reach
     reduced = radius_i * radius_j / (radius_i + radius_j)
     lost = 0.0
-    formed = p.law == JKR and history[slot, FORMED] != 0.0
-    if p.law == JKR:
+    holds = beyond_contact(p.law)
+    formed = holds and history[slot, FORMED] != 0.0
+    if holds:
         if formed and not touching:
-            separation, snapped = jkr_separation(p.stiffness, reach, reduced, p.work)
-            touching = reach - np.sqrt(r2) > separation
+            broken, snapped = separation(p.law, p.stiffness, reach, reduced, p.work)
+            touching = reach - np.sqrt(r2) > broken
             if not touching:  # it snaps off: its energy at ξ_c is lost
                 lost = snapped
         history[slot, FORMED] = 1.0 if touching else 0.0
@@ -190,10 +194,10 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
     delta = 1.0 - r / reach
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
-    if p.law >= JKR:
+    if is_adhesive(p.law):
         f_elastic, k_now = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
-        if p.law == JKR and not formed:  # it snaps on: the curve's energy at touch is lost
-            lost -= jkr_touch_energy(p.stiffness, reach, reduced, p.work)
+        if holds and not formed:  # it snaps on: the curve's energy at touch is lost
+            lost -= touch_energy(p.law, p.stiffness, reach, reduced, p.work)
         coulomb = f_elastic + 2.0 * pull_off(p.law, reduced, p.work)
     else:
         f_elastic = coulomb = normal_law(p.law, delta, p.stiffness, reach)[1]
@@ -281,7 +285,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             lost += snapped
             driven += taken
             if not loaded:
-                if p.law == JKR:
+                if beyond_contact(p.law):
                     lower = lower_slot(contacts, i, j)
                     for c in range(LOADS):
                         history[lower, loads + c] = 0.0
@@ -320,7 +324,7 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     substepped = p.substeps > 1
     horizon = 2.0 * h
     loads = p.loads
-    every = p.law == JKR
+    every = beyond_contact(p.law)
     fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
     active = 0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
@@ -360,11 +364,11 @@ def _energies(st, bodies, contacts, p, history):
         for k in range(upper_entries(contacts, i), start[i + 1]):
             j = index[k]
             dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
-            if r2 < reach * reach or (p.law == JKR and history[slot, FORMED] != 0.0):
+            if r2 < reach * reach or (beyond_contact(p.law) and history[slot, FORMED] != 0.0):
                 r = np.sqrt(r2)
                 delta = 1.0 - r / reach
                 reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
-                if p.law >= JKR:
+                if is_adhesive(p.law):
                     u_hertz, u_adhesion = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[:2]
                     normal += u_hertz
                     adhesion += u_adhesion
@@ -399,12 +403,38 @@ def adhesive_pp_energy(st, bodies, contacts, p, own, history):
             np.sum(own.dissipated), np.sum(own.cell_work))
 
 
+def check_sub_models(contact, wall_friction):
+    """The one-line error (``"contact.key: problem"``) of a ``[contact]`` table whose sub-models
+    and parameters disagree, or None: a sub-model set to ``"none"`` whose parameters are set
+    (``wall_friction (w, 3)``: the walls' own friction coefficients, NaN where a wall has none), a
+    normal law or tangential spring without a parameter it needs, or with one that only others
+    read (`dem.interactions.hertz.sub_model_error`), contact sub-stepping under an adhesive law."""
+    walls = np.nan_to_num(np.asarray(wall_friction, float).reshape(-1, 3))
+    law = contact["normal"]
+    if contact["damping"] == "none" and contact["restitution"] < 1.0:
+        others = listing((name for name in DAMPING_MODELS if name != "none"), "or")
+        return f"contact.damping: 'none' leaves contact.restitution = {contact['restitution']} unused: set " \
+               f"restitution = 1 or choose {others}"
+    problem = sub_model_error(contact, "normal", {law.name: law for law in LAWS}, "normal law", "normal laws")
+    if problem:
+        return problem
+    if LAWS[normal_code(contact)].adhesive and contact["substeps"] > 1:
+        plain = listing((other.name for other in LAWS if not other.adhesive), "or")
+        return f"contact.substeps: contact sub-stepping needs a normal law without history ({plain}), not '{law}'"
+    for model, keys, column in (("tangential", ("friction",), 0), ("rolling", ("rolling_friction",), 1),
+                                ("twisting", ("twisting_friction",), 2)):
+        if contact[model] == "none" and (contact[keys[0]] > 0.0 or (walls[:, column] > 0.0).any()):
+            return f"contact.{model}: 'none' leaves contact.{keys[0]} (or a wall's) unused: set it to 0 or choose " \
+                   f"a {model} model"
+    return sub_model_error(contact, "tangential", TANGENTIAL_MODELS, "tangential spring", "tangential springs")
+
+
 def _setup(adhesion):
     def setup(model):
         contact = model.sections["contact"]
         if not carries_springs(contact) or not (model.diameter > 0).any() or adhesive(contact) != adhesion:
             return None
-        fixed = float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0
+        fixed = TANGENTIAL_MODELS[contact["tangential"]].fixed(contact)
         return ContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact),
                              contact_substeps(model), float(contact["work_of_adhesion"]),
                              stiffness_ratio(contact["poisson_ratio"]), fixed, float(contact["friction"]),

@@ -83,7 +83,8 @@ from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
-from .hertz import RESTITUTION, contact_critical_step, contact_scales, inverse_masses, normal_code, normal_damping
+from .hertz import RESTITUTION, contact_critical_step, inverse_masses, normal_code, normal_damping
+from .normal import contact_scales
 from .walls import add_wall_load, wall_velocity_at
 
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
@@ -115,14 +116,26 @@ FRICTION = Key("float", 0.0, "Coulomb friction coefficient μ of particle–part
                "|F_t| ≤ μ F_n (0: frictionless; a wall may set its own)", "", non_negative)
 POISSON_RATIO = Key("float", 0.25, "Poisson's ratio ν of the particles; it sets the Mindlin tangential stiffness "
                     "k_t = 2(1 − ν)/(2 − ν) · k_n (6/7 k_n for 0.25), also used by twisting", "", _poisson_ratio)
-#: the tangential sub-models of ``[contact] tangential``
-TANGENTIAL_MODELS = ("mindlin", "linear_history", "none")
+#: A tangential sub-model of ``[contact] tangential``: the text of its choice in the key's doc, its
+#: set-up, ``fixed(contact)``, the constant ``k_t`` the kernels take from its ``[contact]`` table
+#: (``fixed``; 0: Mindlin's ``κ k_n``, `tangential_stiffness`), and ``needs``: the keys it reads,
+#: which must then be positive, with what each is (`dem.interactions.hertz.sub_model_error`).
+TangentialModel = namedtuple("TangentialModel", "doc fixed needs")
+#: the tangential sub-models, by their names in ``[contact] tangential``
+TANGENTIAL_MODELS = {
+    "mindlin": TangentialModel("k_t = 2(1 − ν)/(2 − ν) k_n on the normal law's contact stiffness",
+                               lambda contact: 0.0, {}),
+    "linear_history": TangentialModel("a constant k_t = tangential_stiffness",
+                                      lambda contact: float(contact["tangential_stiffness"]),
+                                      {"tangential_stiffness": "its stiffness k_t > 0"}),
+    "none": TangentialModel("no tangential force (then friction must be 0)", lambda contact: 0.0, {}),
+}
 KEYS = {"contact": {
     "friction": FRICTION, "poisson_ratio": POISSON_RATIO, "restitution": RESTITUTION,
-    "tangential": Key("str", "mindlin", "tangential spring (sub-model) of the contacts with friction: 'mindlin', "
-                      "k_t = 2(1 − ν)/(2 − ν) k_n on the normal law's contact stiffness; 'linear_history', a constant "
-                      "k_t = tangential_stiffness; both with Cundall–Strack history and the Coulomb limit μ F_n; "
-                      "'none': no tangential force (then friction must be 0)", "", choices=TANGENTIAL_MODELS),
+    "tangential": Key("str", "mindlin", "tangential spring (sub-model) of the contacts with friction, with "
+                      "Cundall–Strack history and the Coulomb limit μ F_n: "
+                      + "; ".join(f"'{name}', {model.doc}" for name, model in TANGENTIAL_MODELS.items()), "",
+                      choices=tuple(TANGENTIAL_MODELS)),
     "tangential_stiffness": Key("float", 0.0, "k_t of the 'linear_history' tangential spring (a force per length)",
                                 "force/length", non_negative),
 }}
@@ -614,8 +627,7 @@ def _setup_pw(model):
     return FrictionWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
                               normal_damping(contact), walls, planes, bool((walls[planes:, 3] > 0).any()),
                               float(contact["work_of_adhesion"]),
-                              float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history"
-                              else 0.0)
+                              TANGENTIAL_MODELS[contact["tangential"]].fixed(contact))
 
 
 def _state_pw(model, params):

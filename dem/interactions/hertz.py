@@ -1,10 +1,12 @@
 """Normal contact (docs/theory.md §3; seed 001 eqs. 56–57): particle–particle (`HERTZ_PP`) and
-particle–wall (`HERTZ_PW`), with optional viscous normal damping. The normal law is a sub-model
-chosen by ``[contact] normal`` (`normal_law`): Hertz (the default, below) or Hooke, a linear
-spring ``F = k_n ξ_n``, ``U = ½ k_n ξ_n²`` of the overlap ``ξ_n = L δ`` (``k_pp``, ``k_pw`` are then
-``k_n``, a force per length). Friction and rolling resistance (`dem.interactions.friction`,
+particle–wall (`HERTZ_PW`, `ADHESIVE_PW`), with optional viscous normal damping. The normal law is
+a sub-model chosen by ``[contact] normal`` from the registry `dem.interactions.normal.LAWS`
+(Hertz, the default, below; Hooke's linear spring ``F = k_n ξ_n`` of the overlap ``ξ_n = L δ``,
+``k_pp``, ``k_pw`` then ``k_n``, a force per length; JKR and DMT adhesion); the kernels call it by
+its code (``law``) through `dem.interactions.normal`'s dispatch (`normal_law`, `normal_stiffness`,
+`adhesive_law`). Friction and rolling resistance (`dem.interactions.friction`,
 `dem.interactions.rolling`) read the same law's force and tangent stiffness, so they act on
-either.
+each.
 
 Consistent energy ``U = (2/5) K δ^{5/2}`` for the force ``(K/R_s) δ^{3/2}`` (the paper's 5/2
 prefactor does not match its force; see docs/theory.md §3.3), with ``δ = 1 − r/R_s``, ``R_s = (D_i + D_j)/2``
@@ -37,6 +39,9 @@ from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
 from ..meshes import MAX_CONTACTS
+from .normal import (
+    CODES, LAWS, adhesive_law, beyond_contact, is_adhesive, normal_law, normal_stiffness, separation, touch_energy,
+)
 from .walls import add_wall_load, wall_velocity_at
 
 #: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then);
@@ -58,26 +63,69 @@ HertzState = namedtuple("HertzState", "dissipated active fast mean adhered hyste
 #: touch only by round-off (a block of spheres at rest spacing in flight) do not count.
 ACTIVE_OVERLAP = 1e-9
 
-#: the normal laws of ``[contact] normal``, by their codes in the kernels' parameters (``law``);
-#: the codes from `JKR` on are the adhesive laws (`adhesive_law`)
-NORMAL_LAWS = ("hertz", "hooke", "jkr", "dmt")
-HERTZ, HOOKE, JKR, DMT = 0, 1, 2, 3
 NORMAL = Key("str", "hertz", "normal contact law (sub-model) of every particle–particle and particle–wall contact: "
-             "'hertz', F = (K/L) δ^{3/2} of the dimensionless overlap δ = ξ_n/L; 'hooke', a linear spring F = k_n ξ_n "
-             "(k_pp and k_pw are then k_n, a force per length); 'jkr' and 'dmt', Hertz with the adhesion of "
-             "work_of_adhesion (Johnson–Kendall–Roberts: contacts form at touch and break stretched, pull-off "
-             "1.5 π w R*; Derjaguin–Muller–Toporov: a constant pull 2 π w R* while they overlap); friction, rolling "
-             "resistance and the damping act on each", "", choices=NORMAL_LAWS)
-#: the damping sub-models of ``[contact] damping``
-DAMPING_MODELS = ("restitution", "tsuji", "none")
+             + "; ".join(f"'{law.name}', {law.doc}" for law in LAWS)
+             + "; friction, rolling resistance and the damping act on each", "", choices=tuple(CODES))
+
+
+def listing(names, word="and"):
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (or another ``word``): names for a message or
+    a key's doc."""
+    quoted = [f"'{name}'" for name in names]
+    return f" {word} ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+
+
+def damping_from_restitution(restitution, law=0):
+    """``γ`` of the normal ``law`` (its code; Hertz's by default) for a coefficient of restitution
+    ``0 < e ≤ 1`` (``e = 1``: no damping): ``−2 f ln e / √(ln² e + π²)`` with the law's
+    ``damping_factor`` ``f`` (`dem.interactions.normal.record.NormalLaw`)."""
+    if restitution >= 1.0:
+        return 0.0
+    log_e = math.log(restitution)
+    factor = LAWS[law].damping_factor
+    return -2.0 * factor * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
+
+
+def tsuji_damping(restitution, law=0):
+    """``γ`` of Tsuji's damping (``damping = "tsuji"``) for a coefficient of restitution ``e``:
+    Tsuji et al. (1992) write the dashpot ``α(e) √(m k)`` on the spring's secant stiffness in
+    their effective-mass convention (``√2`` here); Marshall (2009, eq. 53) fits ``α(e)`` by a
+    polynomial. The secant stiffness is ``k_n/s`` of the law's tangent stiffness (its
+    ``secant_ratio`` ``s``: 1.5 for Hertz, 1 for Hooke), so ``γ = √2 α(e)/√s``. A Hertz collision
+    rebounds at ``e`` to about 10⁻³ (0.1: 0.0995, 0.8: 0.7989, 0.9: 0.9002), where
+    ``"restitution"`` gives ``e`` exactly."""
+    if restitution >= 1.0:
+        return 0.0
+    e = restitution
+    alpha = 1.2728 - 4.2783 * e + 11.087 * e ** 2 - 22.348 * e ** 3 + 27.467 * e ** 4 - 18.022 * e ** 5 \
+        + 4.8218 * e ** 6
+    return math.sqrt(2.0) * alpha / math.sqrt(LAWS[law].secant_ratio)
+
+
+def no_damping(restitution, law=0):
+    """``γ = 0``."""
+    return 0.0
+
+
+#: A damping sub-model of ``[contact] damping``: the text of its choice in the key's doc and its
+#: set-up, ``gamma(e, law)``, the dashpot's ``γ`` for the restitution ``e`` under the normal law
+#: of code ``law`` (`normal_damping`).
+DampingModel = namedtuple("DampingModel", "doc gamma")
+#: the damping sub-models, by their names in ``[contact] damping``
+DAMPING_MODELS = {
+    "restitution": DampingModel("sets γ so that a head-on collision rebounds at exactly the restitution e (Hertz and "
+                                "Hooke)", damping_from_restitution),
+    "tsuji": DampingModel("takes Tsuji's γ(e) (Marshall 2009's fit, as LAMMPS's 'damping tsuji')", tsuji_damping),
+    "none": DampingModel("gives no damping (then restitution must be 1)", no_damping),
+}
 DAMPING = Key("str", "restitution", "normal damping (sub-model): a dashpot −γ √(m* k_n) v_n on the contact stiffness "
-              "k_n; 'restitution' sets γ so that a head-on collision rebounds at exactly the restitution e "
-              "(Hertz and Hooke); 'tsuji' takes Tsuji's γ(e) (Marshall 2009's fit, as LAMMPS's 'damping tsuji'); "
-              "'none': no damping (then restitution must be 1)", "", choices=DAMPING_MODELS)
+              "k_n; " + "; ".join(f"'{name}' {model.doc}" for name, model in DAMPING_MODELS.items()), "",
+              choices=tuple(DAMPING_MODELS))
 
-
-WORK_OF_ADHESION = Key("float", 0.0, "work of adhesion w of the adhesive normal laws 'jkr' and 'dmt' (an energy per "
-                       "area; w = 2γ for like surfaces of surface energy γ, so LAMMPS's cohesion parameter is w/2)",
+WORK_OF_ADHESION = Key("float", 0.0, "work of adhesion w of the adhesive normal laws "
+                       + listing(law.name for law in LAWS if "work_of_adhesion" in law.needs)
+                       + " (an energy per area; w = 2γ for like surfaces of surface energy γ, so LAMMPS's cohesion "
+                       "parameter is w/2)",
                        "energy/area", non_negative)
 RESTITUTION = Key("float", 1.0, "normal coefficient of restitution e of the contacts, which sets the damping ratio of "
                   "the normal law's dashpot (Hooke: exactly e in a head-on collision; 1: no damping; the damping "
@@ -111,175 +159,20 @@ KEYS_PW = {"contact": {
 }}
 
 
-def damping_from_restitution(restitution, law=HERTZ):
-    """``γ`` of the normal ``law`` for a coefficient of restitution ``0 < e ≤ 1`` (``e = 1``: no
-    damping)."""
-    if restitution >= 1.0:
-        return 0.0
-    log_e = math.log(restitution)
-    factor = 1.0 if law == HOOKE else math.sqrt(5.0 / 6.0)
-    return -2.0 * factor * log_e / math.sqrt(log_e * log_e + math.pi * math.pi)
-
-
-def tsuji_damping(restitution, law=HERTZ):
-    """``γ`` of Tsuji's damping (``damping = "tsuji"``) for a coefficient of restitution ``e``:
-    Tsuji et al. (1992) write the dashpot ``α(e) √(m k)`` on the spring's secant stiffness in
-    their effective-mass convention (``√2`` here); Marshall (2009, eq. 53) fits ``α(e)`` by a
-    polynomial. The secant stiffness is ``k_n/1.5`` of Hertz's tangent stiffness (``k_n`` for
-    Hooke), so ``γ = √2 α(e)/√1.5`` (``√2 α(e)``). A Hertz collision rebounds at ``e`` to about 10⁻³
-    (0.1: 0.0995, 0.8: 0.7989, 0.9: 0.9002), where ``"restitution"`` gives ``e`` exactly."""
-    if restitution >= 1.0:
-        return 0.0
-    e = restitution
-    alpha = 1.2728 - 4.2783 * e + 11.087 * e ** 2 - 22.348 * e ** 3 + 27.467 * e ** 4 - 18.022 * e ** 5 \
-        + 4.8218 * e ** 6
-    return math.sqrt(2.0) * alpha / (1.0 if law == HOOKE else math.sqrt(1.5))
-
-
 def normal_damping(contact):
     """``γ`` of the normal dashpot of a ``[contact]`` table (its ``damping`` sub-model)."""
-    law = normal_code(contact)
-    if contact["damping"] == "none":
-        return 0.0
-    if contact["damping"] == "tsuji":
-        return tsuji_damping(contact["restitution"], law)
-    return damping_from_restitution(contact["restitution"], law)
+    return DAMPING_MODELS[contact["damping"]].gamma(contact["restitution"], normal_code(contact))
 
 
 def normal_code(contact):
-    """The code (`HERTZ`, `HOOKE`, `JKR`, `DMT`) of the normal law a ``[contact]`` table chooses."""
-    return NORMAL_LAWS.index(contact["normal"])
+    """The code of the normal law a ``[contact]`` table chooses (its position in
+    `dem.interactions.normal.LAWS`)."""
+    return CODES[contact["normal"]]
 
 
 def adhesive(contact):
-    """Whether a ``[contact]`` table chooses an adhesive normal law (`JKR`, `DMT`)."""
-    return normal_code(contact) >= JKR
-
-
-@njit(inline="always")
-def hertz_modulus(stiffness, length, reduced):
-    """``E*`` of the Hertz law ``(K/L) δ^{3/2} = (4/3) E* √R* ξ^{3/2}`` (``ξ = L δ``):
-    ``E* = 3 K / (4 L^{5/2} √R*)``."""
-    return 0.75 * stiffness / (length * length * np.sqrt(length * reduced))
-
-
-@njit(inline="always")
-def pull_off(law, reduced, work):
-    """The pull-off force of an adhesive law: ``1.5 π w R*`` (JKR, under force control) or
-    ``2 π w R*`` (DMT)."""
-    return (1.5 if law == JKR else 2.0) * np.pi * work * reduced
-
-
-@njit(inline="always")
-def jkr_energy(a, modulus, reduced, work):
-    """``U(a)`` of a JKR contact of radius ``a``: ``∫ F dξ`` along the JKR curve from ``a = 0``
-    (``ξ = 0``, no force), ``8E*a⁵/(15R*²) − (4/3)E* s a^{7/2}/R* + π w a²``, ``s = √(2πw/E*)``."""
-    s = np.sqrt(2.0 * np.pi * work / modulus)
-    a2 = a * a
-    return (8.0 * modulus * a2 * a2 * a / (15.0 * reduced * reduced) - 4.0 / 3.0 * modulus * s * a2 * a * np.sqrt(a)
-            / reduced + np.pi * work * a2)
-
-
-@njit(cache=True)
-def jkr_separation(stiffness, length, reduced, work):
-    """``(ξ_c, U_c)``: the overlap ``ξ_c < 0`` at which a JKR contact breaks (under displacement
-    control: ``dξ/da = 0`` at ``a_c = (π w R*²/(8E*))^{1/3}``, ``ξ_c = −3 a_c²/R*``) and its energy
-    there (`jkr_energy`), which the contact loses when it snaps off."""
-    modulus = hertz_modulus(stiffness, length, reduced)
-    a_c = np.cbrt(np.pi * work * reduced * reduced / (8.0 * modulus))
-    return -3.0 * a_c * a_c / reduced, jkr_energy(a_c, modulus, reduced, work)
-
-
-@njit(cache=True)
-def jkr_touch_energy(stiffness, length, reduced, work):
-    """``U_t < 0``: the energy of a JKR contact where it forms, at touch (``ξ = 0``, ``a_t = (2π w
-    R*²/E*)^{1/3}``), which the contact loses when it snaps on. It is booked at that value, not at
-    the overlap of the step that finds the spheres touching: the two differ by about ``F ξ_n``,
-    which the half step's kick with the jumped force gives back on average (booked at the step's
-    overlap, every contact that forms would add ``(h/2) |F| v`` to the budget)."""
-    modulus = hertz_modulus(stiffness, length, reduced)
-    return jkr_energy(np.cbrt(2.0 * np.pi * work * reduced * reduced / modulus), modulus, reduced, work)
-
-
-@njit(cache=True)
-def adhesive_law(law, delta, stiffness, length, reduced, work):
-    """``(U_H, U_a, F, k)`` of an adhesive normal law at the dimensionless overlap ``δ`` (``ξ =
-    L δ``; JKR: ``ξ ≥ ξ_c`` on the stable branch, DMT: ``δ > 0``): the Hertz energy ``U_H`` (0 for
-    ``ξ ≤ 0``), the adhesion's part ``U_a`` (the law's energy is ``U_H + U_a``), the force ``F``
-    (repulsive positive) and the contact stiffness ``k = 2 E* a`` of the contact radius ``a``
-    (Hertz's ``dF/dξ``; it scales the damping and the tangential spring).
-
-    DMT: ``F = F_H − 2π w R*``, ``U_a = −2π w R* ξ``. JKR: ``ξ = a²/R* − s √a`` with ``s =
-    √(2π w/E*)``, ``F = 4E*a³/(3R*) − 2E* s a^{3/2}``, ``U = `jkr_energy`(a)``. The contact radius
-    solves ``x⁴ − R* s x − R* ξ = 0`` for ``x = √a`` (Ferrari: the resolvent ``m³ + R*ξ m −
-    (R* s)²/8 = 0`` has one real root for ``ξ > ξ_c``, Cardano's, written without cancellation as
-    ``m = C/(u² + P/3 + P²/(9u²))``; then ``x = (√(2m) + √(2R* s/√(2m) − 2m))/2``)."""
-    xi = length * delta
-    u_hertz = f_hertz = 0.0
-    if delta > 0.0:
-        u_hertz, f_hertz = hertz(delta, stiffness, length)
-    if law == DMT:
-        pull = pull_off(DMT, reduced, work)
-        return u_hertz, -pull * xi, f_hertz - pull, hertz_stiffness(delta, stiffness, length)
-    modulus = hertz_modulus(stiffness, length, reduced)
-    s = np.sqrt(2.0 * np.pi * work / modulus)
-    c = 0.125 * reduced * reduced * s * s
-    p = reduced * xi
-    u = np.cbrt(0.5 * c + np.sqrt(max(0.25 * c * c + p * p * p / 27.0, 0.0)))
-    m = c / (u * u + p / 3.0 + p * p / (9.0 * u * u))
-    root = np.sqrt(2.0 * m)
-    x = 0.5 * (root + np.sqrt(max(2.0 * reduced * s / root - 2.0 * m, 0.0)))
-    a = x * x
-    force = 4.0 * modulus * a * a * a / (3.0 * reduced) - 2.0 * modulus * s * a * x
-    return u_hertz, jkr_energy(a, modulus, reduced, work) - u_hertz, force, 2.0 * modulus * a
-
-
-@njit(inline="always")
-def contact_scales(law, delta, stiffness, length, reduced, work):
-    """``(F_c, k_n)`` of a contact that overlaps (``δ > 0``): the normal force that bounds its
-    friction and rolling resistance (the elastic force; ``F + 2 F_pull-off`` for an adhesive law,
-    so that an adhesive contact resists sliding under tension as Thornton and Yin (1991) have
-    it) and its contact stiffness (`normal_stiffness`; ``2 E* a`` for an adhesive law)."""
-    if law >= JKR:
-        force, k = adhesive_law(law, delta, stiffness, length, reduced, work)[2:]
-        return force + 2.0 * pull_off(law, reduced, work), k
-    return normal_law(law, delta, stiffness, length)[1], normal_stiffness(law, delta, stiffness, length)
-
-
-@njit(inline="always")
-def hertz(delta, stiffness, length):
-    """Scalar Hertz law: ``(U, |F|)`` for the dimensionless overlap ``δ ≥ 0`` and the contact
-    length scale (``R_s = (D_i + D_j)/2`` or ``D/2``)."""
-    root = np.sqrt(delta)
-    return 0.4 * stiffness * delta * delta * root, stiffness / length * delta * root
-
-
-@njit(inline="always")
-def hertz_stiffness(delta, stiffness, length):
-    """Tangent stiffness ``dF/dξ_n = 1.5 K/L² √δ`` of the Hertz law above with respect to the
-    overlap ``ξ_n = L δ`` (0 for ``δ ≤ 0``)."""
-    if delta <= 0.0:
-        return 0.0
-    return 1.5 * stiffness / (length * length) * np.sqrt(delta)
-
-
-@njit(inline="always")
-def normal_law(law, delta, stiffness, length):
-    """``(U, |F|)`` of the normal ``law`` (`HERTZ`: `hertz`; `HOOKE`: ``½ k ξ²``, ``k ξ`` of the
-    overlap ``ξ = L δ``) at the dimensionless overlap ``δ ≥ 0`` and length scale ``L``."""
-    if law == HOOKE:
-        overlap = length * delta
-        return 0.5 * stiffness * overlap * overlap, stiffness * overlap
-    return hertz(delta, stiffness, length)
-
-
-@njit(inline="always")
-def normal_stiffness(law, delta, stiffness, length):
-    """Tangent stiffness ``dF/dξ_n`` of the normal ``law`` (0 for ``δ ≤ 0``)."""
-    if law == HOOKE:
-        return stiffness if delta > 0.0 else 0.0
-    return hertz_stiffness(delta, stiffness, length)
-
+    """Whether a ``[contact]`` table chooses an adhesive normal law."""
+    return LAWS[normal_code(contact)].adhesive
 
 @njit(inline="always")
 def stiffness_damped(force, power, share, stiffness, inverse_mass, approach_speed, damping):
@@ -441,14 +334,14 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
     force and damping power of the walls' contacts on particle ``i``, their Hertz and adhesion
     energies and, with ``advance``, the energy lost by the JKR contacts that formed or broke at
     this evaluation (their flags ``own.adhered`` updated, the reactions booked on the walls; a
-    formed contact stays while ``ξ > ξ_c``, `jkr_separation`)."""
+    formed contact stays while ``ξ > ξ_c``, the law's ``separation``)."""
     position, velocity, wall_point, wall_normal = st.position, st.velocity, walls.point, p.wall_normal
     inverse_mass = bodies.inverse_mass[i]
     radius = 0.5 * bodies.diameter[i]
     fx = fy = fz = power = u_hertz = u_adhesion = lost = 0.0
     if radius <= 0.0:
         return fx, fy, fz, power, u_hertz, u_adhesion, lost
-    jkr = p.law == JKR
+    holds = beyond_contact(p.law)  # JKR: a formed contact holds, stretched, while ξ > ξ_c (flags per plane)
     contacts = wall_normal.shape[0] + (min(walls.mesh_count[i], MAX_CONTACTS) if p.meshes else 0)
     for c in range(contacts):
         if c < wall_normal.shape[0]:
@@ -460,21 +353,21 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
             w = walls.mesh_wall[i, m]
             nx, ny, nz = walls.mesh_normal[i, m, 0], walls.mesh_normal[i, m, 1], walls.mesh_normal[i, m, 2]
             gap = walls.mesh_gap[i, m]
-        formed = jkr and c < wall_normal.shape[0] and own.adhered[i, w] != 0
+        formed = holds and c < wall_normal.shape[0] and own.adhered[i, w] != 0
         touching = gap < radius
         if formed and not touching:  # stretched: it holds down to ξ_c, where it snaps off and its energy is lost
-            separation, snapped = jkr_separation(p.stiffness, radius, radius, p.work)
-            touching = radius - gap > separation
+            broken, snapped = separation(p.law, p.stiffness, radius, radius, p.work)
+            touching = radius - gap > broken
             if not touching:
                 lost += snapped
-        if advance and jkr and c < wall_normal.shape[0]:
+        if advance and holds and c < wall_normal.shape[0]:
             own.adhered[i, w] = 1 if touching else 0
         if not touching:
             continue
         delta = 1.0 - gap / radius
         u_h, u_a, force, k = adhesive_law(p.law, delta, p.stiffness, radius, radius, p.work)
-        if jkr and not formed:  # it snaps on: the curve's energy at touch is lost
-            lost -= jkr_touch_energy(p.stiffness, radius, radius, p.work)
+        if holds and not formed:  # it snaps on: the curve's energy at touch is lost
+            lost -= touch_energy(p.law, p.stiffness, radius, radius, p.work)
         u_hertz += u_h
         u_adhesion += u_a
         px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz
@@ -581,7 +474,7 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
 def hertz_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     """Hertz forces of all walls on particle ``i`` (``walls``: the walls' state); books the
     damping work and the reactions on the walls (and the hysteresis of adhesive contacts)."""
-    if p.law >= JKR:
+    if is_adhesive(p.law):
         row = _adhesive_wall_row(i, h, st, bodies, p, own, walls, True)
         own.hysteresis[i] += row[6]
         return _booked(i, h, own, row)
@@ -638,7 +531,7 @@ def contact_substeps(model):
     and close next to its stiff bonds) and 1, the plain map, elsewhere (granular matter, whose
     contacts the time step resolves: there the sub-steps cost their price and change little) and
     under an adhesive law (whose force depends on the contact's history, which the sub-steps do
-    not carry: `check_sub_models` refuses ``substeps > 1`` with it)."""
+    not carry: `dem.interactions.contact.check_sub_models` refuses ``substeps > 1`` with it)."""
     substeps = int(model.sections["contact"]["substeps"])
     if substeps > 0:
         return substeps
@@ -655,49 +548,34 @@ def carries_springs(contact):
                                       or contact["twisting_friction"] > 0.0 or adhesive(contact))
 
 
-def check_sub_models(contact, wall_friction):
-    """The one-line error (``"contact.key: problem"``) of a ``[contact]`` table whose sub-models
-    and parameters disagree, or None: a sub-model set to ``"none"`` whose parameters are set
-    (``wall_friction (w, 3)``: the walls' own friction coefficients, NaN where a wall has none), an
-    adhesive law without a work of adhesion or a work of adhesion without one, contact
-    sub-stepping under an adhesive law, a linear tangential spring without its stiffness."""
-    walls = np.nan_to_num(np.asarray(wall_friction, float).reshape(-1, 3))
-    law = contact["normal"]
-    if contact["damping"] == "none" and contact["restitution"] < 1.0:
-        return f"contact.damping: 'none' leaves contact.restitution = {contact['restitution']} unused: set " \
-               f"restitution = 1 or choose 'restitution' or 'tsuji'"
-    if law in ("jkr", "dmt") and contact["work_of_adhesion"] <= 0.0:
-        return f"contact.work_of_adhesion: the '{law}' normal law needs a work of adhesion w > 0"
-    if law not in ("jkr", "dmt") and contact["work_of_adhesion"] > 0.0:
-        return f"contact.work_of_adhesion: only the adhesive normal laws 'jkr' and 'dmt' use it (contact.normal is " \
-               f"'{law}')"
-    if law in ("jkr", "dmt") and contact["substeps"] > 1:
-        return f"contact.substeps: contact sub-stepping needs a normal law without history ('hertz' or 'hooke'), " \
-               f"not '{law}'"
-    for model, keys, column in (("tangential", ("friction",), 0), ("rolling", ("rolling_friction",), 1),
-                                ("twisting", ("twisting_friction",), 2)):
-        if contact[model] == "none" and (contact[keys[0]] > 0.0 or (walls[:, column] > 0.0).any()):
-            return f"contact.{model}: 'none' leaves contact.{keys[0]} (or a wall's) unused: set it to 0 or choose " \
-                   f"a {model} model"
-    if contact["tangential"] == "linear_history" and contact["tangential_stiffness"] <= 0.0:
-        return "contact.tangential_stiffness: the 'linear_history' tangential spring needs its stiffness k_t > 0"
-    if contact["tangential"] != "linear_history" and contact["tangential_stiffness"] > 0.0:
-        return f"contact.tangential_stiffness: only the 'linear_history' tangential spring uses it " \
-               f"(contact.tangential is '{contact['tangential']}')"
+def sub_model_error(contact, key, models, what, plural):
+    """The one-line error of a ``[contact]`` table whose sub-model ``contact[key]`` (one of
+    ``models``, by name, each with its ``needs``: the keys it reads, which must then be positive,
+    and what each is) lacks a parameter it needs or has one set that only other sub-models read;
+    or None. ``what``, ``plural``: what one sub-model is called, and several."""
+    chosen = contact[key]
+    for parameter in dict.fromkeys(name for model in models.values() for name in model.needs):
+        users = [name for name, model in models.items() if parameter in model.needs]
+        if chosen in users and contact[parameter] <= 0.0:
+            return f"contact.{parameter}: the '{chosen}' {what} needs {models[chosen].needs[parameter]}"
+        if chosen not in users and contact[parameter] > 0.0:
+            who = f"the {listing(users)} {what} uses" if len(users) == 1 else f"the {plural} {listing(users)} use"
+            return f"contact.{parameter}: only {who} it (contact.{key} is '{chosen}')"
     return None
 
 
 def jkr_skin(contact, diameter):
-    """The Verlet skin a JKR law needs so that every formed contact stays listed until it breaks
-    (`dem.neighbors`: a pair within ``reach + skin`` at a build is listed until the next): 1.1 ×
-    the largest separation ``−ξ_c`` (`jkr_separation`) among pairs of the smallest and largest
-    particles (0 for other laws)."""
+    """The Verlet skin a law that holds contacts stretched (JKR) needs so that every formed contact
+    stays listed until it breaks (`dem.neighbors`: a pair within ``reach + skin`` at a build is
+    listed until the next): 1.1 × the largest separation ``−ξ_c`` (its ``separation``) among pairs
+    of the smallest and largest particles (0 for other laws)."""
     sizes = diameter[diameter > 0]
-    if normal_code(contact) != JKR or contact["k_pp"] <= 0.0 or not len(sizes):
+    law = LAWS[normal_code(contact)]
+    if not law.beyond_contact or contact["k_pp"] <= 0.0 or not len(sizes):
         return 0.0
     radii = (0.5 * sizes.min(), 0.5 * sizes.max())
     stiffness, work = float(contact["k_pp"]), float(contact["work_of_adhesion"])
-    return 1.1 * max(-jkr_separation(stiffness, a + b, a * b / (a + b), work)[0] for a in radii for b in radii)
+    return 1.1 * max(-law.separation(stiffness, a + b, a * b / (a + b), work)[0] for a in radii for b in radii)
 
 
 def _setup(stiffness_key, needs_walls, adhesion):
@@ -710,9 +588,9 @@ def _setup(stiffness_key, needs_walls, adhesion):
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
         law = normal_code(contact)
-        if law == JKR and meshes:
-            raise SceneError("contact.normal: the 'jkr' law acts on particles and planes; mesh walls take 'hertz', "
-                             "'hooke' or 'dmt'")
+        if LAWS[law].beyond_contact and meshes:  # its formed flags are kept per plane
+            raise SceneError(f"contact.normal: the '{contact['normal']}' law acts on particles and planes; mesh walls "
+                             f"take {listing((other.name for other in LAWS if not other.beyond_contact), 'or')}")
         return HertzParams(law, float(stiffness), normal_damping(contact), model.wall_normal, meshes, substeps,
                            float(contact["work_of_adhesion"]))
 
@@ -722,27 +600,22 @@ def _setup(stiffness_key, needs_walls, adhesion):
 def initial_state(model, params):
     n = model.n_bodies
     steps = n if params.substeps > 1 else 0  # the sub-steps' fast force and its scratch (`hertz_pp` only)
+    planes = params.wall_normal.shape[0] if LAWS[params.law].beyond_contact else 0  # formed flags per plane
     return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
-                      np.zeros((n, params.wall_normal.shape[0] if params.law == JKR else 0), np.uint8), np.zeros(n),
-                      np.zeros(n))
+                      np.zeros((n, planes), np.uint8), np.zeros(n), np.zeros(n))
 
 
 def contact_critical_step(model, state, p, reach_factor, scale):
     """``(dt, body)``: ``2/ω`` of the stiffest contact oscillator of the normal law ``p.law`` (of
     stiffness ``p.stiffness``). Each particle's contact is taken at the overlap its kinetic energy
-    would reach, ``U(δ*) = ½ m v²`` (at least 1 %), with the law's tangent stiffness there (Hertz
-    ``1.5 K/L² √δ*``, Hooke ``k_n``; ``L = reach_factor · D``); ``scale(δ*)`` turns it into ``ω²``
+    would reach, ``U(δ*) = ½ m v²`` (at least 1 %), with the law's tangent stiffness there (its
+    ``critical_stiffness``; ``L = reach_factor · D``); ``scale(δ*)`` turns it into ``ω²``
     per particle (inverse masses, the pair factor, a stiffness ratio, …)."""
     stiffness = p.stiffness
     energy = 0.5 * model.mass * np.sum(state.velocity ** 2, axis=1) + 1e-300
     length = reach_factor * model.diameter
     with np.errstate(divide="ignore", invalid="ignore"):
-        if p.law == HOOKE:
-            overlap = np.maximum(np.sqrt(2.0 * energy / stiffness) / length, 0.01)
-            contact = np.full_like(overlap, stiffness)
-        else:
-            overlap = np.maximum((energy / (0.4 * stiffness)) ** 0.4, 0.01)
-            contact = 1.5 * stiffness / length ** 2 * np.sqrt(overlap)
+        overlap, contact = LAWS[p.law].critical_stiffness(energy, stiffness, length)
         omega2 = np.where(model.diameter > 0, contact * scale(overlap), 0.0)
     k = int(np.argmax(omega2))
     return 2.0 / np.sqrt(omega2[k]), k

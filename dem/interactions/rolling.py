@@ -41,7 +41,8 @@ from .friction import (
     mesh_spring, release_slot, release_wall, restiffen, slip,
     stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots, wall_table,
 )
-from .hertz import contact_critical_step, contact_scales, inverse_masses, normal_code
+from .hertz import contact_critical_step, inverse_masses, normal_code
+from .normal import contact_scales
 from .walls import add_wall_couple
 
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
