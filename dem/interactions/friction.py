@@ -1,8 +1,9 @@
 """Tangential (Coulomb) friction of contacts (docs/theory.md §3b): the spring's law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
-contact table), and particle–wall friction (`FRICTION_PW`, history in keyed wall slots of its own
-state). Acts only where the normal contact acts (``k_pp``/``k_pw`` > 0) and a friction
-coefficient is non-zero, so scenes without friction run exactly as before. A pair of
+contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
+pipeline applies and, under an adhesive normal law, particle–wall friction (`FRICTION_PW`, history
+in keyed wall slots of its own state). Acts only where the normal contact acts (``k_pp``/``k_pw``
+> 0) and a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
 particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
 its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping
 counts a contact active): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
@@ -83,7 +84,9 @@ from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
-from .hertz import RESTITUTION, contact_critical_step, contact_scales, inverse_masses, normal_code, normal_damping
+from .hertz import (
+    RESTITUTION, adhesive, contact_critical_step, contact_scales, inverse_masses, normal_code, normal_damping,
+)
 from .walls import add_wall_load, wall_velocity_at
 
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
@@ -619,7 +622,8 @@ def wall_slots(model, width, active, planes):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(0, contact["friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any() \
+            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
         return None
     planes = len(model.wall_normal)
     return FrictionWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
@@ -647,7 +651,8 @@ def friction_critical_step(what, reach_factor, pair_factor):
 
 
 FRICTION_PW = Interaction(
-    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
+    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls under an adhesive "
+        "normal law (else contact_pw applies it).", kind=ROW,
     columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=friction_pw_forces, energy=friction_pw_energy, walls=True,
     critical_step=friction_critical_step("tangential friction particle–wall", 0.5, 1.0),

@@ -1,6 +1,8 @@
 """Rolling and twisting resistance of contacts (docs/theory.md §3b): the springs' law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
-contact table), and particle–wall resistance (`ROLLING_PW`, keyed wall slots of its own state).
+contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
+pipeline applies and, under an adhesive normal law, particle–wall resistance (`ROLLING_PW`, keyed
+wall slots of its own state).
 Acts where the normal contact acts and ``rolling_friction`` or ``twisting_friction`` is
 non-zero.
 
@@ -41,7 +43,7 @@ from .friction import (
     mesh_spring, release_slot, release_wall, released, restiffen, slip, spring_squares,
     stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots, wall_table,
 )
-from .hertz import contact_critical_step, contact_scales, inverse_masses, normal_code
+from .hertz import adhesive, contact_critical_step, contact_scales, inverse_masses, normal_code
 from .walls import add_wall_couple
 
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
@@ -303,7 +305,8 @@ def rolling_pw_energy(st, bodies, contacts, p, own, walls):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any() \
+            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
         return None
     planes = len(model.wall_normal)
     return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
@@ -335,7 +338,9 @@ def rolling_critical_step(what, reach_factor, reduced_factor, pair_factor, coeff
 
 
 ROLLING_PW = Interaction(
-    name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
+    name="rolling_pw",
+    doc="Rolling and twisting resistance between particles and the walls (EPSD) under an adhesive normal law (else "
+        "contact_pw applies it).", kind=ROW,
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=rolling_pw_forces, energy=rolling_pw_energy, walls=True,
     critical_step=rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
