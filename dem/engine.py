@@ -169,8 +169,9 @@ def _rows_text(w, interactions, listed):
         kernel = w.use(i.forces, f"{i.name}_forces")
         extra = (f", hist_{i.name}" if i.history else "") + (", o_walls" if i.walls else "")
         w(f"share = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})", 2)
-        w("fx, fy, fz = fx + share[0], fy + share[1], fz + share[2]", 2)
-        w("tx, ty, tz = tx + share[3], ty + share[4], tz + share[5]", 2)
+        for k in range(0, 6 * i.shares, 6):  # each share in turn (`dem.interactions.contract`)
+            w(f"fx, fy, fz = fx + share[{k}], fy + share[{k + 1}], fz + share[{k + 2}]", 2)
+            w(f"tx, ty, tz = tx + share[{k + 3}], ty + share[{k + 4}], tz + share[{k + 5}]", 2)
     for c, axis in enumerate("xyz"):
         w(f"st.force[i, {c}] = f{axis}", 2)
     for c, axis in enumerate("xyz"):

@@ -130,7 +130,7 @@ def scene_reference():
     for name, interaction in INTERACTIONS.items():
         keys = ", ".join(f"`{section}.{key}`" for section, table in interaction.keys.items() for key in table)
         out += [f"## `{name}`", "", _paragraphs(interaction.doc.split("\n\n")[0]), "",
-                f"* energy columns: {', '.join(f'`{c}`' for c in interaction.columns) or 'none'}",
+                f"* energy columns: {', '.join(f'`{c}`' for c in dict.fromkeys(interaction.columns)) or 'none'}",
                 f"* internal (no net force or moment): {'yes' if interaction.internal else 'no'}",
                 f"* applied {KIND_TEXT[interaction.kind]}",
                 f"* scene keys: {keys or TABLES.get(name, 'none (its inputs come from the builders)')}", ""]

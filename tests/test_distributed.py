@@ -229,8 +229,9 @@ def assert_same_as_one_process(runs, scene, n):
     if scene == "rough":  # live tangential, rolling and twisting springs between particles and with the wall
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["contacts.history_values.contact_pp"]) > 0
-        for name in ("friction_pw", "rolling_pw"):
-            assert np.count_nonzero(checkpoint[f"interaction.{name}.wall_spring"]) > 0, name
+        springs = checkpoint["interaction.contact_pw.wall_spring"]
+        for part, components in (("tangential", slice(0, 3)), ("rolling", slice(3, 7))):
+            assert np.count_nonzero(springs[..., components]) > 0, part
     if scene == "sticky":  # JKR contacts formed (and some broke) between particles and with the wall
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["contacts.history_values.adhesive_pp"][:, -1]) > 0

@@ -337,7 +337,7 @@ def test_restart_continues_bit_for_bit(tmp_path):
     scene = tmp_path / "scene.toml"
     scene.write_text("# stand-in for the scene file a checkpoint records\n")
     model, state = floor_granule(substeps=3)
-    assert set(model.interactions) >= {"contact_pp", "friction_pw", "rolling_pw"}
+    assert set(model.interactions) >= {"contact_pp", "contact_pw"}
     sim = Simulation(model, state, "rrp2", 2e-4)
     sim.advance(2000)
     for _ in range(40):   # on to a step where friction loads both walls (along y: friction only)
@@ -358,9 +358,8 @@ def test_restart_continues_bit_for_bit(tmp_path):
     for name in ("contact_pp",):
         assert np.array_equal(resumed.contacts.export()[f"history_values.{name}"],
                               sim.contacts.export()[f"history_values.{name}"])
-    for name in ("friction_pw", "rolling_pw"):
-        for a, b in zip(state2.interactions[name], state.interactions[name]):
-            assert np.array_equal(a, b)
+    for a, b in zip(state2.interactions["contact_pw"], state.interactions["contact_pw"]):
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("mesh", [False, True], ids=["planes", "mesh"])
@@ -383,11 +382,11 @@ def test_springs_are_independent_of_the_thread_count(mesh):
         assert np.array_equal(state.angular_velocity, runs[0][0].angular_velocity)
         for key in ("history_values.contact_pp",):
             assert np.array_equal(export[key], runs[0][1][key])
-        for name in ("walls", "friction_pw", "rolling_pw"):
+        for name in ("walls", "contact_pw"):
             for a, b in zip(state.interactions[name], runs[0][0].interactions[name]):
                 assert np.array_equal(a, b)
     # the springs of the floor's contacts took part (the mesh's keys are 1 and up): 65 and 61 at the end
-    assert (runs[0][0].interactions["friction_pw"].wall_key >= (1 if mesh else 0)).sum() > 40
+    assert (runs[0][0].interactions["contact_pw"].wall_key >= (1 if mesh else 0)).sum() > 40
 
 
 def test_spheres_touching_by_round_off_carry_no_friction():

@@ -69,7 +69,7 @@ def test_sphere_mass_inertia_and_motion(tmp_path):
     assert model.inertia[:, 0] == pytest.approx(0.1 * model.mass)
     assert state.velocity[0] == pytest.approx([1.0, 0.0, 0.0])
     assert not model.pinned.any() and not model.clamped.any()
-    assert set(model.interactions) >= {"contact_pp", "friction_pw"}
+    assert set(model.interactions) >= {"contact_pp", "contact_pw"}
 
 
 def test_a_fixed_sphere_stays_put_when_hit(tmp_path):
@@ -123,14 +123,14 @@ def test_bad_friction_coefficients(tmp_path, capsys, old, new, key, problem):
 
 def test_friction_is_off_unless_asked_and_walls_override_it(tmp_path):
     _, model, _, _ = prepare(scene(tmp_path, SPHERE).parent / "scene.toml", ["contact.friction=0.0"])
-    assert not {"contact_pp", "friction_pw", "rolling_pw"} & set(model.interactions)
+    assert not {"contact_pp", "contact_pw", "friction_pw", "rolling_pw"} & set(model.interactions)
     _, model, _, _ = prepare(tmp_path / "scene.toml", ["contact.friction=0.0", "walls.0.friction=0.3",
                                                        "walls.0.rolling_friction=0.1"])
-    assert "friction_pw" in model.interactions and "rolling_pw" in model.interactions
+    assert "contact_pw" in model.interactions and "hertz_pw" not in model.interactions
     assert "contact_pp" not in model.interactions and "hertz_pp" in model.interactions
-    assert model.interactions["friction_pw"].walls[:, 3].tolist() == [0.3]   # (normal, μ) per wall
+    assert model.interactions["contact_pw"].walls[:, 3:].tolist() == [[0.3, 0.1, 0.0]]   # (normal, μ, μ_r, μ_t)
     _, model, _, _ = prepare(tmp_path / "scene.toml", ["walls.0.friction=0.0"])
-    assert "friction_pw" not in model.interactions and "contact_pp" in model.interactions
+    assert "contact_pw" not in model.interactions and "contact_pp" in model.interactions
 
 
 # ---------------------------------------------------------------------------------------------

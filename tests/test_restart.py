@@ -224,6 +224,32 @@ def test_a_checkpoint_of_another_format_is_refused_clearly(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_checkpoint_of_the_separate_wall_interactions_restores_into_the_wall_pipeline():
+    """Checkpoints written while hertz_pw, friction_pw and rolling_pw acted one after the other give
+    contact_pw's state (their slots side by side); slots that differ are not merged."""
+    from dem.interactions.wall_contact import separate_wall_states
+
+    rng = np.random.default_rng(1)
+    keys = rng.integers(-1, 3, size=(6, 4)).astype(np.int32)
+    previous = rng.normal(size=(6, 4, 4))
+    old = {"interaction.hertz_pw.dissipated": rng.normal(size=6)}
+    for name, width in (("friction_pw", 3), ("rolling_pw", 4)):
+        old.update({f"interaction.{name}.{field}": value for field, value in (
+            ("friction", rng.normal(size=6)), ("dissipated", rng.normal(size=6)), ("wall_key", keys),
+            ("wall_spring", rng.normal(size=(6, 4, width))), ("mesh_contact", previous))})
+    new = {key.removeprefix("interaction.contact_pw."): value for key, value in separate_wall_states(old).items()}
+    assert np.array_equal(new["dissipated"], old["interaction.hertz_pw.dissipated"])
+    for part, name in (("tangential", "friction_pw"), ("rolling", "rolling_pw")):
+        assert np.array_equal(new[f"{part}_friction"], old[f"interaction.{name}.friction"])
+        assert np.array_equal(new[f"{part}_dissipated"], old[f"interaction.{name}.dissipated"])
+    assert np.array_equal(new["wall_spring"], np.concatenate((old["interaction.friction_pw.wall_spring"],
+                                                              old["interaction.rolling_pw.wall_spring"]), axis=2))
+    assert np.array_equal(new["wall_key"], keys) and np.array_equal(new["mesh_contact"], previous)
+    assert new["mesh_load"].shape == (6, 4, 9)
+    old["interaction.rolling_pw.wall_key"] = np.roll(keys, 1, axis=1)
+    assert separate_wall_states(old) == {}
+
+
 def test_validate_prints_what_it_builds_and_writes_nothing(tmp_path, capsys):
     assert main(["validate", TORUS, "--out", str(tmp_path / "x")]) == 0
     out = capsys.readouterr().out

@@ -25,14 +25,15 @@ from .normal.hertz import hertz  # the function (after .hertz, whose module it s
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
 from .rolling import ROLLING_PW
+from .wall_contact import CONTACT_PW
 from .walls import WALLS
 
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, FRICTION_PW,
-                        ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DEFORMATION,
-                        INSERTION, DAMPING)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, CONTACT_PW,
+                        FRICTION_PW, ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
+                        DEFORMATION, INSERTION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of

@@ -453,20 +453,27 @@ def _state(model, params):
                         np.zeros((n, UPPER if substepped else LOADS)), np.zeros(n), np.zeros(n))
 
 
-_NORMAL_STEP = normal_critical_step("normal contact particle–particle", 1.0, 2.0)
-_FRICTION_STEP = friction_critical_step("tangential friction particle–particle", 1.0, 2.0)
-_ROLLING_STEP = rolling_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
-                                      lambda p: (p.rolling, p.twisting))
+def pipeline_critical_step(normal, tangential, rolling, acting):
+    """A contact pipeline's ``critical_step``: the oscillators of its ``normal`` law and of its
+    ``tangential`` and ``rolling`` springs where they act (``acting(p)``: whether each does)."""
+    def critical_step(model, state, p):
+        steps = normal(model, state, p)
+        friction, turning = acting(p)
+        if friction:
+            steps += tangential(model, state, p)
+        if turning:
+            steps += rolling(model, state, p)
+        return steps
+
+    return critical_step
 
 
-def _critical_step(model, state, p):
-    """The normal, tangential and rolling oscillators of the sub-models that act."""
-    steps = _NORMAL_STEP(model, state, p)
-    if p.friction > 0.0:
-        steps += _FRICTION_STEP(model, state, p)
-    if p.rolling > 0.0 or p.twisting > 0.0:
-        steps += _ROLLING_STEP(model, state, p)
-    return steps
+_critical_step = pipeline_critical_step(
+    normal_critical_step("normal contact particle–particle", 1.0, 2.0),
+    friction_critical_step("tangential friction particle–particle", 1.0, 2.0),
+    rolling_critical_step("rolling/twisting resistance particle–particle", 1.0, 0.25, 2.0,
+                          lambda p: (p.rolling, p.twisting)),
+    lambda p: (p.friction > 0.0, p.rolling > 0.0 or p.twisting > 0.0))
 
 
 CONTACT_PP = Interaction(

@@ -15,7 +15,9 @@ How the compiled loop (`dem.engine`) applies ``forces`` depends on ``kind``:
   the row kernels' shares in registry order and *sets* the body's force and moment. With
   ``neighbors`` it reads the particle neighbour list ``contacts`` (`dem.contacts.Contacts`, a
   full list: each pair is seen from both rows). A row kernel may write only row ``i`` of its
-  own state.
+  own state. A row kernel that applies several sub-models (``shares`` > 1: `dem.interactions.
+  wall_contact`) returns ``6 × shares`` numbers, its shares one after the other, which the pass
+  adds in turn (the same sums as separate interactions of one share each, to the last bit).
 
 Kernels run in the innermost loops, where numba's reference counting of arrays costs more than
 the arithmetic: every array a kernel takes out of a named tuple, or hands to an inlined helper,
@@ -50,7 +52,8 @@ the per-row helpers out of line too made that block six times slower).
 
 ``energy(st, bodies, contacts, params, own)`` returns a tuple of floats, one per column; several
 interactions may share a column (``external``, ``dissipated``): the log sums them in registry
-order. It is a compiled kernel too (``@njit(cache=True)``): the loop calls it, through the
+order (a column named more than once in one interaction's ``columns`` gets each of its values in
+turn). It is a compiled kernel too (``@njit(cache=True)``): the loop calls it, through the
 generated ``sample`` (`dem.engine`), at every log row. An interaction with per-contact ``history`` (a width > 0) gets, after ``own``, its own
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
@@ -151,6 +154,7 @@ class Interaction:
     history: int = 0
     loads: int = 0
     walls: bool = False
+    shares: int = 1
     update: object = None
     advance: object = None
     critical_step: object = None

@@ -1,8 +1,9 @@
 """Tangential (Coulomb) friction of contacts (docs/theory.md §3b): the spring's law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
-contact table), and particle–wall friction (`FRICTION_PW`, history in keyed wall slots of its own
-state). Acts only where the normal contact acts (``k_pp``/``k_pw`` > 0) and a friction
-coefficient is non-zero, so scenes without friction run exactly as before. A pair of
+contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
+pipeline applies and, under an adhesive normal law, particle–wall friction (`FRICTION_PW`, history
+in keyed wall slots of its own state). Acts only where the normal contact acts (``k_pp``/``k_pw``
+> 0) and a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
 particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
 its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping
 counts a contact active): spheres that touch only by round-off, the bonded neighbours of a lattice at rest
@@ -83,7 +84,7 @@ from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
 from .contract import ROW, Interaction
-from .hertz import RESTITUTION, contact_critical_step, inverse_masses, normal_code, normal_damping
+from .hertz import RESTITUTION, adhesive, contact_critical_step, inverse_masses, normal_code, normal_damping
 from .normal import contact_scales
 from .walls import add_wall_load, wall_velocity_at
 
@@ -331,17 +332,25 @@ def damped(spring, c, v, limit):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
+def spring_squares(springs, i, s, first):
+    """``(|v|², v_3²)``: the squares of the spring components ``first … first + 2`` of particle
+    ``i``'s wall slot ``s`` and of component ``first + 3`` (0 if there is none)."""
+    vector = springs[i, s, first] * springs[i, s, first] + springs[i, s, first + 1] * springs[i, s, first + 1] \
+        + springs[i, s, first + 2] * springs[i, s, first + 2]
+    twist = springs[i, s, first + 3] * springs[i, s, first + 3] if springs.shape[2] > first + 3 else 0.0
+    return vector, twist
+
+
+@njit(inline="always")
 def release_slot(i, s, keys, springs):
-    """Drop particle ``i``'s wall spring in slot ``s`` (as `dem.contacts.free_wall_slot`, element
+    """Drop particle ``i``'s wall springs in slot ``s`` (as `dem.contacts.free_wall_slot`, element
     by element: a view of ``springs (n, s, width)`` would cost more than the rest of the row);
-    returns the squares ``(|v|², v_3²)`` of its first three and (if any) fourth components."""
-    vector = springs[i, s, 0] * springs[i, s, 0] + springs[i, s, 1] * springs[i, s, 1] \
-        + springs[i, s, 2] * springs[i, s, 2]
-    twist = springs[i, s, 3] * springs[i, s, 3] if springs.shape[2] > 3 else 0.0
+    returns `spring_squares` of its first components."""
+    squares = spring_squares(springs, i, s, 0)
     keys[i, s] = -1
     for c in range(springs.shape[2]):
         springs[i, s, c] = 0.0
-    return vector, twist
+    return squares
 
 
 @njit(inline="always")
@@ -465,13 +474,14 @@ def wall_frame(i, w, radius, n, gap, position, wall_point, wall_velocity, wall_s
 
 
 @njit(cache=True)
-def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, inverse_mass, mu, p, springs,
-                  position, wall_point, wall_velocity, wall_spin, walls, advance):
-    """Particle ``i``'s tangential contact with wall ``w`` (its spring in ``slot``; the unit
-    normal ``n`` and ``gap`` now, ``old`` and ``gap_old`` a step ago): ``(fx, fy, fz, τx, τy, τz,
-    energy, booked, power)``. With ``advance`` the spring first takes the step (turned with the
-    frame when ``turn``: by the smallest rotation from ``old`` to ``n`` and the wall's spin
-    about ``n``) and the force's reaction is booked on the wall."""
+def wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, inverse_mass, mu, p, springs,
+                 position, wall_point, wall_velocity, wall_spin, advance):
+    """Particle ``i``'s tangential contact with wall ``w`` (its spring in ``slot``, components 0–2;
+    the unit normal ``n`` and ``gap`` now, ``old`` and ``gap_old`` a step ago): ``(fx, fy, fz,
+    τx, τy, τz, energy, booked, power, rx, ry, rz)``, ``r`` the contact point from the wall's point
+    (where the caller books the force's reaction, `add_wall_load`). With ``advance`` the spring
+    first takes the step (turned with the frame when ``turn``: by the smallest rotation from
+    ``old`` to ``n`` and the wall's spin about ``n``)."""
     coulomb, k_n = contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)
     k_t = tangential_stiffness(p, k_n)
     limit = mu * coulomb
@@ -496,14 +506,12 @@ def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, v, omega, radius, i
     if c != 0.0:
         (gx, gy, gz), power = damped((gx, gy, gz), c, tangential_velocity(relative, omega, arm, (0.0, 0.0, 0.0), arm,
                                                                           n), limit)
-    if advance:
-        add_wall_load(walls, i, w, gx, gy, gz, r[0], r[1], r[2], 0.0)
     return (gx, gy, gz, arm[1] * gz - arm[2] * gy, arm[2] * gx - arm[0] * gz, arm[0] * gy - arm[1] * gx,
-            0.5 * k_t * squared, booked, power)
+            0.5 * k_t * squared, booked, power, r[0], r[1], r[2])
 
 
 @njit(inline="always")
-def _released(p, half, gap, radius):
+def released(p, half, gap, radius):
     """``½ |ξ|² k_t`` (``half = ½ |ξ|²``) of a wall contact that opened at ``gap`` (its energy
     leaves at the stiffness it had there)."""
     if p.fixed > 0.0:
@@ -539,28 +547,32 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
             if advance:  # the contact opened: its elastic energy leaves with it
                 squared = release_wall(i, w, keys, springs)[0]
                 if squared != 0.0:
-                    booked += _released(p, 0.5 * squared, gap_old, radius)
+                    booked += released(p, 0.5 * squared, gap_old, radius)
             continue
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        row = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, table[w, 3], p,
-                            springs, position, wall_point, wall_velocity, wall_spin, walls, advance)
+        row = wall_contact(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, table[w, 3], p,
+                           springs, position, wall_point, wall_velocity, wall_spin, advance)
+        if advance:
+            add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
         fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
         energy, booked, power = energy + row[6], booked + row[7], power + row[8]
     if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
         ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
         for s in range(keys.shape[1]):
             if (ended >> s) & 1:
-                booked += _released(p, 0.5 * release_slot(i, s, keys, springs)[0], previous[i, s, 3], radius)
+                booked += released(p, 0.5 * release_slot(i, s, keys, springs)[0], previous[i, s, 3], radius)
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
                                                            table, taken, advance, position, velocity, wall_point,
                                                            wall_velocity, wall_spin)
         if slot >= 0:
-            row = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
-                                p, springs, position, wall_point, wall_velocity, wall_spin, walls, advance)
+            row = wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
+                               p, springs, position, wall_point, wall_velocity, wall_spin, advance)
+            if advance:
+                add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
             fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
             energy, booked, power = energy + row[6], booked + row[7], power + row[8]
     return fx, fy, fz, tx, ty, tz, energy, booked, power
@@ -621,7 +633,8 @@ def wall_slots(model, width, active, planes):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(0, contact["friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any() \
+            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
         return None
     planes = len(model.wall_normal)
     return FrictionWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
@@ -648,7 +661,8 @@ def friction_critical_step(what, reach_factor, pair_factor):
 
 
 FRICTION_PW = Interaction(
-    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls.", kind=ROW,
+    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls under an adhesive "
+        "normal law (else contact_pw applies it).", kind=ROW,
     columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=friction_pw_forces, energy=friction_pw_energy, walls=True,
     critical_step=friction_critical_step("tangential friction particle–wall", 0.5, 1.0),

@@ -580,11 +580,13 @@ def jkr_skin(contact, diameter):
 
 def _setup(stiffness_key, needs_walls, adhesion):
     def setup(model):
+        from . import wall_contact  # (which imports this module)
         substeps = 1 if needs_walls else contact_substeps(model)
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs) \
-                or (not needs_walls and carries_springs(contact)) or adhesive(contact) != adhesion:
+                or (not needs_walls and carries_springs(contact)) or adhesive(contact) != adhesion \
+                or (needs_walls and wall_contact.acts(model)):  # `dem.interactions.wall_contact` acts instead
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
         law = normal_code(contact)
@@ -646,7 +648,8 @@ HERTZ_PP = Interaction(
 )
 HERTZ_PW = Interaction(
     name="hertz_pw", kind=ROW,
-    doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes).",
+    doc="Normal contact (Hertz or Hooke) between particles and the walls (planes and meshes), where neither "
+        "friction nor rolling resistance acts at a wall (else contact_pw applies it).",
     columns=("hertz_pw", "dissipated"), internal=False, keys=KEYS_PW, setup=_setup("k_pw", True, False),
     state=initial_state, forces=hertz_pw_forces, energy=hertz_pw_energy, walls=True,
     critical_step=normal_critical_step("normal contact particle–wall", 0.5, 1.0),

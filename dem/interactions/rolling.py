@@ -1,6 +1,8 @@
 """Rolling and twisting resistance of contacts (docs/theory.md §3b): the springs' law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
-contact table), and particle–wall resistance (`ROLLING_PW`, keyed wall slots of its own state).
+contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
+pipeline applies and, under an adhesive normal law, particle–wall resistance (`ROLLING_PW`, keyed
+wall slots of its own state).
 Acts where the normal contact acts and ``rolling_friction`` or ``twisting_friction`` is
 non-zero.
 
@@ -38,18 +40,18 @@ from ..schema import Key, non_negative
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     POISSON_RATIO, FrictionWallState, book, damped, dashpot, ended_mesh_slots, find_wall_slot,
-    mesh_spring, release_slot, release_wall, restiffen, slip,
+    mesh_spring, release_slot, release_wall, released, restiffen, slip, spring_squares,
     stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots, wall_table,
 )
-from .hertz import contact_critical_step, inverse_masses, normal_code
+from .hertz import adhesive, contact_critical_step, inverse_masses, normal_code
 from .normal import contact_scales
 from .walls import add_wall_couple
 
 #: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
 #: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting,
 #: ``work`` the work of adhesion of an adhesive normal law
-RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio damping walls contact_inertia planes meshes "
-                                                  "work")
+RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio rolling_damping walls contact_inertia planes "
+                                                  "meshes work")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -106,11 +108,6 @@ def advance_rolling_springs(spring, k_old, k_new, omega, n, h, limit, mu):
 
 
 @njit(inline="always")
-def _wall4(springs, i, s):
-    return springs[i, s, 0], springs[i, s, 1], springs[i, s, 2], springs[i, s, 3]
-
-
-@njit(inline="always")
 def rolling_moment(spring, k, n, damping, inverse_inertia, omega, limit, mu):
     """``(M (3), energy, power)``: the couple of the springs ``spring`` with stiffnesses ``k``
     about the normal ``n``, plus the dashpots ``−C_r ω_r``, ``C_r = 2 η_r √(I_r k_r)``, and
@@ -157,45 +154,71 @@ def contact_inertia(model):
 # ---------------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _wall_stiffnesses(gap, radius, mu, p):
+def wall_stiffnesses(gap, radius, mu, p):
     """``(k_r, k_tw)`` of a wall contact at ``gap`` (``R* = R``)."""
     return rolling_stiffnesses(contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1],
                                radius, radius - gap, mu[0], p.ratio)
 
 
 @njit(inline="always")
-def _spins(omega, wall_spin, w):
+def spins(omega, wall_spin, w):
     """``(Ω_i − ω_w, ω_w)`` (6 numbers) of a particle spinning at ``omega`` on wall ``w``."""
     return (omega[0] - wall_spin[w, 0], omega[1] - wall_spin[w, 1], omega[2] - wall_spin[w, 2], wall_spin[w, 0],
             wall_spin[w, 1], wall_spin[w, 2])
 
 
 @njit(cache=True)
-def _wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, walls, advance):
-    """Particle ``i``'s rolling and twisting contact with wall ``w`` (springs in ``slot``; normal
-    and gap now ``n``, ``gap``, a step ago ``old``, ``gap_old``; ``spin`` the particle's spin
-    relative to the wall's ``(Ω_i − ω_w)``): ``(τ (3), rolling, twisting, booked, power)``. With
-    ``advance`` the springs first take the step (turned with the frame when ``turn``, as
-    `dem.interactions.friction`) and the couple's reaction is booked on the wall."""
-    k = _wall_stiffnesses(gap, radius, mu, p)
+def wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, inverse, mu, p, springs, first, advance):
+    """Particle ``i``'s rolling and twisting contact with wall ``w`` (springs in ``slot``,
+    components ``first … first + 3``; normal and gap now ``n``, ``gap``, a step ago ``old``,
+    ``gap_old``; ``spin`` the particle's spin relative to the wall's ``(Ω_i − ω_w)``): ``(τ (3),
+    rolling, twisting, booked, power)`` (the caller books the couple's reaction on the wall,
+    `add_wall_couple`). With ``advance`` the springs first take the step (turned with the frame
+    when ``turn``, as `dem.interactions.friction`)."""
+    k = wall_stiffnesses(gap, radius, mu, p)
     limit = radius * contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[0]
-    spring = _wall4(springs, i, slot)
+    spring = (springs[i, slot, first], springs[i, slot, first + 1], springs[i, slot, first + 2],
+              springs[i, slot, first + 3])
     booked = 0.0
     if advance:
         theta = (spring[0], spring[1], spring[2])
         if turn:
             theta = turned(theta, old, n, h * (spin[3] * n[0] + spin[4] * n[1] + spin[5] * n[2]))
         theta, twist, booked = advance_rolling_springs((theta[0], theta[1], theta[2], spring[3]),
-                                                       _wall_stiffnesses(gap_old, radius, mu, p), k,
+                                                       wall_stiffnesses(gap_old, radius, mu, p), k,
                                                        (spin[0], spin[1], spin[2]), n, h, limit, mu)
         spring = (theta[0], theta[1], theta[2], twist)
         for c in range(WIDTH):
-            springs[i, slot, c] = spring[c]
-    moment, u, power = rolling_moment(spring, k, n, p.damping, inverse, (spin[0], spin[1], spin[2]), limit, mu)
-    if advance:
-        add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
+            springs[i, slot, first + c] = spring[c]
+    moment, u, power = rolling_moment(spring, k, n, p.rolling_damping, inverse, (spin[0], spin[1], spin[2]), limit,
+                                      mu)
     return (moment, 0.5 * k[0] * (spring[0] * spring[0] + spring[1] * spring[1] + spring[2] * spring[2]),
             0.5 * k[1] * spring[3] * spring[3], booked, power)
+
+
+@njit(inline="always")
+def release_ended(i, p, keys, springs, previous, walls, radius, tangential, first, booked_t, booked_r):
+    """Drop particle ``i``'s mesh slots whose contact ended (`ended_mesh_slots`; ``walls`` the
+    walls' state): ``(booked_t, booked_r)`` with the elastic energies added that their tangential
+    springs (with ``tangential``: components 0–2, μ in column 3 of ``p.walls``) and their rolling
+    and twisting springs (components ``first … first + 3``; μ_r, μ_t in the last two columns)
+    release."""
+    table = p.walls
+    ended = ended_mesh_slots(i, keys, previous, walls.mesh_count, walls.mesh_wall, walls.mesh_normal, p.planes)
+    for s in range(keys.shape[1]):
+        if (ended >> s) & 1:
+            w = keys[i, s]
+            mu = (table[w, table.shape[1] - 2], table[w, table.shape[1] - 1])
+            theta = twist = 0.0
+            if mu[0] != 0.0 or mu[1] != 0.0:
+                theta, twist = spring_squares(springs, i, s, first)
+            squared = release_slot(i, s, keys, springs)[0]
+            if tangential and table[w, 3] != 0.0:
+                booked_t += released(p, 0.5 * squared, previous[i, s, 3], radius)
+            if mu[0] != 0.0 or mu[1] != 0.0:
+                k_old = wall_stiffnesses(previous[i, s, 3], radius, mu, p)
+                booked_r += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+    return booked_t, booked_r
 
 
 @njit(inline="always")
@@ -225,35 +248,32 @@ def _wall_rows(i, h, st, bodies, p, own, walls, advance):
             if advance:  # the contact opened: its elastic energy leaves with it
                 theta, twist = release_wall(i, w, keys, springs)
                 if theta != 0.0 or twist != 0.0:
-                    k_old = _wall_stiffnesses(gap_old, radius, mu, p)
+                    k_old = wall_stiffnesses(gap_old, radius, mu, p)
                     booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
             continue
         slot = find_wall_slot(keys, i, w, advance)
         if slot < 0:
             continue
-        moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, n, gap, gap_old, False, h,
-                                                            _spins(omega, wall_spin, w), radius, inverse, mu, p,
-                                                            springs, walls, advance)
+        moment, u_r, u_t, work, dissipation = wall_contact(i, w, slot, n, n, gap, gap_old, False, h,
+                                                           spins(omega, wall_spin, w), radius, inverse, mu, p,
+                                                           springs, 0, advance)
+        if advance:
+            add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
         tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
         rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
     if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
-        ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
-        for s in range(keys.shape[1]):
-            if (ended >> s) & 1:
-                w = keys[i, s]
-                theta, twist = release_slot(i, s, keys, springs)
-                k_old = _wall_stiffnesses(previous[i, s, 3], radius, (table[w, 3], table[w, 4]), p)
-                booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+        booked = release_ended(i, p, keys, springs, previous, walls, radius, False, 0, 0.0, booked)[1]
     taken = 0
     for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
                                                            table, taken, advance, position, velocity, wall_point,
                                                            wall_velocity, wall_spin)
         if slot >= 0:
-            moment, u_r, u_t, work, dissipation = _wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
-                                                                _spins(omega, wall_spin, w), radius, inverse,
-                                                                (table[w, 3], table[w, 4]), p, springs, walls,
-                                                                advance)
+            moment, u_r, u_t, work, dissipation = wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
+                                                               spins(omega, wall_spin, w), radius, inverse,
+                                                               (table[w, 3], table[w, 4]), p, springs, 0, advance)
+            if advance:
+                add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
             tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
             rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
     return 0.0, 0.0, 0.0, tx, ty, tz, rolling, twisting, booked, power
@@ -286,7 +306,8 @@ def rolling_pw_energy(st, bodies, contacts, p, own, walls):
 def _setup_pw(model):
     contact = model.sections["contact"]
     walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any():
+    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any() \
+            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
         return None
     planes = len(model.wall_normal)
     return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
@@ -318,7 +339,9 @@ def rolling_critical_step(what, reach_factor, reduced_factor, pair_factor, coeff
 
 
 ROLLING_PW = Interaction(
-    name="rolling_pw", doc="Rolling and twisting resistance between particles and the walls (EPSD).", kind=ROW,
+    name="rolling_pw",
+    doc="Rolling and twisting resistance between particles and the walls (EPSD) under an adhesive normal law (else "
+        "contact_pw applies it).", kind=ROW,
     columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
     forces=rolling_pw_forces, energy=rolling_pw_energy, walls=True,
     critical_step=rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,

@@ -364,6 +364,9 @@ def random_springs(model, state, name, rng):
     if name in ("contact_pp", "adhesive_pp"):
         tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
+    if name == "contact_pw":  # the springs of the parts that act at some wall, side by side
+        parts = [random_springs(model, state, law, rng) for law in _wall_parts(model)]
+        return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     springs = {}
     for key, a, b, n, _, _, (stiffness, limits) in _contacts(model, state, name):
         direction = rng.normal(size=3)
@@ -455,9 +458,10 @@ def rolling_pw(model, state, springs):
     return _rolling(model, state, springs, "rolling_pw")
 
 
-def normal_damping(model, state):
-    """The normal dashpot ``−γ √(m* k_n) v_n n`` of every touching pair, ``γ`` the normal law's for
-    the restitution (no energy)."""
+def normal_damping(model, state, walls=False):
+    """The normal dashpot ``−γ √(m* k_n) v_n n`` of every touching pair (``walls``: of every
+    particle–plane contact, the planes at rest), ``γ`` the normal law's for the restitution (no
+    energy)."""
     force, moment = _zeros(state)
     contact = model.sections["contact"]
     e = contact["restitution"]
@@ -466,6 +470,11 @@ def normal_damping(model, state):
     factor = 1.0 if contact["normal"] == "hooke" else np.sqrt(5 / 6)
     gamma = -2 * factor * np.log(e) / np.sqrt(np.log(e) ** 2 + np.pi ** 2)
     v = state.velocity
+    if walls:
+        for i, w, n, gap, radius, delta in touching_walls(model, state):
+            k_n = normal_law(model, "k_pw", delta, radius)[2]
+            force[i] += -gamma * np.sqrt(model.mass[i] * k_n) * (v[i] @ n) * n
+        return 0.0, force, moment
     for a, b, n, r, reach, delta in touching_pairs(model, state):
         k_n = normal_law(model, "k_pp", delta, reach)[2]
         mass = model.mass[a] * model.mass[b] / (model.mass[a] + model.mass[b])
@@ -485,6 +494,27 @@ def contact_pp(model, state, springs):
         parts.append(_friction(model, state, {key: value[:3] for key, value in springs.items()}, "friction_pp"))
     if contact["rolling_friction"] > 0 or contact["twisting_friction"] > 0:
         parts.append(_rolling(model, state, {key: value[3:] for key, value in springs.items()}, "rolling_pp"))
+    return tuple(sum(part[k] for part in parts) for k in range(3))
+
+
+def _wall_parts(model):
+    """The spring laws of `contact_pw` that act at some wall, in the order of its slots' springs."""
+    walls = model.interactions["contact_pw"].walls
+    return [law for law, acts in (("friction_pw", (walls[:, 3] > 0).any()), ("rolling_pw", (walls[:, 4:] > 0).any()))
+            if acts]
+
+
+def contact_pw(model, state, springs):
+    """The wall pipeline: `hertz_pw` with its dashpot (`normal_damping`), `friction_pw`'s spring
+    and `rolling_pw`'s springs of every plane contact, where they act (`_wall_parts`: their
+    springs side by side)."""
+    parts = [hertz_pw(model, state), normal_damping(model, state, walls=True)]
+    first = 0
+    for law in _wall_parts(model):
+        width = 3 if law == "friction_pw" else 4
+        part = {key: value[first:first + width] for key, value in springs.items()}
+        parts.append(_friction(model, state, part, law) if law == "friction_pw" else _rolling(model, state, part, law))
+        first += width
     return tuple(sum(part[k] for part in parts) for k in range(3))
 
 
@@ -529,5 +559,5 @@ def adhesive_pw(model, state):
                                              for i, w, n, gap, radius, delta in touching_walls(model, state)])
 
 
-REFERENCE.update(contact_pp=contact_pp, friction_pw=friction_pw, rolling_pw=rolling_pw, adhesive_pp=adhesive_pp,
-                 adhesive_pw=adhesive_pw)
+REFERENCE.update(contact_pp=contact_pp, contact_pw=contact_pw, friction_pw=friction_pw, rolling_pw=rolling_pw,
+                 adhesive_pp=adhesive_pp, adhesive_pw=adhesive_pw)

@@ -1,0 +1,348 @@
+"""The particle–wall contact pipeline (`CONTACT_PW`): the normal law, its damping, tangential
+friction and rolling and twisting resistance of each wall contact in one pass, where friction or
+rolling resistance acts at a wall (`dem.interactions.hertz`'s ``hertz_pw`` alone elsewhere; under
+an adhesive normal law ``adhesive_pw``, ``friction_pw`` and ``rolling_pw`` still act one after
+the other).
+
+Each particle walks its planes and then its mesh contacts (`dem.meshes`) once: a plane's gap (a
+mesh contact's gap and normal come from the walls' state), the gap a step ago and the slot of the
+contact's springs are found once and handed to the sub-models of `dem.interactions.hertz`
+(`_wall_contact`: the normal law and its dashpot), `dem.interactions.friction` (`wall_contact`:
+the tangential spring) and `dem.interactions.rolling` (`wall_contact`: the rolling and twisting
+springs), which are the ones ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` call. A particle
+keeps one set of wall slots (``wall_key``; the tangential spring ``ξ`` in components 0–2 of
+``wall_spring``, the rolling and twisting springs ``θ_r``, ``θ_t`` in 3–6, or in 0–3 where no
+wall has friction) for the walls where friction or rolling resistance acts (each wall's own
+coefficients, `wall_table`'s columns 3–5).
+
+The results are those of the three separate interactions to the last bit: the row kernel returns
+the normal, the tangential and the rolling parts of the particle's force and moment as three
+shares (``shares = 3``, `dem.interactions.contract`), which the loop adds in turn, each summed
+over the walls in wall order; the parts' booked work is kept in arrays of their own, and the
+energy kernel returns each part's columns in turn (``dissipated`` and ``friction`` three and two
+times), so the log sums them in the order it summed the three interactions'. The reactions on
+the walls go into the walls' partial sums in the same order too: a plane's normal, tangential and
+rolling reactions one after the other (each plane has its own sums), a mesh's normal reactions
+during the walk and its tangential and then its rolling reactions after it (a particle may touch
+a mesh at several points, whose reactions ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` added
+in three passes): ``mesh_load`` keeps them per slot until then. Slots are claimed where either
+spring acts, so with more wall contacts at once than slots (`MAX_WALL_SLOTS`) and walls whose own
+coefficients turn on friction but not rolling resistance (or the other way round), which contact
+keeps springs may differ from the separate interactions'.
+"""
+
+import functools
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..meshes import MAX_CONTACTS
+from .contact import pipeline_critical_step
+from .contract import ROW, Interaction, localize_bodies
+from .friction import (
+    KEYS as FRICTION_KEYS, find_wall_slot, friction_critical_step, gap_before,
+    holds_wall_springs, mesh_spring, release_slot, released, spring_squares, stiffness_ratio,
+    wall_contact as tangential, wall_slots, wall_table,
+)
+from .hertz import (
+    KEYS_PW, _wall_contact as normal, _wall_gap, adhesive, hertz_pw_energy, normal_code, normal_critical_step,
+    normal_damping,
+)
+from .rolling import (
+    KEYS as ROLLING_KEYS, WIDTH, contact_inertia, release_ended, rolling_critical_step, spins,
+    wall_contact as rolling, wall_stiffnesses,
+)
+from .walls import add_wall_couple, add_wall_load
+
+#: the normal law's ``law``, ``stiffness``, ``damping`` (γ, also the tangential dashpot's),
+#: ``wall_normal`` (planes), ``meshes`` (whether there are mesh walls), ``work``; the springs':
+#: ``ratio`` (κ), ``fixed`` (a linear spring's k_t, 0: Mindlin's), ``rolling_damping`` (η_r),
+#: ``contact_inertia`` (`dem.interactions.rolling.contact_inertia`), ``walls (w, 6)`` each wall's
+#: normal (planes; 0 for meshes), μ, μ_r and μ_t, ``planes`` the number of planes, ``springs``
+#: whether a mesh has friction or rolling resistance, ``first`` the first component of the rolling
+#: and twisting springs in a slot (3 after the tangential spring's; 0 where no wall has friction)
+ContactWallParams = namedtuple("ContactWallParams", "law stiffness damping wall_normal meshes work ratio fixed "
+                               "rolling_damping contact_inertia walls planes springs first")
+#: per particle, the work booked by each part: the normal dashpot's ``dissipated``, the tangential
+#: spring's ``tangential_friction`` (released and slipped) and ``tangential_dissipated``
+#: (dashpot), the rolling and twisting springs' ``rolling_friction`` and ``rolling_dissipated``;
+#: the wall slots ``wall_key (n, s)`` (−1: free), ``wall_spring (n, s, 7)`` (ξ, θ_r, θ_t; ξ alone
+#: where no wall resists rolling, θ_r, θ_t alone where none has friction),
+#: ``mesh_contact (n, s, 4)`` (`dem.interactions.friction`) and ``mesh_load (n, s, 9)``, a mesh
+#: slot's tangential force and its point from the wall's point, and its rolling couple, until
+#: they are booked on the wall (``(n, 0, …)`` without springs on meshes)
+ContactWallState = namedtuple("ContactWallState", "dissipated tangential_friction tangential_dissipated "
+                              "rolling_friction rolling_dissipated wall_key wall_spring mesh_contact mesh_load")
+@njit(inline="always")
+def _particle(i, st, bodies, p):
+    """Particle ``i``'s radius, inverse mass, inverse moments of inertia for rolling and twisting
+    (`contact_inertia`), velocity and spin."""
+    velocity, spin = st.velocity, st.angular_velocity
+    return (0.5 * bodies.diameter[i], bodies.inverse_mass[i], (p.contact_inertia[i, 0], p.contact_inertia[i, 1]),
+            (velocity[i, 0], velocity[i, 1], velocity[i, 2]), (spin[i, 0], spin[i, 1], spin[i, 2]))
+
+
+@njit(inline="always")
+def _planes(i, h, st, bodies, p, own, walls, advance, parts):
+    """The planes' contacts with particle ``i`` (see `_walls`): ``parts`` with theirs added."""
+    position, velocity = st.position, st.velocity
+    keys, springs, table, wall_point = own.wall_key, own.wall_spring, p.walls, walls.point
+    (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
+     booked_r, power_r) = parts
+    radius, inverse_mass, inverse, v, omega = _particle(i, st, bodies, p)
+    held = holds_wall_springs(keys, i)
+    for w in range(p.planes):
+        n = (table[w, 0], table[w, 1], table[w, 2])
+        gap = _wall_gap(i, w, position, wall_point, p.wall_normal)
+        if advance:  # the normal law (`dem.interactions.hertz._wall_row`; its energy: `hertz_pw_energy`)
+            force = u = px = py = pz = k = 0.0
+            if gap < radius and radius > 0.0:
+                force, power_n, u, px, py, pz, k = normal(i, w, gap, n[0], n[1], n[2], radius, power_n, position,
+                                                          velocity, inverse_mass, p.law, p.stiffness, p.damping,
+                                                          walls)
+                px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
+            add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px, py, pz, k)
+            nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
+        mu = (table[w, 3], table[w, 4], table[w, 5])
+        turning = mu[1] != 0.0 or mu[2] != 0.0
+        if mu[0] == 0.0 and not turning or radius <= 0.0 or gap >= radius and not held:
+            continue
+        gap_old = gap_before(gap, i, w, h, velocity, walls.velocity, n)
+        if gap >= radius:
+            s = find_wall_slot(keys, i, w, False)
+            if advance and s >= 0:  # the contact opened: its elastic energy leaves with it
+                theta = twist = 0.0
+                if turning:
+                    theta, twist = spring_squares(springs, i, s, p.first)
+                squared = release_slot(i, s, keys, springs)[0]
+                if mu[0] != 0.0 and squared != 0.0:
+                    booked_t += released(p, 0.5 * squared, gap_old, radius)
+                if turning and (theta != 0.0 or twist != 0.0):
+                    k_old = wall_stiffnesses(gap_old, radius, (mu[1], mu[2]), p)
+                    booked_r += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+            continue
+        slot = find_wall_slot(keys, i, w, advance)
+        if slot < 0:
+            continue
+        if mu[0] != 0.0:
+            row = tangential(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, mu[0], p,
+                             springs, position, wall_point, walls.velocity, walls.angular_velocity, advance)
+            if advance:
+                add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
+            fx_t, fy_t, fz_t, tx_t, ty_t, tz_t = fx_t + row[0], fy_t + row[1], fz_t + row[2], tx_t + row[3], \
+                ty_t + row[4], tz_t + row[5]
+            u_t, booked_t, power_t = u_t + row[6], booked_t + row[7], power_t + row[8]
+        if turning:
+            moment, u, u_w, work, dissipation = rolling(i, w, slot, n, n, gap, gap_old, False, h,
+                                                        spins(omega, walls.angular_velocity, w), radius, inverse,
+                                                        (mu[1], mu[2]), p, springs, p.first, advance)
+            if advance:
+                add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
+            tx_r, ty_r, tz_r = tx_r + moment[0], ty_r + moment[1], tz_r + moment[2]
+            u_r, u_tw, booked_r, power_r = u_r + u, u_tw + u_w, booked_r + work, power_r + dissipation
+    return (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
+            u_tw, booked_r, power_r)
+
+
+@njit(inline="always")
+def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
+    """The mesh contacts of particle ``i`` (see `_walls`): ``parts`` with theirs added."""
+    position, velocity = st.position, st.velocity
+    keys, springs, previous, table, pending = own.wall_key, own.wall_spring, own.mesh_contact, p.walls, own.mesh_load
+    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
+    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
+    (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
+     booked_r, power_r) = parts
+    radius, inverse_mass, inverse, v, omega = _particle(i, st, bodies, p)
+    if p.springs and advance:  # contacts that ended: their elastic energy leaves with them
+        booked_t, booked_r = release_ended(i, p, keys, springs, previous, walls, radius, True, p.first, booked_t,
+                                           booked_r)
+    taken = order = 0
+    acting = 0
+    for c in range(min(mesh_count[i], MAX_CONTACTS)):
+        w = mesh_wall[i, c]
+        if advance:  # the normal law, its reaction booked at once
+            n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
+            force, power_n, u, px, py, pz, k = normal(i, w, mesh_gap[i, c], n[0], n[1], n[2], radius, power_n,
+                                                      position, velocity, inverse_mass, p.law, p.stiffness,
+                                                      p.damping, walls)
+            add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
+            nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
+        if not p.springs:
+            continue
+        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
+                                                           table, taken, advance, position, velocity, wall_point,
+                                                           wall_velocity, wall_spin)
+        if slot < 0:
+            continue
+        order |= slot << (3 * acting)
+        acting += 1
+        if table[w, 3] != 0.0:
+            row = tangential(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
+                             p, springs, position, wall_point, wall_velocity, wall_spin, advance)
+            for k in range(3):
+                pending[i, slot, k] = row[k]
+                pending[i, slot, 3 + k] = row[9 + k]
+            fx_t, fy_t, fz_t, tx_t, ty_t, tz_t = fx_t + row[0], fy_t + row[1], fz_t + row[2], tx_t + row[3], \
+                ty_t + row[4], tz_t + row[5]
+            u_t, booked_t, power_t = u_t + row[6], booked_t + row[7], power_t + row[8]
+        if table[w, 4] != 0.0 or table[w, 5] != 0.0:
+            moment, u, u_w, work, dissipation = rolling(i, w, slot, n, old, gap, gap_old, True, h,
+                                                        spins(omega, wall_spin, w), radius, inverse,
+                                                        (table[w, 4], table[w, 5]), p, springs, p.first, advance)
+            for k in range(3):
+                pending[i, slot, 6 + k] = moment[k]
+            tx_r, ty_r, tz_r = tx_r + moment[0], ty_r + moment[1], tz_r + moment[2]
+            u_r, u_tw, booked_r, power_r = u_r + u, u_tw + u_w, booked_r + work, power_r + dissipation
+    if advance:  # the springs' reactions, as friction_pw and then rolling_pw booked them
+        for a in range(acting):
+            s = (order >> (3 * a)) & 7
+            w = keys[i, s]
+            if table[w, 3] != 0.0:
+                add_wall_load(walls, i, w, pending[i, s, 0], pending[i, s, 1], pending[i, s, 2], pending[i, s, 3],
+                              pending[i, s, 4], pending[i, s, 5], 0.0)
+        for a in range(acting):
+            s = (order >> (3 * a)) & 7
+            w = keys[i, s]
+            if table[w, 4] != 0.0 or table[w, 5] != 0.0:
+                add_wall_couple(walls, i, w, pending[i, s, 6], pending[i, s, 7], pending[i, s, 8])
+    return (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
+            u_tw, booked_r, power_r)
+
+
+@njit(inline="always")
+def _walls(i, h, st, bodies, p, own, walls, advance):
+    """Particle ``i``'s contacts with the walls, planes then meshes: ``(F_n (3), power_n, F_t (3),
+    τ_t (3), U_t, booked_t, power_t, τ_r (3), U_r, U_tw, booked_r, power_r)``, the normal force
+    and its dashpot's power (with ``advance`` only), the tangential springs' force, moment,
+    energy, booked work and dashpot power, the rolling and twisting springs' moment, energies,
+    booked work and dashpot power. With ``advance`` the springs first take the step (contacts that
+    opened are dropped) and the reactions are booked on the walls."""
+    parts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    parts = _planes(i, h, st, bodies, p, own, walls, advance, parts)
+    if p.meshes:
+        parts = _meshes(i, h, st, bodies, p, own, walls, advance, parts)
+    return parts
+
+
+@njit(inline="always")
+def contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Particle ``i``'s wall contacts: steps their springs, books their work and their reactions
+    on the walls; returns the normal, tangential and rolling shares of their force and moment."""
+    row = _walls(i, h, st, bodies, p, own, walls, True)
+    own.dissipated[i] += h * row[3]
+    own.tangential_friction[i] += row[11]
+    own.tangential_dissipated[i] += h * row[12]
+    own.rolling_friction[i] += row[18]
+    own.rolling_dissipated[i] += h * row[19]
+    return (row[0], row[1], row[2], 0.0, 0.0, 0.0, row[4], row[5], row[6], row[7], row[8], row[9], 0.0, 0.0, 0.0,
+            row[13], row[14], row[15])
+
+
+@njit(cache=True)
+def contact_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, dissipated, tangential, friction, dissipated, rolling, twisting, friction,
+    dissipated)``: the normal law's energy and booked work (`hertz_pw_energy`), then the
+    tangential springs', then the rolling and twisting springs' (as ``hertz_pw``,
+    ``friction_pw`` and ``rolling_pw`` give them)."""
+    u_n, dissipated = hertz_pw_energy(st, bodies, contacts, p, own, walls)
+    u_t = u_r = u_tw = 0.0
+    for i in range(st.position.shape[0]):
+        row = _walls(i, 0.0, st, bodies, p, own, walls, False)
+        u_t += row[10]
+        u_r += row[16]
+        u_tw += row[17]
+    return (u_n, dissipated, u_t, np.sum(own.tangential_friction), np.sum(own.tangential_dissipated), u_r, u_tw,
+            np.sum(own.rolling_friction), np.sum(own.rolling_dissipated))
+
+
+def coefficients(model):
+    """`wall_table` with each wall's μ, μ_r and μ_t (columns 3–5)."""
+    contact = model.sections["contact"]
+    return wall_table(model, [(0, contact["friction"]), (1, contact["rolling_friction"]),
+                              (2, contact["twisting_friction"])])
+
+
+def acts(model):
+    """Whether `CONTACT_PW` acts in ``model`` (for ``hertz_pw``, ``friction_pw`` and ``rolling_pw``,
+    which it replaces there): a particle–wall normal law that is not adhesive, and friction or
+    rolling resistance at a wall."""
+    contact = model.sections["contact"]
+    return bool(contact["k_pw"] > 0.0 and "walls" in model.inputs and (model.diameter > 0).any()
+                and not adhesive(contact) and (coefficients(model)[:, 3:] > 0).any())
+
+
+def _setup(model):
+    if not acts(model):
+        return None
+    contact = model.sections["contact"]
+    walls = coefficients(model)
+    planes = len(model.wall_normal)
+    return ContactWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
+                             bool(model.inputs["walls"]["meshes"]), float(contact["work_of_adhesion"]),
+                             stiffness_ratio(contact["poisson_ratio"]),
+                             float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history"
+                             else 0.0, float(contact["rolling_damping"]), contact_inertia(model), walls, planes,
+                             bool((walls[planes:, 3:] > 0).any()), 3 if (walls[:, 3] > 0).any() else 0)
+
+
+def _state(model, params):
+    n = model.n_bodies
+    width = params.first + (WIDTH if (params.walls[:, 4:] > 0).any() else 0)
+    keys, springs, previous = wall_slots(model, width, (params.walls[:, 3:] > 0).any(axis=1), params.planes)
+    return ContactWallState(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), keys, springs, previous,
+                            np.zeros(previous.shape[:2] + (9,)))
+
+
+def separate_wall_states(checkpoint):
+    """The `ContactWallState` fields (``interaction.contact_pw.*``) of a checkpoint written while
+    ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` acted one after the other (before this
+    pipeline): their booked work, and their wall slots side by side where they keep the same walls
+    in the same slots (as they do where friction and rolling resistance act at the same walls);
+    ``{}`` (the checkpoint does not match the scene) where neither kept slots or their slots
+    differ."""
+    def field(name, what):
+        return checkpoint.get(f"interaction.{name}.{what}")
+
+    keys, previous = field("friction_pw", "wall_key"), field("friction_pw", "mesh_contact")
+    if keys is None:
+        keys, previous = field("rolling_pw", "wall_key"), field("rolling_pw", "mesh_contact")
+    elif field("rolling_pw", "wall_key") is not None and not (
+            np.array_equal(keys, field("rolling_pw", "wall_key"))
+            and np.array_equal(previous, field("rolling_pw", "mesh_contact"))):
+        return {}
+    if keys is None:
+        return {}
+    n = keys.shape[0]
+    zeros = np.zeros(n)
+    out = {"dissipated": field("hertz_pw", "dissipated"), "tangential_friction": field("friction_pw", "friction"),
+           "tangential_dissipated": field("friction_pw", "dissipated"),
+           "rolling_friction": field("rolling_pw", "friction"), "rolling_dissipated": field("rolling_pw", "dissipated")}
+    out = {key: zeros if value is None else value for key, value in out.items()}
+    springs = [field(name, "wall_spring") for name in ("friction_pw", "rolling_pw")]
+    out.update(wall_key=keys, mesh_contact=previous, mesh_load=np.zeros(previous.shape[:2] + (9,)),
+               wall_spring=np.concatenate([part for part in springs if part is not None], axis=2))
+    return {f"interaction.contact_pw.{key}": value for key, value in out.items()}
+
+
+_critical_step = pipeline_critical_step(
+    normal_critical_step("normal contact particle–wall", 0.5, 1.0),
+    friction_critical_step("tangential friction particle–wall", 0.5, 1.0),
+    rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
+                          lambda p: (p.walls[:, 4].max(), p.walls[:, 5].max())),
+    lambda p: ((p.walls[:, 3] > 0).any(), (p.walls[:, 4:] > 0).any()))
+
+
+#: the keys of the three sub-models' sections (the same `Key` objects)
+KEYS = {"contact": {**KEYS_PW["contact"], **FRICTION_KEYS["contact"], **ROLLING_KEYS["contact"]}}
+CONTACT_PW = Interaction(
+    name="contact_pw", kind=ROW, internal=False, walls=True, shares=3, keys=KEYS,
+    doc="Particle–wall contact pipeline: the normal law, damping, friction, rolling and twisting of each wall contact "
+        "in one pass (where friction or rolling resistance acts at a wall; the normal law is not adhesive).",
+    columns=("hertz_pw", "dissipated", "tangential", "friction", "dissipated", "rolling", "twisting", "friction",
+             "dissipated"),
+    setup=_setup, state=_state, forces=contact_pw_forces, energy=contact_pw_energy, critical_step=_critical_step,
+    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)), scratch_state=("mesh_load",),
+)
