@@ -86,7 +86,7 @@ from ..schema import Key, non_negative
 from .contract import ROW, Interaction
 from .hertz import RESTITUTION, adhesive, contact_critical_step, inverse_masses, normal_code, normal_damping
 from .normal import contact_scales
-from .walls import add_wall_load, wall_velocity_at
+from .walls import add_wall_load, wall_table, wall_velocity_at
 
 #: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
 #: array: each array a row kernel takes out of a named tuple costs reference counts,
@@ -607,18 +607,6 @@ def friction_pw_energy(st, bodies, contacts, p, own, walls):
 # ---------------------------------------------------------------------------------------------
 # Set-up
 # ---------------------------------------------------------------------------------------------
-
-def wall_table(model, coefficients):
-    """``(w, 3 + k)``: each wall's normal (planes, then meshes with 0) and its own coefficients
-    ``WALL_FRICTION_KEYS[column]`` (`dem.interactions.walls`) for the ``(column, default)`` pairs
-    of ``coefficients`` (a wall without its own takes ``default``). The walls' points and
-    velocities are the walls' state's (`dem.interactions.walls.WallState`)."""
-    meshes = model.inputs.get("walls", {}).get("meshes", [])
-    own = np.concatenate([model.wall_friction.reshape(-1, 3)] + [m["coefficients"][None] for m in meshes])
-    columns = [np.where(np.isnan(own[:, column]), default, own[:, column]) for column, default in coefficients]
-    return np.ascontiguousarray(np.column_stack([np.concatenate((model.wall_normal.reshape(-1, 3),
-                                                                 np.zeros((len(meshes), 3)))), *columns]))
-
 
 def wall_slots(model, width, active, planes):
     """``(wall_key (n, s), springs (n, s, width), mesh_contact)``: empty keyed wall slots for the

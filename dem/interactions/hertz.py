@@ -42,7 +42,7 @@ from ..meshes import MAX_CONTACTS
 from .normal import (
     CODES, LAWS, adhesive_law, beyond_contact, is_adhesive, normal_law, normal_stiffness, separation, touch_energy,
 )
-from .walls import add_wall_load, wall_velocity_at
+from .walls import add_wall_load, wall_coefficients, wall_velocity_at
 
 #: ``meshes``: whether the walls include meshes (`hertz_pw`; their contacts are read only then);
 #: ``substeps``: the contact sub-steps per step of `hertz_pp` (`dem.integrators.respa`; 1 for `hertz_pw`).
@@ -578,15 +578,23 @@ def jkr_skin(contact, diameter):
     return 1.1 * max(-law.separation(stiffness, a + b, a * b / (a + b), work)[0] for a in radii for b in radii)
 
 
+def wall_pipeline_acts(model):
+    """Whether the particle–wall pipeline (`dem.interactions.wall_contact`) acts in ``model``, in
+    place of ``hertz_pw``, ``friction_pw`` and ``rolling_pw``: a particle–wall normal law that is
+    not adhesive, and friction or rolling resistance at a wall."""
+    contact = model.sections["contact"]
+    return bool(contact["k_pw"] > 0.0 and "walls" in model.inputs and (model.diameter > 0).any()
+                and not adhesive(contact) and (wall_coefficients(model)[:, 3:] > 0).any())
+
+
 def _setup(stiffness_key, needs_walls, adhesion):
     def setup(model):
-        from . import wall_contact  # (which imports this module)
         substeps = 1 if needs_walls else contact_substeps(model)
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs) \
                 or (not needs_walls and carries_springs(contact)) or adhesive(contact) != adhesion \
-                or (needs_walls and wall_contact.acts(model)):  # `dem.interactions.wall_contact` acts instead
+                or (needs_walls and wall_pipeline_acts(model)):  # `dem.interactions.wall_contact` acts instead
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
         law = normal_code(contact)

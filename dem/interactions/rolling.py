@@ -41,13 +41,13 @@ from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     POISSON_RATIO, FrictionWallState, book, damped, dashpot, ended_mesh_slots, find_wall_slot,
     mesh_spring, release_slot, release_wall, released, restiffen, slip, spring_squares,
-    stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots, wall_table,
+    stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots,
 )
 from .hertz import adhesive, contact_critical_step, inverse_masses, normal_code
 from .normal import contact_scales
-from .walls import add_wall_couple
+from .walls import add_wall_couple, wall_table
 
-#: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.friction.wall_table`);
+#: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.walls.wall_table`);
 #: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting,
 #: ``work`` the work of adhesion of an adhesive normal law
 RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio rolling_damping walls contact_inertia planes "

@@ -13,7 +13,7 @@ springs), which are the ones ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` ca
 keeps one set of wall slots (``wall_key``; the tangential spring ``ξ`` in components 0–2 of
 ``wall_spring``, the rolling and twisting springs ``θ_r``, ``θ_t`` in 3–6, or in 0–3 where no
 wall has friction) for the walls where friction or rolling resistance acts (each wall's own
-coefficients, `wall_table`'s columns 3–5).
+coefficients, `dem.interactions.walls.wall_coefficients`).
 
 The results are those of the three separate interactions to the last bit: the row kernel returns
 the normal, the tangential and the rolling parts of the particle's force and moment as three
@@ -43,17 +43,17 @@ from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, find_wall_slot, friction_critical_step, gap_before,
     holds_wall_springs, mesh_spring, release_slot, released, spring_squares, stiffness_ratio,
-    wall_contact as tangential, wall_slots, wall_table,
+    wall_contact as tangential, wall_slots,
 )
 from .hertz import (
-    KEYS_PW, _wall_contact as normal, _wall_gap, adhesive, hertz_pw_energy, normal_code, normal_critical_step,
-    normal_damping,
+    KEYS_PW, _wall_contact as normal, _wall_gap, hertz_pw_energy, normal_code, normal_critical_step, normal_damping,
+    wall_pipeline_acts,
 )
 from .rolling import (
     KEYS as ROLLING_KEYS, WIDTH, contact_inertia, release_ended, rolling_critical_step, spins,
     wall_contact as rolling, wall_stiffnesses,
 )
-from .walls import add_wall_couple, add_wall_load
+from .walls import add_wall_couple, add_wall_load, wall_coefficients
 
 #: the normal law's ``law``, ``stiffness``, ``damping`` (γ, also the tangential dashpot's),
 #: ``wall_normal`` (planes), ``meshes`` (whether there are mesh walls), ``work``; the springs':
@@ -258,27 +258,11 @@ def contact_pw_energy(st, bodies, contacts, p, own, walls):
             np.sum(own.rolling_friction), np.sum(own.rolling_dissipated))
 
 
-def coefficients(model):
-    """`wall_table` with each wall's μ, μ_r and μ_t (columns 3–5)."""
-    contact = model.sections["contact"]
-    return wall_table(model, [(0, contact["friction"]), (1, contact["rolling_friction"]),
-                              (2, contact["twisting_friction"])])
-
-
-def acts(model):
-    """Whether `CONTACT_PW` acts in ``model`` (for ``hertz_pw``, ``friction_pw`` and ``rolling_pw``,
-    which it replaces there): a particle–wall normal law that is not adhesive, and friction or
-    rolling resistance at a wall."""
-    contact = model.sections["contact"]
-    return bool(contact["k_pw"] > 0.0 and "walls" in model.inputs and (model.diameter > 0).any()
-                and not adhesive(contact) and (coefficients(model)[:, 3:] > 0).any())
-
-
 def _setup(model):
-    if not acts(model):
+    if not wall_pipeline_acts(model):
         return None
     contact = model.sections["contact"]
-    walls = coefficients(model)
+    walls = wall_coefficients(model)
     planes = len(model.wall_normal)
     return ContactWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
                              bool(model.inputs["walls"]["meshes"]), float(contact["work_of_adhesion"]),

@@ -184,6 +184,25 @@ def mesh_problem(table, sections):
 # ---------------------------------------------------------------------------------------------
 
 
+def wall_table(model, coefficients):
+    """``(w, 3 + k)``: each wall's normal (planes, then meshes with 0) and its own coefficients
+    ``WALL_FRICTION_KEYS[column]`` for the ``(column, default)`` pairs of ``coefficients`` (a
+    wall without its own takes ``default``). The walls' points and velocities are the walls'
+    state's (`WallState`)."""
+    meshes = model.inputs.get("walls", {}).get("meshes", [])
+    own = np.concatenate([model.wall_friction.reshape(-1, 3)] + [m["coefficients"][None] for m in meshes])
+    columns = [np.where(np.isnan(own[:, column]), default, own[:, column]) for column, default in coefficients]
+    return np.ascontiguousarray(np.column_stack([np.concatenate((model.wall_normal.reshape(-1, 3),
+                                                                 np.zeros((len(meshes), 3)))), *columns]))
+
+
+def wall_coefficients(model):
+    """`wall_table` with each wall's friction μ, rolling μ_r and twisting μ_t (columns 3–5)."""
+    contact = model.sections["contact"]
+    return wall_table(model, [(0, contact["friction"]), (1, contact["rolling_friction"]),
+                              (2, contact["twisting_friction"])])
+
+
 @njit(inline="always")
 def wall_velocity_at(point, velocity, angular_velocity, w, px, py, pz):
     """Velocity of wall ``w``'s material at the point ``p``: ``v + ω × (p − point)`` (``point``,
