@@ -224,7 +224,7 @@ def pair_overlap(i, j, radius, position, diameter, cell):
 
 
 @njit(inline="always")
-def _wall_gap(i, w, position, wall_point, wall_normal):
+def wall_gap(i, w, position, wall_point, wall_normal):
     """Distance of particle ``i``'s centre from wall ``w`` along its normal."""
     return ((position[i, 0] - wall_point[w, 0]) * wall_normal[w, 0]
             + (position[i, 1] - wall_point[w, 1]) * wall_normal[w, 1]
@@ -275,7 +275,7 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
 
 
 @njit(inline="always")
-def _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, law, stiffness, damping,
+def wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity, inverse_mass, law, stiffness, damping,
                   walls):
     """Wall ``w``'s normal contact with particle ``i`` (centre at ``gap < radius`` from the wall
     along the unit normal ``n``): ``(|F|, power, energy, p, k)`` with the damping power added to
@@ -303,11 +303,11 @@ def _wall_row(i, st, bodies, p, walls, damping):
     fx = fy = fz = power = energy = 0.0
     radius = 0.5 * bodies.diameter[i]
     for w in range(wall_normal.shape[0]):
-        gap = _wall_gap(i, w, position, wall_point, wall_normal)
+        gap = wall_gap(i, w, position, wall_point, wall_normal)
         nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
         force = u = px = py = pz = k = 0.0
         if gap < radius and radius > 0.0:
-            force, power, u, px, py, pz, k = _wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
+            force, power, u, px, py, pz, k = wall_contact(i, w, gap, nx, ny, nz, radius, power, position, velocity,
                                                            inverse_mass, p.law, stiffness, damping, walls)
             px, py, pz = px - wall_point[w, 0], py - wall_point[w, 1], pz - wall_point[w, 2]
         add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px, py, pz, k)
@@ -319,7 +319,7 @@ def _wall_row(i, st, bodies, p, walls, damping):
         for c in range(min(mesh_count[i], MAX_CONTACTS)):
             w = mesh_wall[i, c]
             nx, ny, nz = mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2]
-            force, power, u, px, py, pz, k = _wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
+            force, power, u, px, py, pz, k = wall_contact(i, w, mesh_gap[i, c], nx, ny, nz, radius, power, position,
                                                            velocity, inverse_mass, p.law, stiffness, damping, walls)
             add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
@@ -347,7 +347,7 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
         if c < wall_normal.shape[0]:
             w = c
             nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
-            gap = _wall_gap(i, w, position, wall_point, wall_normal)
+            gap = wall_gap(i, w, position, wall_point, wall_normal)
         else:
             m = c - wall_normal.shape[0]
             w = walls.mesh_wall[i, m]
@@ -502,7 +502,7 @@ def hertz_pw_energy(st, bodies, contacts, p, own, walls):
     for w in range(wall_normal.shape[0]):
         for i in range(diameter.shape[0]):
             radius = 0.5 * diameter[i]
-            gap = _wall_gap(i, w, position, wall_point, wall_normal)
+            gap = wall_gap(i, w, position, wall_point, wall_normal)
             if radius > 0.0 and gap < radius:
                 energy += normal_law(p.law, 1.0 - gap / radius, p.stiffness, radius)[0]
     for i in range(mesh_count.shape[0]):

@@ -7,7 +7,7 @@ the other).
 Each particle walks its planes and then its mesh contacts (`dem.meshes`) once: a plane's gap (a
 mesh contact's gap and normal come from the walls' state), the gap a step ago and the slot of the
 contact's springs are found once and handed to the sub-models of `dem.interactions.hertz`
-(`_wall_contact`: the normal law and its dashpot), `dem.interactions.friction` (`wall_contact`:
+(`wall_contact`: the normal law and its dashpot), `dem.interactions.friction` (`wall_contact`:
 the tangential spring) and `dem.interactions.rolling` (`wall_contact`: the rolling and twisting
 springs), which are the ones ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` call. A particle
 keeps one set of wall slots (``wall_key``; the tangential spring ``ξ`` in components 0–2 of
@@ -46,7 +46,7 @@ from .friction import (
     wall_contact as tangential, wall_slots,
 )
 from .hertz import (
-    KEYS_PW, _wall_contact as normal, _wall_gap, hertz_pw_energy, normal_code, normal_critical_step, normal_damping,
+    KEYS_PW, hertz_pw_energy, normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap,
     wall_pipeline_acts,
 )
 from .rolling import (
@@ -94,7 +94,7 @@ def _planes(i, h, st, bodies, p, own, walls, advance, parts):
     held = holds_wall_springs(keys, i)
     for w in range(p.planes):
         n = (table[w, 0], table[w, 1], table[w, 2])
-        gap = _wall_gap(i, w, position, wall_point, p.wall_normal)
+        gap = wall_gap(i, w, position, wall_point, p.wall_normal)
         if advance:  # the normal law (`dem.interactions.hertz._wall_row`; its energy: `hertz_pw_energy`)
             force = u = px = py = pz = k = 0.0
             if gap < radius and radius > 0.0:
