@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from .interactions import INTERACTIONS
-from .interactions.wall_contact import separate_wall_states
 
 #: 4: the cell (`dem.cell`: a deforming cell's lattice, its three shear rates and the bound of its
 #: images' motion) and the pair laws' booked work against it (formats 1 to 3, before them, are
@@ -88,9 +87,10 @@ def restore(checkpoint, model, state, path="checkpoint"):
         raise CheckpointError(f"{path}: holds {checkpoint['state_position'].shape[0]} bodies, the scene builds {n}")
     for name in STATE_FIELDS:
         getattr(state, name)[...] = checkpoint[f"state_{name}"]
-    if "contact_pw" in state.interactions and "interaction.contact_pw.wall_key" not in checkpoint:
-        checkpoint = {**checkpoint, **separate_wall_states(checkpoint)}  # written before the wall pipeline
     for name, own in state.interactions.items():
+        former = INTERACTIONS[name].former_state
+        if former is not None and not any(key.startswith(f"interaction.{name}.") for key in checkpoint):
+            checkpoint = {**checkpoint, **{f"interaction.{name}.{f}": v for f, v in former(checkpoint).items()}}
         for field, value in zip(own._fields, own):
             if field in INTERACTIONS[name].scratch_state or len(value) == 0:  # scratch, or unused by this run
                 continue

@@ -52,7 +52,6 @@ import os
 import sys
 from pathlib import Path
 
-
 from ._numba_cache import generated_folder, load_module
 from .contacts import (
     Contacts,

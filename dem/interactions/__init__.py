@@ -10,6 +10,8 @@ elsewhere, e.g. in a test).
 
 import functools
 
+import numpy as np
+
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
@@ -96,13 +98,27 @@ def section_keys():
     return sections
 
 
+#: per-body parameters that several interactions compute alike from the bodies (the particle–particle
+#: and particle–wall contacts' `dem.interactions.rolling.contact_inertia`): one array serves them all
+SHARED_PARAMETERS = ("contact_inertia",)
+
+
 def setup_interactions(model):
-    """``{name: params}`` of the interactions that act in ``model`` (registry order)."""
-    active = {}
+    """``{name: params}`` of the interactions that act in ``model`` (registry order); equal
+    `SHARED_PARAMETERS` are one array (parameters are read-only)."""
+    active, shared = {}, {}
     for name, interaction in INTERACTIONS.items():
         params = interaction.setup(model)
-        if params is not None:
-            active[name] = params
+        if params is None:
+            continue
+        for field in SHARED_PARAMETERS:
+            value = getattr(params, field, None)
+            if value is None:
+                continue
+            first = shared.setdefault(field, value)
+            if first is not value and first.dtype == value.dtype and np.array_equal(first, value):
+                params = params._replace(**{field: first})
+        active[name] = params
     return active
 
 

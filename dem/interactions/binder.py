@@ -30,7 +30,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import deforms, image_velocity, minimum_image
+from ..cell import deforming, deforms, image_velocity, minimum_image
 from ..rotations import log_scale_one, quat_conjugate_one, quat_multiply_one, unit_quat_rotate_one
 from ..schema import Key, non_negative
 from .contract import BOND, Interaction, localize_bonds
@@ -42,7 +42,7 @@ BinderParams = namedtuple("BinderParams", "i j k_axial k_shear k_bending rest_le
                           "rest_relative color_start limits breakable")
 #: ``broken (m,)``: 0 intact, else the `BREAK_CRITERIA` number + 1; ``broken_energy (n,)``;
 #: ``cell_work (n,)``: the work the bonds did against a deforming cell's moving images (`dem.cell`,
-#: the budget's ``cell`` column), booked to each bond's first body.
+#: the budget's ``cell`` column; no rows where the cell does not deform), booked to each bond's first body.
 BinderState = namedtuple("BinderState", "broken broken_energy cell_work")
 
 KEYS = {
@@ -295,7 +295,8 @@ def setup(model):
 
 
 def initial_state(model, params):
-    return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies), np.zeros(model.n_bodies))
+    return BinderState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies),
+                       np.zeros(model.n_bodies if deforming(model.sections["cell"]) else 0))
 
 
 def pair_inverse_inertia(model, p):

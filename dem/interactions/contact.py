@@ -44,7 +44,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import image_velocity
+from ..cell import deforming, image_velocity
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, TANGENTIAL_MODELS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
@@ -71,12 +71,12 @@ from .rolling import (
 ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work ratio fixed friction rolling "
                                             "twisting rolling_damping contact_inertia loads")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
-#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`; without
-#: sub-steps ``fast`` and ``mean`` have no rows), ``upper (n, UPPER)``: what the update summed over
-#: the row's pairs ``j > i`` (its first ``LOADS`` columns only without sub-steps),
-#: ``hysteresis``: the energy its JKR contacts lost forming and breaking (0 for other laws), and
-#: ``cell_work``: the work its pairs ``j > i`` did against a deforming cell's moving images
-#: (`dem.cell`; the budget's ``cell`` column)
+#: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`; no rows
+#: without sub-steps), ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``
+#: (its first ``LOADS`` columns only without sub-steps), ``hysteresis``: the energy its JKR
+#: contacts lost forming and breaking (no rows without adhesion), and ``cell_work``: the work its
+#: pairs ``j > i`` did against a deforming cell's moving images (`dem.cell`; the budget's ``cell``
+#: column; no rows where the cell does not deform)
 ContactState = namedtuple("ContactState", "dissipated friction active fast mean upper hysteresis cell_work")
 #: the springs of a pair: ξ (3), θ_r (3), θ_t
 SPRINGS = 7
@@ -308,8 +308,10 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             upper[i, 9] = active
         own.friction[i] += booked
         own.dissipated[i] += h * power
-        own.hysteresis[i] += lost
-        own.cell_work[i] -= h * driven
+        if own.hysteresis.shape[0] > 0:  # an adhesive law
+            own.hysteresis[i] += lost
+        if own.cell_work.shape[0] > 0:  # a deforming cell
+            own.cell_work[i] -= h * driven
 
 
 @njit(inline="always")
@@ -341,8 +343,8 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
             r = np.sqrt(r2)
             elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
             ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
-    own.active[i] = active
     if substepped:
+        own.active[i] = active
         own.active[i] += int(upper[i, 9])
         own.fast[i, 0] = ex + upper[i, 6]
         own.fast[i, 1] = ey + upper[i, 7]
@@ -448,9 +450,11 @@ def _setup(adhesion):
 def _state(model, params):
     n = model.n_bodies
     substepped = params.substeps > 1
-    steps = n if substepped else 0  # the sub-steps' fast force and its scratch
-    return ContactState(np.zeros(n), np.zeros(n), np.zeros(n, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
-                        np.zeros((n, UPPER if substepped else LOADS)), np.zeros(n), np.zeros(n))
+    steps = n if substepped else 0  # the sub-steps' active contacts, fast force and its scratch
+    return ContactState(np.zeros(n), np.zeros(n), np.zeros(steps, np.int64), np.zeros((steps, 3)),
+                        np.zeros((steps, 3)), np.zeros((n, UPPER if substepped else LOADS)),
+                        np.zeros(n if LAWS[params.law].adhesive else 0),
+                        np.zeros(n if deforming(model.sections["cell"]) else 0))
 
 
 def pipeline_critical_step(normal, tangential, rolling, acting):

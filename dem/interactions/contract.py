@@ -121,6 +121,12 @@ zeros); the others are indexed by body. ``scratch_state`` names fields indexed b
 rows where the run does not use them) that each force evaluation writes before anything reads
 them: they are neither saved in checkpoints nor carried by bodies that move to another rank (each
 rank allocates its own).
+
+An interaction that replaced others (the particle–wall pipeline, `dem.interactions.wall_contact`)
+may give ``former_state(checkpoint)``: its own-state fields (``{field: array}``, scratch fields
+left out) from the arrays of a checkpoint written while those others acted, or ``{}`` where the
+checkpoint does not match; `dem.checkpoint.restore` calls it for a checkpoint that holds none of
+the interaction's fields.
 """
 
 import numpy as np
@@ -169,6 +175,7 @@ class Interaction:
     fast: object = None
     fast_pairs: bool = False
     body: object = None
+    former_state: object = None
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):

@@ -34,7 +34,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import image_velocity, minimum_image
+from ..cell import deforming, image_velocity, minimum_image
 from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
@@ -53,10 +53,10 @@ HertzParams = namedtuple("HertzParams", "law stiffness damping wall_normal meshe
 #: (`dem.integrators.respa`; each force evaluation sets its elastic Hertz force), and ``mean (n,
 #: 3)``, its scratch (the drifts' mean velocity): without sub-steps, and for the walls, no rows;
 #: ``adhered (n, planes)``, whether the particle's JKR contact with each plane is formed (``(n, 0)``
-#: for other laws), and ``hysteresis (n,)``, the energy
-#: its JKR contacts lost forming and breaking (`adhesive_law`; 0 for other laws); ``cell_work (n,)``
-#: (`hertz_pp`), the work its contacts did against the moving images of a deforming cell
-#: (`dem.cell`: minus the work the cell put in through them, the budget's ``cell`` column).
+#: for other laws), and ``hysteresis (n,)``, the energy its JKR contacts lost forming and breaking
+#: (`adhesive_law`; no rows for a law without adhesion); ``cell_work (n,)`` (`hertz_pp`), the work
+#: its contacts did against the moving images of a deforming cell (`dem.cell`: minus the work the
+#: cell put in through them, the budget's ``cell`` column; no rows where the cell does not deform).
 HertzState = namedtuple("HertzState", "dissipated active fast mean adhered hysteresis cell_work")
 #: A contact is *active* (the next step sub-steps the contacts, `dem.integrators.respa`) when its
 #: overlap δ, now or as its approach speed would carry it over two steps, exceeds this: pairs that
@@ -461,9 +461,10 @@ def hertz_pp_forces(i, h, st, bodies, contacts, p, own):
     (a particle without contact has an empty neighbour row) and, when the contacts are
     sub-stepped, how many of them are active (``own.active``, `dem.integrators.respa`)."""
     row = _pair_row(i, st, bodies, contacts, p, p.damping, 2.0 * h if p.substeps > 1 else -1.0)
-    own.active[i] = row[5]
-    own.cell_work[i] -= h * row[9]
+    if own.cell_work.shape[0] > 0:  # a deforming cell
+        own.cell_work[i] -= h * row[9]
     if p.substeps > 1:  # as hertz_pp_fast: the last sub-step's f comes from here (the plain map reads none)
+        own.active[i] = row[5]
         own.fast[i, 0] = row[6]
         own.fast[i, 1] = row[7]
         own.fast[i, 2] = row[8]
@@ -609,10 +610,11 @@ def _setup(stiffness_key, needs_walls, adhesion):
 
 def initial_state(model, params):
     n = model.n_bodies
-    steps = n if params.substeps > 1 else 0  # the sub-steps' fast force and its scratch (`hertz_pp` only)
+    steps = n if params.substeps > 1 else 0  # the sub-steps' active contacts, fast force and scratch (`hertz_pp`)
     planes = params.wall_normal.shape[0] if LAWS[params.law].beyond_contact else 0  # formed flags per plane
-    return HertzState(np.zeros(n), np.zeros(n, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
-                      np.zeros((n, planes), np.uint8), np.zeros(n), np.zeros(n))
+    return HertzState(np.zeros(n), np.zeros(steps, np.int64), np.zeros((steps, 3)), np.zeros((steps, 3)),
+                      np.zeros((n, planes), np.uint8), np.zeros(n if LAWS[params.law].adhesive else 0),
+                      np.zeros(n if deforming(model.sections["cell"]) else 0))
 
 
 def contact_critical_step(model, state, p, reach_factor, scale):

@@ -72,7 +72,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import deforms, image_velocity
+from ..cell import deforming, deforms, image_velocity
 from ..rotations import cross_one, dot_one
 from .binder import (
     BROKEN_SHEAR, BROKEN_TENSION, INTACT, bond_ends, broken_count, pair_inverse_inertia, stiffest,
@@ -287,7 +287,8 @@ def setup(model):
 
 
 def initial_state(model, params):
-    return ParallelBondState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies), np.zeros(model.n_bodies))
+    return ParallelBondState(np.zeros(len(params.i), np.int8), np.zeros(model.n_bodies),
+                             np.zeros(model.n_bodies if deforming(model.sections["cell"]) else 0))
 
 
 def critical_step(model, state, p):

@@ -281,12 +281,12 @@ def _state(model, params):
 
 
 def separate_wall_states(checkpoint):
-    """The `ContactWallState` fields (``interaction.contact_pw.*``) of a checkpoint written while
-    ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` acted one after the other (before this
-    pipeline): their booked work, and their wall slots side by side where they keep the same walls
-    in the same slots (as they do where friction and rolling resistance act at the same walls);
-    ``{}`` (the checkpoint does not match the scene) where neither kept slots or their slots
-    differ."""
+    """`CONTACT_PW`'s ``former_state``: the `ContactWallState` fields (all but the scratch
+    ``mesh_load``) of a checkpoint written while ``hertz_pw``, ``friction_pw`` and ``rolling_pw``
+    acted one after the other (before this pipeline): their booked work, and their wall slots side
+    by side where they keep the same walls in the same slots (as they do where friction and
+    rolling resistance act at the same walls); ``{}`` (the checkpoint does not match the scene)
+    where neither kept slots or their slots differ."""
     def field(name, what):
         return checkpoint.get(f"interaction.{name}.{what}")
 
@@ -306,9 +306,9 @@ def separate_wall_states(checkpoint):
            "rolling_friction": field("rolling_pw", "friction"), "rolling_dissipated": field("rolling_pw", "dissipated")}
     out = {key: zeros if value is None else value for key, value in out.items()}
     springs = [field(name, "wall_spring") for name in ("friction_pw", "rolling_pw")]
-    out.update(wall_key=keys, mesh_contact=previous, mesh_load=np.zeros(previous.shape[:2] + (9,)),
+    out.update(wall_key=keys, mesh_contact=previous,
                wall_spring=np.concatenate([part for part in springs if part is not None], axis=2))
-    return {f"interaction.contact_pw.{key}": value for key, value in out.items()}
+    return out
 
 
 _critical_step = pipeline_critical_step(
@@ -329,4 +329,5 @@ CONTACT_PW = Interaction(
              "dissipated"),
     setup=_setup, state=_state, forces=contact_pw_forces, energy=contact_pw_energy, critical_step=_critical_step,
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)), scratch_state=("mesh_load",),
+    former_state=separate_wall_states,
 )

@@ -61,9 +61,9 @@ WallParams = namedtuple("WallParams", "motion point velocity angular_velocity st
 #: the current configuration; ``work (w,)`` booked so far; ``step (1,)``. Scratch:
 #: ``partial (chunks, w, 7)``; the mesh contacts of each particle ``mesh_count (n,)``,
 #: ``mesh_wall``, ``mesh_feature``, ``mesh_gap (n, MAX_CONTACTS)``, ``mesh_normal (n,
-#: MAX_CONTACTS, 3)`` (no slots when there is no mesh), and ``mesh_most (n,)`` the most mesh
-#: contacts each particle has had at once (more than `MAX_CONTACTS` stops the run, at the next
-#: row of walls.csv: `dem.observers.csv_log.WallLog`).
+#: MAX_CONTACTS, 3)`` and ``mesh_most (n,)`` the most mesh contacts each particle has had at once
+#: (more than `MAX_CONTACTS` stops the run, at the next row of walls.csv:
+#: `dem.observers.csv_log.WallLog`); no slots, and no rows for the counts, when there is no mesh.
 #: A servo wall's ``quantum (w, 2)``: the force and stiffness quanta its load is booked in
 #: (`add_wall_load`; 0 for other walls), and ``servo_load (w, 7)``: the whole load its servo
 #: reads (one process: ``load``; MPI: the ranks' exact shares summed, `dem.distributed`; 0 for
@@ -401,9 +401,9 @@ def initial_state(model, p):
         angular_velocity=np.where(moving, p.angular_velocity, 0.0), load=np.zeros((n_walls, LOAD)),
         work=np.zeros(n_walls),
         step=np.zeros(1, np.int64), partial=np.zeros(((n + CHUNK - 1) // CHUNK, n_walls, LOAD)),
-        mesh_count=np.zeros(n, np.int64), mesh_wall=np.zeros((n, slots), np.int64),
+        mesh_count=np.zeros(n if slots else 0, np.int64), mesh_wall=np.zeros((n, slots), np.int64),
         mesh_feature=np.zeros((n, slots), np.int64), mesh_gap=np.zeros((n, slots)),
-        mesh_normal=np.zeros((n, slots, 3)), mesh_most=np.zeros(n, np.int64), quantum=quantum,
+        mesh_normal=np.zeros((n, slots, 3)), mesh_most=np.zeros(n if slots else 0, np.int64), quantum=quantum,
         servo_load=np.zeros((n_walls, LOAD)),
     )
 
