@@ -45,7 +45,7 @@ from .interactions.walls import WallState
 
 #: what the GPU loop runs: the interactions, and the schemes (their stages have the same names)
 INTERACTIONS_ON_GPU = ("gravity", "hertz_pp", "hertz_pw", "contact_pp", "adhesive_pp", "adhesive_pw", "contact_pw",
-                       "friction_pw", "rolling_pw", "binder", "parallel_bond", "walls", "damping")
+                       "adhesive_contact_pw", "binder", "parallel_bond", "walls", "damping")
 SCHEMES_ON_GPU = ("rrp2", "rrp")
 #: threads per block (the result does not depend on it)
 THREADS = 128

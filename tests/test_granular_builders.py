@@ -123,7 +123,7 @@ def test_bad_friction_coefficients(tmp_path, capsys, old, new, key, problem):
 
 def test_friction_is_off_unless_asked_and_walls_override_it(tmp_path):
     _, model, _, _ = prepare(scene(tmp_path, SPHERE).parent / "scene.toml", ["contact.friction=0.0"])
-    assert not {"contact_pp", "contact_pw", "friction_pw", "rolling_pw"} & set(model.interactions)
+    assert not {"contact_pp", "contact_pw", "adhesive_contact_pw"} & set(model.interactions)
     _, model, _, _ = prepare(tmp_path / "scene.toml", ["contact.friction=0.0", "walls.0.friction=0.3",
                                                        "walls.0.rolling_friction=0.1"])
     assert "contact_pw" in model.interactions and "hertz_pw" not in model.interactions

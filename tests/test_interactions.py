@@ -37,7 +37,7 @@ SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "friction_pw", "rolling_pw")
+SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
                   "insertion": "test_insertion.py"}
@@ -225,13 +225,13 @@ CASES = {
                    "linear_history": with_springs("contact_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
                                                   restitution=0.7, tangential="linear_history",
                                                   tangential_stiffness=500.0)},
-    "friction_pw": {law: with_springs("friction_pw", spheres_near_walls, k_pw=3000.0, friction=0.4, restitution=0.7,
-                                      normal=law, work_of_adhesion=0.3, wall_friction={"friction": 0.25})
-                    for law in ("jkr", "dmt")},
-    "rolling_pw": {law: with_springs("rolling_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
-                                     twisting_friction=0.08, normal=law, work_of_adhesion=0.3,
-                                     wall_friction={"rolling_friction": 0.2})
-                   for law in ("jkr", "dmt")},
+    "adhesive_contact_pw": {
+        **{f"friction {law}": with_springs("adhesive_contact_pw", spheres_near_walls, k_pw=3000.0, friction=0.4,
+                                           restitution=0.7, normal=law, work_of_adhesion=0.3,
+                                           wall_friction={"friction": 0.25}) for law in ("jkr", "dmt")},
+        **{f"rolling {law}": with_springs("adhesive_contact_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
+                                          twisting_friction=0.08, normal=law, work_of_adhesion=0.3,
+                                          wall_friction={"rolling_friction": 0.2}) for law in ("jkr", "dmt")}},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 

@@ -225,8 +225,9 @@ def test_a_checkpoint_of_another_format_is_refused_clearly(tmp_path, capsys):
 
 
 def test_a_checkpoint_of_the_separate_wall_interactions_restores_into_the_wall_pipeline():
-    """Checkpoints written while hertz_pw, friction_pw and rolling_pw acted one after the other give
-    contact_pw's state (their slots side by side); slots that differ are not merged."""
+    """Checkpoints written while hertz_pw (adhesive_pw), friction_pw and rolling_pw acted one after the
+    other give contact_pw's (adhesive_contact_pw's) state (their slots side by side); slots that differ are
+    not merged."""
     from dem.interactions.wall_contact import separate_wall_states
 
     rng = np.random.default_rng(1)
@@ -246,6 +247,13 @@ def test_a_checkpoint_of_the_separate_wall_interactions_restores_into_the_wall_p
                                                               old["interaction.rolling_pw.wall_spring"]), axis=2))
     assert np.array_equal(new["wall_key"], keys) and np.array_equal(new["mesh_contact"], previous)
     assert "mesh_load" not in new  # scratch: not in checkpoints
+    adhesive = {key.replace("hertz_pw", "adhesive_pw"): value for key, value in old.items()}
+    adhesive["interaction.adhesive_pw.adhered"] = rng.integers(0, 2, size=(6, 2)).astype(np.uint8)
+    adhesive["interaction.adhesive_pw.hysteresis"] = rng.normal(size=6)
+    converted = separate_wall_states(adhesive, normal="adhesive_pw")  # adhesive_contact_pw's
+    assert np.array_equal(converted["dissipated"], old["interaction.hertz_pw.dissipated"])
+    for field in ("adhered", "hysteresis"):
+        assert converted[field] is adhesive[f"interaction.adhesive_pw.{field}"]
     old["interaction.rolling_pw.wall_key"] = np.roll(keys, 1, axis=1)
     assert separate_wall_states(old) == {}
 

@@ -18,7 +18,6 @@ from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
 from .deformation import DEFORMATION
 from .contact import ADHESIVE_PP, CONTACT_PP
-from .friction import FRICTION_PW
 from .gravity import GRAVITY
 from .hertz import ADHESIVE_PW, HERTZ_PP, HERTZ_PW, damping_from_restitution
 from .insertion import INSERTION
@@ -26,15 +25,14 @@ from .lennard_jones import LENNARD_JONES, lennard_jones
 from .normal.hertz import hertz  # the function (after .hertz, whose module it shadows here)
 from .ortolan_saccon import ORTOLAN_SACCON, ortolan_saccon
 from .parallel_bond import PARALLEL_BOND
-from .rolling import ROLLING_PW
-from .wall_contact import CONTACT_PW
+from .wall_contact import ADHESIVE_CONTACT_PW, CONTACT_PW
 from .walls import WALLS
 
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, CONTACT_PW,
-                        FRICTION_PW, ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
+                        ADHESIVE_CONTACT_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
                         DEFORMATION, INSERTION, DAMPING)
 }
 

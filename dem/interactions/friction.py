@@ -1,8 +1,7 @@
 """Tangential (Coulomb) friction of contacts (docs/theory.md §3b): the spring's law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
 contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
-pipeline applies and, under an adhesive normal law, particle–wall friction (`FRICTION_PW`, history
-in keyed wall slots of its own state). Acts only where the normal contact acts (``k_pp``/``k_pw``
+pipeline applies (history in keyed wall slots of its state). Acts only where the normal contact acts (``k_pp``/``k_pw``
 > 0) and a friction coefficient is non-zero, so scenes without friction run exactly as before. A pair of
 particles carries friction (and rolling and twisting resistance, `dem.interactions.rolling`) once
 its overlap δ exceeds 1e-9 (`dem.interactions.hertz.in_contact`, where contact sub-stepping
@@ -83,22 +82,10 @@ from numba import njit
 from ..contacts import wall_slot
 from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
-from .contract import ROW, Interaction
-from .hertz import RESTITUTION, adhesive, contact_critical_step, inverse_masses, normal_code, normal_damping
+from .hertz import RESTITUTION, contact_critical_step, inverse_masses
 from .normal import contact_scales
-from .walls import add_wall_load, wall_table, wall_velocity_at
+from .walls import wall_velocity_at
 
-#: ``walls (w, 4)``: each wall's normal (planes; 0 for meshes) and friction coefficient (one
-#: array: each array a row kernel takes out of a named tuple costs reference counts,
-#: `dem.interactions.contract`); ``planes`` the number of plane walls (rows ``0 … planes − 1``,
-#: then the meshes), ``meshes`` whether a mesh has friction, ``work`` the work of adhesion of an
-#: adhesive normal law, ``fixed`` the linear spring's ``k_t`` (0: Mindlin's)
-FrictionWallParams = namedtuple("FrictionWallParams", "law stiffness ratio damping walls planes meshes work fixed")
-#: ``friction (n,)``, ``dissipated (n,)``: the slip and the dashpot work booked to each particle,
-#: and the particle–wall springs: ``wall_key (n, s)`` the wall of each slot (−1: free),
-#: ``wall_spring (n, s, width)``, and ``mesh_contact (n, s, 4)`` the unit normal and gap of a
-#: mesh slot's contact when its spring last stepped (``(n, 0, 4)`` without mesh friction).
-FrictionWallState = namedtuple("FrictionWallState", "friction dissipated wall_key wall_spring mesh_contact")
 #: a spring within this fraction of its limit counts as slipping (no dashpot)
 MOBILISED = 1.0 - 1e-9
 
@@ -227,16 +214,8 @@ def slip(before, trial, k, limit):
 
 
 @njit(inline="always")
-def plane_gap(i, w, position, wall_point, n):
-    """Particle ``i``'s distance from the plane wall ``w`` (through ``wall_point[w]`` now, the
-    walls' state's; unit normal ``n``)."""
-    return ((position[i, 0] - wall_point[w, 0]) * n[0] + (position[i, 1] - wall_point[w, 1]) * n[1]
-            + (position[i, 2] - wall_point[w, 2]) * n[2])
-
-
-@njit(inline="always")
 def gap_before(gap, i, w, h, velocity, wall_velocity, n):
-    """The distance `plane_gap` ``gap`` of particle ``i`` from plane ``w`` (moving at
+    """The distance ``gap`` of particle ``i`` from plane ``w`` (`dem.interactions.hertz.wall_gap`; moving at
     ``wall_velocity[w]``) a step ago: ``gap − h (v − u)·n``."""
     speed = ((velocity[i, 0] - wall_velocity[w, 0]) * n[0] + (velocity[i, 1] - wall_velocity[w, 1]) * n[1]
              + (velocity[i, 2] - wall_velocity[w, 2]) * n[2])
@@ -351,16 +330,6 @@ def release_slot(i, s, keys, springs):
     for c in range(springs.shape[2]):
         springs[i, s, c] = 0.0
     return squares
-
-
-@njit(inline="always")
-def release_wall(i, w, keys, springs):
-    """Drop particle ``i``'s spring with wall ``w`` (`release_slot`); zeros when it had none."""
-    vector = twist = 0.0
-    for s in range(keys.shape[1]):
-        if keys[i, s] == w:
-            vector, twist = release_slot(i, s, keys, springs)
-    return vector, twist
 
 
 @njit(inline="always")
@@ -519,91 +488,6 @@ def released(p, half, gap, radius):
     return half * p.ratio * contact_scales(p.law, 1.0 - gap / radius, p.stiffness, radius, radius, p.work)[1]
 
 
-@njit(inline="always")
-def _wall_rows(i, h, st, bodies, p, own, walls, advance):
-    """Particle ``i``'s contacts with the walls: ``(fx, fy, fz, τx, τy, τz, energy, booked,
-    power)``; with ``advance`` the springs first take the step (and contacts that opened are
-    dropped) and the reactions are booked on the walls."""
-    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
-    keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
-    table = p.walls
-    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
-    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
-    fx = fy = fz = tx = ty = tz = energy = booked = power = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    inverse_mass = bodies.inverse_mass[i]
-    v = (velocity[i, 0], velocity[i, 1], velocity[i, 2])
-    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    held = holds_wall_springs(keys, i)
-    for w in range(p.planes):
-        if table[w, 3] == 0.0 or radius <= 0.0:
-            continue
-        n = (table[w, 0], table[w, 1], table[w, 2])
-        gap = plane_gap(i, w, position, wall_point, n)
-        if gap >= radius and not held:  # apart, and no spring to drop
-            continue
-        gap_old = gap_before(gap, i, w, h, velocity, wall_velocity, n)
-        if gap >= radius:
-            if advance:  # the contact opened: its elastic energy leaves with it
-                squared = release_wall(i, w, keys, springs)[0]
-                if squared != 0.0:
-                    booked += released(p, 0.5 * squared, gap_old, radius)
-            continue
-        slot = find_wall_slot(keys, i, w, advance)
-        if slot < 0:
-            continue
-        row = wall_contact(i, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, table[w, 3], p,
-                           springs, position, wall_point, wall_velocity, wall_spin, advance)
-        if advance:
-            add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
-        fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
-        energy, booked, power = energy + row[6], booked + row[7], power + row[8]
-    if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
-        ended = ended_mesh_slots(i, keys, previous, mesh_count, mesh_wall, mesh_normal, p.planes)
-        for s in range(keys.shape[1]):
-            if (ended >> s) & 1:
-                booked += released(p, 0.5 * release_slot(i, s, keys, springs)[0], previous[i, s, 3], radius)
-    taken = 0
-    for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
-        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
-                                                           table, taken, advance, position, velocity, wall_point,
-                                                           wall_velocity, wall_spin)
-        if slot >= 0:
-            row = wall_contact(i, w, slot, n, old, gap, gap_old, True, h, v, omega, radius, inverse_mass, table[w, 3],
-                               p, springs, position, wall_point, wall_velocity, wall_spin, advance)
-            if advance:
-                add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
-            fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
-            energy, booked, power = energy + row[6], booked + row[7], power + row[8]
-    return fx, fy, fz, tx, ty, tz, energy, booked, power
-
-
-@njit(inline="always")
-def book(i, h, own, booked, power):
-    """Book a row's released and slipped energy (``friction``) and ``h ×`` its dashpot power
-    (``dissipated``) to particle ``i`` (unconditionally: see `dem.interactions.contract`)."""
-    own.friction[i] += booked
-    own.dissipated[i] += h * power
-
-
-@njit(inline="always")
-def friction_pw_forces(i, h, st, bodies, contacts, p, own, walls):
-    """Advance particle ``i``'s wall springs, book their work and their reactions on the walls;
-    returns their forces and moments."""
-    row = _wall_rows(i, h, st, bodies, p, own, walls, True)
-    book(i, h, own, row[7], row[8])
-    return row[0], row[1], row[2], row[3], row[4], row[5]
-
-
-@njit(cache=True)
-def friction_pw_energy(st, bodies, contacts, p, own, walls):
-    """``(tangential, friction, dissipated)`` of the particle–wall contacts."""
-    energy = 0.0
-    for i in range(st.position.shape[0]):
-        energy += _wall_rows(i, 0.0, st, bodies, p, own, walls, False)[6]
-    return energy, np.sum(own.friction), np.sum(own.dissipated)
-
-
 # ---------------------------------------------------------------------------------------------
 # Set-up
 # ---------------------------------------------------------------------------------------------
@@ -618,24 +502,6 @@ def wall_slots(model, width, active, planes):
             np.zeros((model.n_bodies, slots if meshes else 0, 4)))
 
 
-def _setup_pw(model):
-    contact = model.sections["contact"]
-    walls = wall_table(model, [(0, contact["friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3] > 0).any() or not (model.diameter > 0).any() \
-            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
-        return None
-    planes = len(model.wall_normal)
-    return FrictionWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                              normal_damping(contact), walls, planes, bool((walls[planes:, 3] > 0).any()),
-                              float(contact["work_of_adhesion"]),
-                              TANGENTIAL_MODELS[contact["tangential"]].fixed(contact))
-
-
-def _state_pw(model, params):
-    return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, 3, params.walls[:, 3] > 0, params.planes))
-
-
 def friction_critical_step(what, reach_factor, pair_factor):
     """The tangential spring's oscillator: ``k_t = κ k_n`` on the contact point's inverse mass
     ``1/m + R²/J`` (translation and rolling), times the pair factor."""
@@ -646,12 +512,3 @@ def friction_critical_step(what, reach_factor, pair_factor):
         return [(dt, what, k)]
 
     return critical_step
-
-
-FRICTION_PW = Interaction(
-    name="friction_pw", doc="Tangential (Mindlin–Coulomb) friction between particles and the walls under an adhesive "
-        "normal law (else contact_pw applies it).", kind=ROW,
-    columns=("tangential", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
-    forces=friction_pw_forces, energy=friction_pw_energy, walls=True,
-    critical_step=friction_critical_step("tangential friction particle–wall", 0.5, 1.0),
-)

@@ -328,20 +328,52 @@ def _wall_row(i, st, bodies, p, walls, damping):
     return fx, fy, fz, power, energy
 
 
+@njit(inline="always")
+def adhesive_wall_contact(i, w, plane, gap, nx, ny, nz, radius, inverse_mass, power, lost, position, velocity, p, own,
+                          walls, advance):
+    """Wall ``w``'s contact with particle ``i`` (centre at ``gap`` from the wall along the unit
+    normal ``n``) under an adhesive normal law: ``(touching, |F|, power, U_H, U_a, lost, p, k)``
+    with the damping power added to ``power`` and the energy lost by a JKR contact that formed or
+    broke added to ``lost``, ``p`` the contact point on the wall and ``k = dF/dgap``. A plane's
+    (``plane``) JKR contact stays formed while ``ξ > ξ_c`` (the law's ``separation``), its flag
+    ``own.adhered[i, w]`` (updated with ``advance``); a mesh contact is one while it overlaps."""
+    holds = beyond_contact(p.law)
+    formed = holds and plane and own.adhered[i, w] != 0
+    touching = gap < radius
+    if formed and not touching:  # stretched: it holds down to ξ_c, where it snaps off and its energy is lost
+        broken, snapped = separation(p.law, p.stiffness, radius, radius, p.work)
+        touching = radius - gap > broken
+        if not touching:
+            lost += snapped
+    if advance and holds and plane:
+        own.adhered[i, w] = 1 if touching else 0
+    if not touching:
+        return False, 0.0, power, 0.0, 0.0, lost, 0.0, 0.0, 0.0, 0.0
+    delta = 1.0 - gap / radius
+    u_h, u_a, force, k = adhesive_law(p.law, delta, p.stiffness, radius, radius, p.work)
+    if holds and not formed:  # it snaps on: the curve's energy at touch is lost
+        lost -= touch_energy(p.law, p.stiffness, radius, radius, p.work)
+    px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz
+    if p.damping != 0.0 and inverse_mass != 0.0:
+        vx, vy, vz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
+        speed = (velocity[i, 0] - vx) * nx + (velocity[i, 1] - vy) * ny + (velocity[i, 2] - vz) * nz
+        force, power = stiffness_damped(force, power, 1.0, k, inverse_mass, speed, p.damping)
+    return True, force, power, u_h, u_a, lost, px, py, pz, k
+
+
 @njit(cache=True)
 def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
     """`_wall_row` for an adhesive normal law: ``(fx, fy, fz, power, U_H, U_a, lost)``, the
     force and damping power of the walls' contacts on particle ``i``, their Hertz and adhesion
     energies and, with ``advance``, the energy lost by the JKR contacts that formed or broke at
-    this evaluation (their flags ``own.adhered`` updated, the reactions booked on the walls; a
-    formed contact stays while ``ξ > ξ_c``, the law's ``separation``)."""
+    this evaluation (their flags ``own.adhered`` updated, the reactions booked on the walls;
+    `adhesive_wall_contact`)."""
     position, velocity, wall_point, wall_normal = st.position, st.velocity, walls.point, p.wall_normal
     inverse_mass = bodies.inverse_mass[i]
     radius = 0.5 * bodies.diameter[i]
     fx = fy = fz = power = u_hertz = u_adhesion = lost = 0.0
     if radius <= 0.0:
         return fx, fy, fz, power, u_hertz, u_adhesion, lost
-    holds = beyond_contact(p.law)  # JKR: a formed contact holds, stretched, while ξ > ξ_c (flags per plane)
     contacts = wall_normal.shape[0] + (min(walls.mesh_count[i], MAX_CONTACTS) if p.meshes else 0)
     for c in range(contacts):
         if c < wall_normal.shape[0]:
@@ -353,28 +385,13 @@ def _adhesive_wall_row(i, h, st, bodies, p, own, walls, advance):
             w = walls.mesh_wall[i, m]
             nx, ny, nz = walls.mesh_normal[i, m, 0], walls.mesh_normal[i, m, 1], walls.mesh_normal[i, m, 2]
             gap = walls.mesh_gap[i, m]
-        formed = holds and c < wall_normal.shape[0] and own.adhered[i, w] != 0
-        touching = gap < radius
-        if formed and not touching:  # stretched: it holds down to ξ_c, where it snaps off and its energy is lost
-            broken, snapped = separation(p.law, p.stiffness, radius, radius, p.work)
-            touching = radius - gap > broken
-            if not touching:
-                lost += snapped
-        if advance and holds and c < wall_normal.shape[0]:
-            own.adhered[i, w] = 1 if touching else 0
+        touching, force, power, u_h, u_a, lost, px, py, pz, k = adhesive_wall_contact(
+            i, w, c < wall_normal.shape[0], gap, nx, ny, nz, radius, inverse_mass, power, lost, position, velocity, p,
+            own, walls, advance)
         if not touching:
             continue
-        delta = 1.0 - gap / radius
-        u_h, u_a, force, k = adhesive_law(p.law, delta, p.stiffness, radius, radius, p.work)
-        if holds and not formed:  # it snaps on: the curve's energy at touch is lost
-            lost -= touch_energy(p.law, p.stiffness, radius, radius, p.work)
         u_hertz += u_h
         u_adhesion += u_a
-        px, py, pz = position[i, 0] - gap * nx, position[i, 1] - gap * ny, position[i, 2] - gap * nz
-        if p.damping != 0.0 and inverse_mass != 0.0:
-            vx, vy, vz = wall_velocity_at(walls.point, walls.velocity, walls.angular_velocity, w, px, py, pz)
-            speed = (velocity[i, 0] - vx) * nx + (velocity[i, 1] - vy) * ny + (velocity[i, 2] - vz) * nz
-            force, power = stiffness_damped(force, power, 1.0, k, inverse_mass, speed, p.damping)
         if advance:
             add_wall_load(walls, i, w, force * nx, force * ny, force * nz, px - wall_point[w, 0],
                           py - wall_point[w, 1], pz - wall_point[w, 2], k)
@@ -581,11 +598,19 @@ def jkr_skin(contact, diameter):
 
 def wall_pipeline_acts(model):
     """Whether the particle–wall pipeline (`dem.interactions.wall_contact`) acts in ``model``, in
-    place of ``hertz_pw``, ``friction_pw`` and ``rolling_pw``: a particle–wall normal law that is
-    not adhesive, and friction or rolling resistance at a wall."""
+    place of ``hertz_pw`` or ``adhesive_pw``: a particle–wall normal law, and friction or rolling
+    resistance at a wall."""
     contact = model.sections["contact"]
     return bool(contact["k_pw"] > 0.0 and "walls" in model.inputs and (model.diameter > 0).any()
-                and not adhesive(contact) and (wall_coefficients(model)[:, 3:] > 0).any())
+                and (wall_coefficients(model)[:, 3:] > 0).any())
+
+
+def check_formed_on_meshes(contact, meshes):
+    """Refuse a law that holds contacts stretched (JKR, whose formed flags are kept per plane) with
+    mesh walls (``meshes``)."""
+    if LAWS[normal_code(contact)].beyond_contact and meshes:
+        raise SceneError(f"contact.normal: the '{contact['normal']}' law acts on particles and planes; mesh walls "
+                         f"take {listing((other.name for other in LAWS if not other.beyond_contact), 'or')}")
 
 
 def _setup(stiffness_key, needs_walls, adhesion):
@@ -598,12 +623,9 @@ def _setup(stiffness_key, needs_walls, adhesion):
                 or (needs_walls and wall_pipeline_acts(model)):  # `dem.interactions.wall_contact` acts instead
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])
-        law = normal_code(contact)
-        if LAWS[law].beyond_contact and meshes:  # its formed flags are kept per plane
-            raise SceneError(f"contact.normal: the '{contact['normal']}' law acts on particles and planes; mesh walls "
-                             f"take {listing((other.name for other in LAWS if not other.beyond_contact), 'or')}")
-        return HertzParams(law, float(stiffness), normal_damping(contact), model.wall_normal, meshes, substeps,
-                           float(contact["work_of_adhesion"]))
+        check_formed_on_meshes(contact, meshes)
+        return HertzParams(normal_code(contact), float(stiffness), normal_damping(contact), model.wall_normal, meshes,
+                           substeps, float(contact["work_of_adhesion"]))
 
     return setup
 
@@ -666,7 +688,8 @@ HERTZ_PW = Interaction(
 )
 ADHESIVE_PW = Interaction(
     name="adhesive_pw", kind=ROW,
-    doc="Normal contact with adhesion (JKR or DMT) between particles and the walls (JKR: planes only).",
+    doc="Normal contact with adhesion (JKR or DMT) between particles and the walls (JKR: planes only), where neither "
+        "friction nor rolling resistance acts at a wall (else adhesive_contact_pw applies it).",
     columns=("hertz_pw", "adhesion", "hysteresis", "dissipated"), internal=False, keys=KEYS_PW,
     setup=_setup("k_pw", True, True), state=initial_state, forces=hertz_pw_forces, energy=adhesive_pw_energy,
     walls=True, critical_step=normal_critical_step("normal contact particle–wall", 0.5, 1.0),

@@ -1,9 +1,7 @@
 """Rolling and twisting resistance of contacts (docs/theory.md §3b): the springs' law, which
 `dem.interactions.contact`'s pipeline applies between particles (per-contact history in the
 contact table), and the wall contact's law (`wall_contact`), which `dem.interactions.wall_contact`'s
-pipeline applies and, under an adhesive normal law, particle–wall resistance (`ROLLING_PW`, keyed
-wall slots of its own state).
-Acts where the normal contact acts and ``rolling_friction`` or ``twisting_friction`` is
+pipeline applies (keyed wall slots of its state). Acts where the normal contact acts and ``rolling_friction`` or ``twisting_friction`` is
 non-zero.
 
 Rolling: the elastic–plastic spring–dashpot model (EPSD, Ai, Chen, Rotter & Ooi 2011, Powder
@@ -29,29 +27,18 @@ dashpots' work to ``dissipated``. The moments of a pair are bitwise opposite cou
 angular momentum is conserved to round-off.
 """
 
-import functools
-from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
-from ..meshes import MAX_CONTACTS
 from ..schema import Key, non_negative
-from .contract import ROW, Interaction, localize_bodies
 from .friction import (
-    POISSON_RATIO, FrictionWallState, book, damped, dashpot, ended_mesh_slots, find_wall_slot,
-    mesh_spring, release_slot, release_wall, released, restiffen, slip, spring_squares,
-    stiffness_ratio, turned, gap_before, holds_wall_springs, plane_gap, wall_slots,
+    POISSON_RATIO, damped, dashpot, ended_mesh_slots, release_slot, released, restiffen, slip, spring_squares,
+    turned,
 )
-from .hertz import adhesive, contact_critical_step, inverse_masses, normal_code
+from .hertz import contact_critical_step, inverse_masses
 from .normal import contact_scales
-from .walls import add_wall_couple, wall_table
 
-#: ``walls (w, 5)``: each wall's normal, μ_r and μ_t (`dem.interactions.walls.wall_table`);
-#: ``planes`` the number of plane walls, ``meshes`` whether a mesh resists rolling or twisting,
-#: ``work`` the work of adhesion of an adhesive normal law
-RollingWallParams = namedtuple("RollingWallParams", "law stiffness ratio rolling_damping walls contact_inertia planes "
-                                                  "meshes work")
 #: history width: θ_r (3), θ_t
 WIDTH = 4
 
@@ -217,104 +204,9 @@ def release_ended(i, p, keys, springs, previous, walls, radius, tangential, firs
     return booked_t, booked_r
 
 
-@njit(inline="always")
-def _wall_rows(i, h, st, bodies, p, own, walls, advance):
-    """Particle ``i``'s rolling and twisting couples with the walls: ``(0, 0, 0, τx, τy, τz,
-    rolling, twisting, booked, power)``; with ``advance`` the springs first take the step."""
-    position, velocity, angular_velocity = st.position, st.velocity, st.angular_velocity
-    keys, springs, previous = own.wall_key, own.wall_spring, own.mesh_contact
-    table, inertia = p.walls, p.contact_inertia
-    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
-    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
-    tx = ty = tz = rolling = twisting = booked = power = 0.0
-    radius = 0.5 * bodies.diameter[i]
-    inverse = (inertia[i, 0], inertia[i, 1])
-    omega = (angular_velocity[i, 0], angular_velocity[i, 1], angular_velocity[i, 2])
-    held = holds_wall_springs(keys, i)
-    for w in range(p.planes):
-        mu = (table[w, 3], table[w, 4])
-        if mu[0] == 0.0 and mu[1] == 0.0 or radius <= 0.0:
-            continue
-        n = (table[w, 0], table[w, 1], table[w, 2])
-        gap = plane_gap(i, w, position, wall_point, n)
-        if gap >= radius and not held:  # apart, and no spring to drop
-            continue
-        gap_old = gap_before(gap, i, w, h, velocity, wall_velocity, n)
-        if gap >= radius:
-            if advance:  # the contact opened: its elastic energy leaves with it
-                theta, twist = release_wall(i, w, keys, springs)
-                if theta != 0.0 or twist != 0.0:
-                    k_old = wall_stiffnesses(gap_old, radius, mu, p)
-                    booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
-            continue
-        slot = find_wall_slot(keys, i, w, advance)
-        if slot < 0:
-            continue
-        moment, u_r, u_t, work, dissipation = wall_contact(i, w, slot, n, n, gap, gap_old, False, h,
-                                                           spins(omega, wall_spin, w), radius, inverse, mu, p,
-                                                           springs, 0, advance)
-        if advance:
-            add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
-        tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
-        rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
-    if p.meshes and advance:  # contacts that ended: their elastic energy leaves with them
-        booked = release_ended(i, p, keys, springs, previous, walls, radius, False, 0, 0.0, booked)[1]
-    taken = 0
-    for c in range(min(mesh_count[i], MAX_CONTACTS) if p.meshes else 0):
-        w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
-                                                           table, taken, advance, position, velocity, wall_point,
-                                                           wall_velocity, wall_spin)
-        if slot >= 0:
-            moment, u_r, u_t, work, dissipation = wall_contact(i, w, slot, n, old, gap, gap_old, True, h,
-                                                               spins(omega, wall_spin, w), radius, inverse,
-                                                               (table[w, 3], table[w, 4]), p, springs, 0, advance)
-            if advance:
-                add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
-            tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
-            rolling, twisting, booked, power = rolling + u_r, twisting + u_t, booked + work, power + dissipation
-    return 0.0, 0.0, 0.0, tx, ty, tz, rolling, twisting, booked, power
-
-
-@njit(inline="always")
-def rolling_pw_forces(i, h, st, bodies, contacts, p, own, walls):
-    """Advance particle ``i``'s wall springs, book their work and their reactions on the walls;
-    returns their couples."""
-    row = _wall_rows(i, h, st, bodies, p, own, walls, True)
-    book(i, h, own, row[8], row[9])
-    return 0.0, 0.0, 0.0, row[3], row[4], row[5]
-
-
-@njit(cache=True)
-def rolling_pw_energy(st, bodies, contacts, p, own, walls):
-    """``(rolling, twisting, friction, dissipated)`` of the particle–wall contacts."""
-    rolling = twisting = 0.0
-    for i in range(st.position.shape[0]):
-        row = _wall_rows(i, 0.0, st, bodies, p, own, walls, False)
-        rolling += row[6]
-        twisting += row[7]
-    return rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
-
-
 # ---------------------------------------------------------------------------------------------
 # Set-up
 # ---------------------------------------------------------------------------------------------
-
-def _setup_pw(model):
-    contact = model.sections["contact"]
-    walls = wall_table(model, [(1, contact["rolling_friction"]), (2, contact["twisting_friction"])])
-    if contact["k_pw"] <= 0.0 or not (walls[:, 3:] > 0).any() or not (model.diameter > 0).any() \
-            or not adhesive(contact):  # `dem.interactions.wall_contact` acts instead
-        return None
-    planes = len(model.wall_normal)
-    return RollingWallParams(normal_code(contact), float(contact["k_pw"]), stiffness_ratio(contact["poisson_ratio"]),
-                             float(contact["rolling_damping"]), walls, contact_inertia(model), planes,
-                             bool((walls[planes:, 3:] > 0).any()), float(contact["work_of_adhesion"]))
-
-
-def _state_pw(model, params):
-    return FrictionWallState(np.zeros(model.n_bodies), np.zeros(model.n_bodies),
-                             *wall_slots(model, WIDTH, (params.walls[:, 3:] > 0).any(axis=1), params.planes))
-
 
 def rolling_critical_step(what, reach_factor, reduced_factor, pair_factor, coefficients):
     """The rolling and twisting springs' oscillators on the particles' inertia:
@@ -332,15 +224,3 @@ def rolling_critical_step(what, reach_factor, reduced_factor, pair_factor, coeff
         return [(dt, what, k)]
 
     return critical_step
-
-
-ROLLING_PW = Interaction(
-    name="rolling_pw",
-    doc="Rolling and twisting resistance between particles and the walls (EPSD) under an adhesive normal law (else "
-        "contact_pw applies it).", kind=ROW,
-    columns=("rolling", "twisting", "friction", "dissipated"), internal=False, keys=KEYS, setup=_setup_pw, state=_state_pw,
-    forces=rolling_pw_forces, energy=rolling_pw_energy, walls=True,
-    critical_step=rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
-                                        lambda p: (p.walls[:, 3].max(), p.walls[:, 4].max())),
-    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
-)

@@ -1,34 +1,35 @@
 """The particle–wall contact pipeline (`CONTACT_PW`): the normal law, its damping, tangential
 friction and rolling and twisting resistance of each wall contact in one pass, where friction or
-rolling resistance acts at a wall (`dem.interactions.hertz`'s ``hertz_pw`` alone elsewhere; under
-an adhesive normal law ``adhesive_pw``, ``friction_pw`` and ``rolling_pw`` still act one after
-the other).
+rolling resistance acts at a wall (`dem.interactions.hertz`'s ``hertz_pw`` alone elsewhere). Under
+an adhesive normal law (JKR, DMT) the same kernels act as `ADHESIVE_CONTACT_PW` (``adhesive_pw``
+alone where no wall has friction or rolling resistance), whose state keeps whether each JKR
+contact with a plane is formed and the energy lost forming and breaking them (``hysteresis``), and
+whose log has the adhesion's energy and that loss.
 
 Each particle walks its planes and then its mesh contacts (`dem.meshes`) once: a plane's gap (a
 mesh contact's gap and normal come from the walls' state), the gap a step ago and the slot of the
 contact's springs are found once and handed to the sub-models of `dem.interactions.hertz`
-(`wall_contact`: the normal law and its dashpot), `dem.interactions.friction` (`wall_contact`:
-the tangential spring) and `dem.interactions.rolling` (`wall_contact`: the rolling and twisting
-springs), which are the ones ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` call. A particle
-keeps one set of wall slots (``wall_key``; the tangential spring ``ξ`` in components 0–2 of
-``wall_spring``, the rolling and twisting springs ``θ_r``, ``θ_t`` in 3–6, or in 0–3 where no
-wall has friction) for the walls where friction or rolling resistance acts (each wall's own
-coefficients, `dem.interactions.walls.wall_coefficients`).
+(`wall_contact`: the normal law and its dashpot; `adhesive_wall_contact` under an adhesive law),
+`dem.interactions.friction` (`wall_contact`: the tangential spring) and `dem.interactions.rolling`
+(`wall_contact`: the rolling and twisting springs), the ones ``hertz_pw`` and ``adhesive_pw`` call
+for walls without springs. A particle keeps one set of wall slots (``wall_key``; the tangential
+spring ``ξ`` in components 0–2 of ``wall_spring``, the rolling and twisting springs ``θ_r``,
+``θ_t`` in 3–6, or in 0–3 where no wall has friction) for the walls where friction or rolling
+resistance acts (each wall's own coefficients, `dem.interactions.walls.wall_coefficients`); slots
+are claimed where either spring acts.
 
-The results are those of the three separate interactions to the last bit: the row kernel returns
-the normal, the tangential and the rolling parts of the particle's force and moment as three
-shares (``shares = 3``, `dem.interactions.contract`), which the loop adds in turn, each summed
-over the walls in wall order; the parts' booked work is kept in arrays of their own, and the
-energy kernel returns each part's columns in turn (``dissipated`` and ``friction`` three and two
-times), so the log sums them in the order it summed the three interactions'. The reactions on
-the walls go into the walls' partial sums in the same order too: a plane's normal, tangential and
-rolling reactions one after the other (each plane has its own sums), a mesh's normal reactions
-during the walk and its tangential and then its rolling reactions after it (a particle may touch
-a mesh at several points, whose reactions ``hertz_pw``, ``friction_pw`` and ``rolling_pw`` added
-in three passes): ``mesh_load`` keeps them per slot until then. Slots are claimed where either
-spring acts, so with more wall contacts at once than slots (`MAX_WALL_SLOTS`) and walls whose own
-coefficients turn on friction but not rolling resistance (or the other way round), which contact
-keeps springs may differ from the separate interactions'.
+The sums have a fixed order, part by part: the row kernel returns the normal, the tangential and
+the rolling parts of the particle's force and moment as three shares (``shares = 3``,
+`dem.interactions.contract`), which the loop adds in turn, each summed over the walls in wall
+order; each part's booked work is kept in arrays of its own, and the energy kernel returns each
+part's columns in turn (``dissipated`` and ``friction`` three and two times), which the log sums in
+that order. The reactions go into the walls' partial sums part by part too: a plane's normal,
+tangential and rolling reactions one after the other (each plane has its own sums), a mesh's
+normal reactions during the walk and its tangential and then its rolling reactions after it (a
+particle may touch a mesh at several points): ``mesh_load`` keeps them per slot until then. A
+checkpoint written while the normal law and the two springs acted as separate interactions
+(``hertz_pw`` or ``adhesive_pw``, ``friction_pw``, ``rolling_pw``) continues bit for bit
+(`separate_wall_states`).
 """
 
 import functools
@@ -46,9 +47,10 @@ from .friction import (
     wall_contact as tangential, wall_slots,
 )
 from .hertz import (
-    KEYS_PW, hertz_pw_energy, normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap,
-    wall_pipeline_acts,
+    KEYS_PW, adhesive, adhesive_pw_energy, adhesive_wall_contact, check_formed_on_meshes, hertz_pw_energy,
+    normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap, wall_pipeline_acts,
 )
+from .normal import LAWS, is_adhesive
 from .rolling import (
     KEYS as ROLLING_KEYS, WIDTH, contact_inertia, release_ended, rolling_critical_step, spins,
     wall_contact as rolling, wall_stiffnesses,
@@ -71,9 +73,13 @@ ContactWallParams = namedtuple("ContactWallParams", "law stiffness damping wall_
 #: where no wall resists rolling, θ_r, θ_t alone where none has friction),
 #: ``mesh_contact (n, s, 4)`` (`dem.interactions.friction`) and ``mesh_load (n, s, 9)``, a mesh
 #: slot's tangential force and its point from the wall's point, and its rolling couple, until
-#: they are booked on the wall (``(n, 0, …)`` without springs on meshes)
+#: they are booked on the wall (``(n, 0, …)`` without springs on meshes); under an adhesive law
+#: (`ADHESIVE_CONTACT_PW`) ``adhered (n, planes)``, whether each JKR contact with a plane is
+#: formed, and ``hysteresis (n,)``, the energy the JKR contacts lost forming and breaking (no rows
+#: for a law that does not hold contacts stretched, and without adhesion)
 ContactWallState = namedtuple("ContactWallState", "dissipated tangential_friction tangential_dissipated "
-                              "rolling_friction rolling_dissipated wall_key wall_spring mesh_contact mesh_load")
+                              "rolling_friction rolling_dissipated wall_key wall_spring mesh_contact mesh_load "
+                              "adhered hysteresis")
 @njit(inline="always")
 def _particle(i, st, bodies, p):
     """Particle ``i``'s radius, inverse mass, inverse moments of inertia for rolling and twisting
@@ -89,13 +95,22 @@ def _planes(i, h, st, bodies, p, own, walls, advance, parts):
     position, velocity = st.position, st.velocity
     keys, springs, table, wall_point = own.wall_key, own.wall_spring, p.walls, walls.point
     (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
-     booked_r, power_r) = parts
+     booked_r, power_r, lost) = parts
     radius, inverse_mass, inverse, v, omega = _particle(i, st, bodies, p)
     held = holds_wall_springs(keys, i)
     for w in range(p.planes):
         n = (table[w, 0], table[w, 1], table[w, 2])
         gap = wall_gap(i, w, position, wall_point, p.wall_normal)
-        if advance:  # the normal law (`dem.interactions.hertz._wall_row`; its energy: `hertz_pw_energy`)
+        if advance and is_adhesive(p.law):  # (`dem.interactions.hertz._adhesive_wall_row`; `adhesive_pw_energy`)
+            if radius > 0.0:
+                touching, force, power_n, _, _, lost, px, py, pz, k = adhesive_wall_contact(
+                    i, w, True, gap, n[0], n[1], n[2], radius, inverse_mass, power_n, lost, position, velocity, p,
+                    own, walls, True)
+                if touching:
+                    add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                                  py - wall_point[w, 1], pz - wall_point[w, 2], k)
+                    nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
+        elif advance:  # the normal law (`dem.interactions.hertz._wall_row`; its energy: `hertz_pw_energy`)
             force = u = px = py = pz = k = 0.0
             if gap < radius and radius > 0.0:
                 force, power_n, u, px, py, pz, k = normal(i, w, gap, n[0], n[1], n[2], radius, power_n, position,
@@ -142,7 +157,7 @@ def _planes(i, h, st, bodies, p, own, walls, advance, parts):
             tx_r, ty_r, tz_r = tx_r + moment[0], ty_r + moment[1], tz_r + moment[2]
             u_r, u_tw, booked_r, power_r = u_r + u, u_tw + u_w, booked_r + work, power_r + dissipation
     return (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
-            u_tw, booked_r, power_r)
+            u_tw, booked_r, power_r, lost)
 
 
 @njit(inline="always")
@@ -153,7 +168,7 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
     wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
     mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
-     booked_r, power_r) = parts
+     booked_r, power_r, lost) = parts
     radius, inverse_mass, inverse, v, omega = _particle(i, st, bodies, p)
     if p.springs and advance:  # contacts that ended: their elastic energy leaves with them
         booked_t, booked_r = release_ended(i, p, keys, springs, previous, walls, radius, True, p.first, booked_t,
@@ -164,12 +179,19 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
         w = mesh_wall[i, c]
         if advance:  # the normal law, its reaction booked at once
             n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
-            force, power_n, u, px, py, pz, k = normal(i, w, mesh_gap[i, c], n[0], n[1], n[2], radius, power_n,
-                                                      position, velocity, inverse_mass, p.law, p.stiffness,
-                                                      p.damping, walls)
-            add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
-                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
-            nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
+            touching = True
+            if is_adhesive(p.law):  # (DMT: JKR does not act on meshes)
+                touching, force, power_n, _, _, lost, px, py, pz, k = adhesive_wall_contact(
+                    i, w, False, mesh_gap[i, c], n[0], n[1], n[2], radius, inverse_mass, power_n, lost, position,
+                    velocity, p, own, walls, True)
+            else:
+                force, power_n, u, px, py, pz, k = normal(i, w, mesh_gap[i, c], n[0], n[1], n[2], radius, power_n,
+                                                          position, velocity, inverse_mass, p.law, p.stiffness,
+                                                          p.damping, walls)
+            if touching:
+                add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                              py - wall_point[w, 1], pz - wall_point[w, 2], k)
+                nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
         if not p.springs:
             continue
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
@@ -196,7 +218,7 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
                 pending[i, slot, 6 + k] = moment[k]
             tx_r, ty_r, tz_r = tx_r + moment[0], ty_r + moment[1], tz_r + moment[2]
             u_r, u_tw, booked_r, power_r = u_r + u, u_tw + u_w, booked_r + work, power_r + dissipation
-    if advance:  # the springs' reactions, as friction_pw and then rolling_pw booked them
+    if advance:  # the springs' reactions: the tangential ones, then the rolling couples
         for a in range(acting):
             s = (order >> (3 * a)) & 7
             w = keys[i, s]
@@ -209,18 +231,19 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
             if table[w, 4] != 0.0 or table[w, 5] != 0.0:
                 add_wall_couple(walls, i, w, pending[i, s, 6], pending[i, s, 7], pending[i, s, 8])
     return (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
-            u_tw, booked_r, power_r)
+            u_tw, booked_r, power_r, lost)
 
 
 @njit(inline="always")
 def _walls(i, h, st, bodies, p, own, walls, advance):
     """Particle ``i``'s contacts with the walls, planes then meshes: ``(F_n (3), power_n, F_t (3),
-    τ_t (3), U_t, booked_t, power_t, τ_r (3), U_r, U_tw, booked_r, power_r)``, the normal force
-    and its dashpot's power (with ``advance`` only), the tangential springs' force, moment,
+    τ_t (3), U_t, booked_t, power_t, τ_r (3), U_r, U_tw, booked_r, power_r, lost)``, the normal
+    force and its dashpot's power (with ``advance`` only), the tangential springs' force, moment,
     energy, booked work and dashpot power, the rolling and twisting springs' moment, energies,
-    booked work and dashpot power. With ``advance`` the springs first take the step (contacts that
+    booked work and dashpot power, and the energy the JKR contacts lost forming and breaking (with
+    ``advance``). With ``advance`` the springs first take the step (contacts that
     opened are dropped) and the reactions are booked on the walls."""
-    parts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    parts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     parts = _planes(i, h, st, bodies, p, own, walls, advance, parts)
     if p.meshes:
         parts = _meshes(i, h, st, bodies, p, own, walls, advance, parts)
@@ -237,6 +260,8 @@ def contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     own.tangential_dissipated[i] += h * row[12]
     own.rolling_friction[i] += row[18]
     own.rolling_dissipated[i] += h * row[19]
+    if own.hysteresis.shape[0] > 0:  # an adhesive law
+        own.hysteresis[i] += row[20]
     return (row[0], row[1], row[2], 0.0, 0.0, 0.0, row[4], row[5], row[6], row[7], row[8], row[9], 0.0, 0.0, 0.0,
             row[13], row[14], row[15])
 
@@ -245,48 +270,71 @@ def contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
 def contact_pw_energy(st, bodies, contacts, p, own, walls):
     """``(hertz_pw, dissipated, tangential, friction, dissipated, rolling, twisting, friction,
     dissipated)``: the normal law's energy and booked work (`hertz_pw_energy`), then the
-    tangential springs', then the rolling and twisting springs' (as ``hertz_pw``,
-    ``friction_pw`` and ``rolling_pw`` give them)."""
+    springs' (`_spring_energies`)."""
     u_n, dissipated = hertz_pw_energy(st, bodies, contacts, p, own, walls)
+    return (u_n, dissipated) + _spring_energies(st, bodies, p, own, walls)
+
+
+@njit(cache=True)
+def adhesive_contact_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, adhesion, hysteresis, dissipated, tangential, friction, dissipated, rolling,
+    twisting, friction, dissipated)``: the adhesive normal law's energies and booked work
+    (`adhesive_pw_energy`), then the springs' as `contact_pw_energy`'s."""
+    return adhesive_pw_energy(st, bodies, contacts, p, own, walls) + _spring_energies(st, bodies, p, own, walls)
+
+
+@njit(inline="always")
+def _spring_energies(st, bodies, p, own, walls):
+    """``(tangential, friction, dissipated, rolling, twisting, friction, dissipated)``: the
+    tangential springs' energy and booked work, then the rolling and twisting springs'."""
     u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
         row = _walls(i, 0.0, st, bodies, p, own, walls, False)
         u_t += row[10]
         u_r += row[16]
         u_tw += row[17]
-    return (u_n, dissipated, u_t, np.sum(own.tangential_friction), np.sum(own.tangential_dissipated), u_r, u_tw,
+    return (u_t, np.sum(own.tangential_friction), np.sum(own.tangential_dissipated), u_r, u_tw,
             np.sum(own.rolling_friction), np.sum(own.rolling_dissipated))
 
 
-def _setup(model):
-    if not wall_pipeline_acts(model):
-        return None
-    contact = model.sections["contact"]
-    walls = wall_coefficients(model)
-    planes = len(model.wall_normal)
-    return ContactWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
-                             bool(model.inputs["walls"]["meshes"]), float(contact["work_of_adhesion"]),
-                             stiffness_ratio(contact["poisson_ratio"]),
-                             float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history"
-                             else 0.0, float(contact["rolling_damping"]), contact_inertia(model), walls, planes,
-                             bool((walls[planes:, 3:] > 0).any()), 3 if (walls[:, 3] > 0).any() else 0)
+def _setup(adhesion):
+    def setup(model):
+        contact = model.sections["contact"]
+        if not wall_pipeline_acts(model) or adhesive(contact) != adhesion:
+            return None
+        walls = wall_coefficients(model)
+        planes = len(model.wall_normal)
+        meshes = bool(model.inputs["walls"]["meshes"])
+        check_formed_on_meshes(contact, meshes)
+        return ContactWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact),
+                                 model.wall_normal, meshes, float(contact["work_of_adhesion"]),
+                                 stiffness_ratio(contact["poisson_ratio"]),
+                                 float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history"
+                                 else 0.0, float(contact["rolling_damping"]), contact_inertia(model), walls, planes,
+                                 bool((walls[planes:, 3:] > 0).any()), 3 if (walls[:, 3] > 0).any() else 0)
+
+    return setup
 
 
 def _state(model, params):
     n = model.n_bodies
     width = params.first + (WIDTH if (params.walls[:, 4:] > 0).any() else 0)
     keys, springs, previous = wall_slots(model, width, (params.walls[:, 3:] > 0).any(axis=1), params.planes)
+    law = LAWS[params.law]
     return ContactWallState(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), keys, springs, previous,
-                            np.zeros(previous.shape[:2] + (9,)))
+                            np.zeros(previous.shape[:2] + (9,)),
+                            np.zeros((n if law.beyond_contact else 0, params.planes), np.uint8),
+                            np.zeros(n if law.adhesive else 0))
 
 
-def separate_wall_states(checkpoint):
+def separate_wall_states(checkpoint, normal="hertz_pw"):
     """`CONTACT_PW`'s ``former_state``: the `ContactWallState` fields (all but the scratch
-    ``mesh_load``) of a checkpoint written while ``hertz_pw``, ``friction_pw`` and ``rolling_pw``
-    acted one after the other (before this pipeline): their booked work, and their wall slots side
-    by side where they keep the same walls in the same slots (as they do where friction and
-    rolling resistance act at the same walls); ``{}`` (the checkpoint does not match the scene)
-    where neither kept slots or their slots differ."""
+    ``mesh_load``) of a checkpoint written while ``hertz_pw`` (``normal``; `ADHESIVE_CONTACT_PW`'s:
+    ``adhesive_pw``, whose formed flags and hysteresis are kept too), ``friction_pw`` and
+    ``rolling_pw`` acted one after the other (before this pipeline): their booked work, and their
+    wall slots side by side where they keep the same walls in the same slots (as they do where
+    friction and rolling resistance act at the same walls); ``{}`` (the checkpoint does not match
+    the scene) where neither kept slots or their slots differ."""
     def field(name, what):
         return checkpoint.get(f"interaction.{name}.{what}")
 
@@ -301,13 +349,15 @@ def separate_wall_states(checkpoint):
         return {}
     n = keys.shape[0]
     zeros = np.zeros(n)
-    out = {"dissipated": field("hertz_pw", "dissipated"), "tangential_friction": field("friction_pw", "friction"),
+    out = {"dissipated": field(normal, "dissipated"), "tangential_friction": field("friction_pw", "friction"),
            "tangential_dissipated": field("friction_pw", "dissipated"),
            "rolling_friction": field("rolling_pw", "friction"), "rolling_dissipated": field("rolling_pw", "dissipated")}
     out = {key: zeros if value is None else value for key, value in out.items()}
     springs = [field(name, "wall_spring") for name in ("friction_pw", "rolling_pw")]
     out.update(wall_key=keys, mesh_contact=previous,
                wall_spring=np.concatenate([part for part in springs if part is not None], axis=2))
+    if normal == "adhesive_pw":
+        out.update(adhered=field(normal, "adhered"), hysteresis=field(normal, "hysteresis"))
     return out
 
 
@@ -327,7 +377,19 @@ CONTACT_PW = Interaction(
         "in one pass (where friction or rolling resistance acts at a wall; the normal law is not adhesive).",
     columns=("hertz_pw", "dissipated", "tangential", "friction", "dissipated", "rolling", "twisting", "friction",
              "dissipated"),
-    setup=_setup, state=_state, forces=contact_pw_forces, energy=contact_pw_energy, critical_step=_critical_step,
-    localize=functools.partial(localize_bodies, per_body=("contact_inertia",)), scratch_state=("mesh_load",),
-    former_state=separate_wall_states,
+    setup=_setup(False), state=_state, forces=contact_pw_forces, energy=contact_pw_energy,
+    critical_step=_critical_step, localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
+    scratch_state=("mesh_load",), former_state=separate_wall_states,
+)
+#: the pipeline under an adhesive normal law (JKR, DMT): the adhesion's energy and the JKR
+#: contacts' hysteresis are columns of their own, and the state keeps the formed flags
+ADHESIVE_CONTACT_PW = Interaction(
+    name="adhesive_contact_pw", kind=ROW, internal=False, walls=True, shares=3, keys=KEYS,
+    doc="Particle–wall contact pipeline under an adhesive normal law (JKR: planes only; DMT): as contact_pw, with the "
+        "adhesion's energy and the JKR hysteresis booked.",
+    columns=("hertz_pw", "adhesion", "hysteresis", "dissipated", "tangential", "friction", "dissipated", "rolling",
+             "twisting", "friction", "dissipated"),
+    setup=_setup(True), state=_state, forces=contact_pw_forces, energy=adhesive_contact_pw_energy,
+    critical_step=_critical_step, localize=CONTACT_PW.localize, scratch_state=CONTACT_PW.scratch_state,
+    former_state=functools.partial(separate_wall_states, normal="adhesive_pw"),
 )

@@ -364,8 +364,8 @@ def random_springs(model, state, name, rng):
     if name in ("contact_pp", "adhesive_pp"):
         tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
-    if name == "contact_pw":  # the springs of the parts that act at some wall, side by side
-        parts = [random_springs(model, state, law, rng) for law in _wall_parts(model)]
+    if name in ("contact_pw", "adhesive_contact_pw"):  # the springs of the parts that act at some wall, side by side
+        parts = [random_springs(model, state, law, rng) for law in _wall_parts(model, name)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     springs = {}
     for key, a, b, n, _, _, (stiffness, limits) in _contacts(model, state, name):
@@ -423,11 +423,6 @@ def _friction(model, state, springs, name):
     return energy, force, moment
 
 
-def friction_pw(model, state, springs):
-    """As `friction_pp`, the wall taking no load."""
-    return _friction(model, state, springs, "friction_pw")
-
-
 def _rolling(model, state, springs, name):
     force, moment = _zeros(state)
     contact = model.sections["contact"]
@@ -451,11 +446,6 @@ def _rolling(model, state, springs, name):
         if b is not None:
             moment[b] -= m
     return energy, force, moment
-
-
-def rolling_pw(model, state, springs):
-    """As `rolling_pp`; the wall does not spin."""
-    return _rolling(model, state, springs, "rolling_pw")
 
 
 def normal_damping(model, state, walls=False):
@@ -497,25 +487,32 @@ def contact_pp(model, state, springs):
     return tuple(sum(part[k] for part in parts) for k in range(3))
 
 
-def _wall_parts(model):
-    """The spring laws of `contact_pw` that act at some wall, in the order of its slots' springs."""
-    walls = model.interactions["contact_pw"].walls
-    return [law for law, acts in (("friction_pw", (walls[:, 3] > 0).any()), ("rolling_pw", (walls[:, 4:] > 0).any()))
-            if acts]
+def _wall_parts(model, name):
+    """The spring laws of the wall pipeline ``name`` that act at some wall (``"friction_wall"``,
+    ``"rolling_wall"``), in the order of its slots' springs."""
+    walls = model.interactions[name].walls
+    return [law for law, acts in (("friction_wall", (walls[:, 3] > 0).any()),
+                                  ("rolling_wall", (walls[:, 4:] > 0).any())) if acts]
+
+
+def _with_wall_springs(model, state, springs, name, parts):
+    """``parts`` (the normal law's) summed with the tangential spring (`_friction`) and the rolling
+    and twisting springs (`_rolling`) of every plane contact of the wall pipeline ``name``, where
+    they act (`_wall_parts`: their springs side by side)."""
+    first = 0
+    for law in _wall_parts(model, name):
+        width = 3 if law == "friction_wall" else 4
+        part = {key: value[first:first + width] for key, value in springs.items()}
+        parts.append(_friction(model, state, part, law) if law == "friction_wall" else _rolling(model, state, part,
+                                                                                                   law))
+        first += width
+    return tuple(sum(part[k] for part in parts) for k in range(3))
 
 
 def contact_pw(model, state, springs):
-    """The wall pipeline: `hertz_pw` with its dashpot (`normal_damping`), `friction_pw`'s spring
-    and `rolling_pw`'s springs of every plane contact, where they act (`_wall_parts`: their
-    springs side by side)."""
-    parts = [hertz_pw(model, state), normal_damping(model, state, walls=True)]
-    first = 0
-    for law in _wall_parts(model):
-        width = 3 if law == "friction_pw" else 4
-        part = {key: value[first:first + width] for key, value in springs.items()}
-        parts.append(_friction(model, state, part, law) if law == "friction_pw" else _rolling(model, state, part, law))
-        first += width
-    return tuple(sum(part[k] for part in parts) for k in range(3))
+    """The wall pipeline: `hertz_pw` with its dashpot (`normal_damping`) and the springs."""
+    return _with_wall_springs(model, state, springs, "contact_pw",
+                              [hertz_pw(model, state), normal_damping(model, state, walls=True)])
 
 
 def _adhesive_contacts(model, state, pairs):
@@ -559,5 +556,10 @@ def adhesive_pw(model, state):
                                              for i, w, n, gap, radius, delta in touching_walls(model, state)])
 
 
-REFERENCE.update(contact_pp=contact_pp, contact_pw=contact_pw, friction_pw=friction_pw, rolling_pw=rolling_pw,
+def adhesive_contact_pw(model, state, springs):
+    """The wall pipeline under an adhesive normal law: `adhesive_pw` and the springs."""
+    return _with_wall_springs(model, state, springs, "adhesive_contact_pw", [adhesive_pw(model, state)])
+
+
+REFERENCE.update(contact_pp=contact_pp, contact_pw=contact_pw, adhesive_contact_pw=adhesive_contact_pw,
                  adhesive_pp=adhesive_pp, adhesive_pw=adhesive_pw)
