@@ -219,3 +219,130 @@ def test_tumbling_clump_conserves_energy_and_momentum_and_flips_at_the_elliptic_
     assert np.abs(np.array(energies) - energy0).max() < 1e-12 * energy0
     assert np.abs(spin_momentum() - spin0).max() < 1e-14 * np.linalg.norm(spin0)
     assert np.abs(angular - angular0).max() < 1e-10 * np.linalg.norm(angular0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the [[clump]] builder and its output
+# ---------------------------------------------------------------------------------------------
+
+HEAD = """[simulation]
+integrator = "lgvi"
+dt = 1e-3
+t_end = 0.01
+[output]
+vtk_every = 5
+"""
+
+
+def clump_scene(tmp_path, tables, name="scene.toml"):
+    path = tmp_path / name
+    path.write_text(HEAD + tables, encoding="utf-8")
+    return path
+
+
+def member_positions(model, state):
+    """World centres of every member sphere, body by body."""
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(model.site_start))
+    return state.position[owner] + np.einsum("nij,nj->ni", quat_matrix(state.orientation[owner]), model.site_offset)
+
+
+def test_clumps_placed_at_random_in_a_box_overlap_nothing_and_stay_inside(tmp_path):
+    from dem.runner import prepare
+
+    path = clump_scene(tmp_path, '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ncount = 40\nmin = [0, 0, 0]\n'
+                                 'max = [8, 8, 8]\ndensity = 2.0\n')
+    _, model, state, _ = prepare(path)
+    _, again, _ = prepare(path)[1:]
+    template = built_in("tetrahedron", 0.5)
+    expected = mass_properties(template, 2.0)
+    assert model.n_bodies == 40 and model.n_sites == 160 and np.all(model.site_radius == 0.5)
+    assert np.allclose(model.mass, expected.mass, rtol=1e-14) and np.all(model.diameter == 0)
+    members = member_positions(model, state)
+    owner = np.repeat(np.arange(40), 4)
+    gap = np.linalg.norm(members[:, None] - members[None], axis=2) - 1.0
+    assert gap[owner[:, None] != owner[None]].min() >= 0.0
+    assert (members - 0.5 >= -1e-12).all() and (members + 0.5 <= 8.0 + 1e-12).all()
+    assert np.array_equal(state.orientation, again.orientation)            # seeded: every build the same
+    # each member sits where its clump's orientation puts the template's member
+    for body in (0, 17):
+        rotation = quat_matrix(state.orientation[body])
+        local = np.sort(np.linalg.norm(member_positions(model, state)[4 * body:4 * body + 4] - state.position[body],
+                                       axis=1))
+        assert np.allclose(local, np.sort(np.linalg.norm(template.centres - expected.centre, axis=1)), atol=1e-13)
+        tensor = rotation @ np.diag(model.inertia[body]) @ rotation.T
+        assert np.allclose(np.linalg.eigvalsh(tensor), np.linalg.eigvalsh(expected.tensor), rtol=1e-12)
+
+
+def test_clumps_imported_from_rows_with_a_template_from_a_file(tmp_path):
+    from dem.runner import prepare
+
+    (tmp_path / "members.csv").write_text("x,y,z,radius\n0,0,0,0.5\n0.6,0,0,0.4\n0.6,0.5,0,0.3\n", encoding="utf-8")
+    turn = quat_from_rotvec(np.array([0.3, 1.0, -0.2]))
+    rows = f"x,y,z,qw,qx,qy,qz,vx,vy,vz\n1,2,3,1,0,0,0,0,0,0\n-4,0,2,{','.join(map(repr, turn.tolist()))},1,0,0\n"
+    (tmp_path / "rows.csv").write_text(rows, encoding="utf-8")
+    path = clump_scene(tmp_path, '[[clump]]\ntemplate = "file"\ntemplate_file = "members.csv"\nrows = "rows.csv"\n'
+                                 'velocity = [0, 0, 1]\n')
+    _, model, state, _ = prepare(path)
+    template = Template(np.array([[0, 0, 0], [0.6, 0, 0], [0.6, 0.5, 0]], float), np.array([0.5, 0.4, 0.3]))
+    centre = mass_properties(template).centre
+    assert np.allclose(state.position, [[1, 2, 3], [-4, 0, 2]], atol=1e-15)
+    assert np.allclose(state.velocity, [[0, 0, 1], [1, 0, 1]])
+    members = member_positions(model, state)
+    assert np.allclose(members[:3], [1, 2, 3] + template.centres - centre, atol=1e-13)
+    assert np.allclose(members[3:], [-4, 0, 2] + (template.centres - centre) @ quat_matrix(turn).T, atol=1e-13)
+
+
+@pytest.mark.parametrize("table, problem", [
+    ('template = "spheres"\ncenters = []\nradii = []\nposition = [0, 0, 0]',
+     "clump.0.radii: the template has no sphere"),
+    ('template = "spheres"\ncenters = [[0, 0, 0], [1, 0, 0]]\nradii = [0.6, -0.5]\nposition = [0, 0, 0]',
+     "clump.0.radii: member 1: radius must be a positive number, got -0.5"),
+    ('template = "spheres"\ncenters = [[0, 0, 0], [2, 0, 0]]\nradii = [0.6, 0.5]\nposition = [0, 0, 0]',
+     "clump.0.radii: members are not connected: member 1 neither overlaps nor touches the piece of member 0 (the "
+     "clump is in 2 pieces)"),
+    ('template = "file"\ntemplate_file = "none.csv"\nposition = [0, 0, 0]', "clump.0.template_file: "),
+    ('template = "dimer"\nposition = [0, 0, 0]\ncount = 3', "clump.0.position: give one of position, count, rows "
+     "(got position, count)"),
+    ('template = "rod"\nspheres = 2\naspect = 2.5\nposition = [0, 0, 0]', "clump.0.aspect: 2 spheres make a rod"),
+])
+def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
+    from dem.cli import main
+    from dem.runner import prepare
+    from dem.schema import SceneError
+
+    path = clump_scene(tmp_path, "[[clump]]\n" + table + "\n")
+    with pytest.raises(SceneError) as error:
+        prepare(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {problem}") and "\n" not in message
+    assert main([str(path), "--out", str(tmp_path / "run"), "--quiet"]) != 0
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("setting, key", [("contact.k_pp=100.0", "contact.k_pp"),
+                                          ("contact.k_pw=100.0", "contact.k_pw")])
+def test_clumps_with_contacts_are_refused_not_silently_wrong(tmp_path, setting, key):
+    from dem.runner import prepare
+    from dem.schema import SceneError
+
+    path = clump_scene(tmp_path, '[[clump]]\ntemplate = "dimer"\nposition = [0, 0, 1]\n'
+                                 '[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n')
+    prepare(path)   # without contacts, a clump and a wall are allowed (the wall does nothing)
+    with pytest.raises(SceneError, match=f"{key}: contacts .*with clumps.* not implemented yet|{key}: contacts of "
+                       "clumps with walls are not implemented yet"):
+        prepare(path, [setting])
+
+
+def test_vtk_writes_every_member_sphere_with_its_clump(tmp_path):
+    from dem.builders.particles import read_vtk_points
+    from dem.cli import main
+
+    path = clump_scene(tmp_path, '[[clump]]\ntemplate = "rod"\nspheres = 3\naspect = 2.0\nradius = 0.25\n'
+                                 'position = [1, 2, 3]\nangular_velocity = [0, 0, 2]\n')
+    assert main([str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    snapshot = sorted((tmp_path / "run" / "vtk").glob("sites_*.vtp"))[-1]
+    points, diameter, velocity = read_vtk_points(snapshot)
+    assert len(points) == 3 and np.allclose(diameter, 0.5)
+    assert np.allclose(np.linalg.norm(points - points.mean(axis=0), axis=1), [0.25, 0.0, 0.25], atol=1e-12)
+    assert np.allclose(velocity[:, :2], 2.0 * np.stack([-(points[:, 1] - 2.0), points[:, 0] - 1.0], axis=1),
+                       atol=1e-9)
