@@ -1,4 +1,4 @@
-"""Multi-sphere clumps (docs/guide.md, Clumps; docs/theory.md §6): templates of overlapping or
+"""Multi-sphere clumps (docs/guide.md, Clumps; docs/theory.md §3b.11): templates of overlapping or
 touching spheres and the mass properties of their union.
 
 A `Template` is a list of member spheres (centres and radii in the template's own frame). Its

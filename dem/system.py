@@ -16,7 +16,7 @@ from .diagnostics import energy_budget
 from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
 from .interactions.contact import check_sub_models
-from .interactions.hertz import jkr_skin
+from .interactions.hertz import adhesive, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
@@ -282,18 +282,24 @@ def _check_cell(model, cell):
 
 
 def _check_clumps(model):
-    """Refuse contacts in a system with clumps (`dem.clumps`): their member spheres do not touch
-    anything yet, so particles and walls would pass through them without a word."""
+    """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
+    through their members without a word: contacts between particles (clumps with clumps or
+    spheres), mesh walls, adhesive wall contacts. (Plane walls: `dem.interactions.clump_walls`.)"""
     if not model.has_clumps:
         return
     contact = model.sections["contact"]
     if contact["k_pp"] > 0.0:
-        raise SceneError("contact.k_pp: contacts with clumps are not implemented yet (their member spheres would pass "
-                         "through particles unseen): a scene with clumps runs without contacts, contact.k_pp = 0")
-    if contact["k_pw"] > 0.0 and (len(model.wall_normal) or model.inputs.get("walls", {}).get("meshes")):
-        raise SceneError("contact.k_pw: contacts of clumps with walls are not implemented yet (their member spheres "
-                         "would pass through the walls unseen): a scene with clumps runs without wall contacts, "
-                         "contact.k_pw = 0")
+        raise SceneError("contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet (their "
+                         "member spheres would pass through one another unseen): a scene with clumps runs with "
+                         "contact.k_pp = 0 (clumps touch plane walls through contact.k_pw)")
+    if contact["k_pw"] <= 0.0:
+        return
+    if model.inputs.get("walls", {}).get("meshes"):
+        raise SceneError("mesh.0: clumps do not touch mesh walls yet (their member spheres would pass through the mesh "
+                         "unseen): use plane walls ([[walls]]) in a scene with clumps")
+    if adhesive(contact):
+        raise SceneError(f"contact.normal: clumps touch walls through non-adhesive normal laws only, not yet "
+                         f"'{contact['normal']}'")
 
 
 def _joined(arrays):

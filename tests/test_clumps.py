@@ -319,18 +319,27 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("setting, key", [("contact.k_pp=100.0", "contact.k_pp"),
-                                          ("contact.k_pw=100.0", "contact.k_pw")])
-def test_clumps_with_contacts_are_refused_not_silently_wrong(tmp_path, setting, key):
+@pytest.mark.parametrize("setting, key", [
+    ("contact.k_pp=100.0", "contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet"),
+    ('mesh=[{file = "MESH", rotate = [1.5707963267948966, 0.0, 0.0], translate = [0.0, 0.0, 5.0]}]',
+     "mesh.0: clumps do not touch mesh walls yet"),
+    ('contact.normal="dmt";contact.work_of_adhesion=0.1', "contact.normal: clumps touch walls through non-adhesive normal laws only"),
+])
+def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
+    """Contacts between clumps (or with spheres), mesh walls and adhesive wall laws: one line
+    naming the key, rather than members passing through what they should touch."""
+    from pathlib import Path
+
     from dem.runner import prepare
     from dem.schema import SceneError
 
-    path = clump_scene(tmp_path, '[[clump]]\ntemplate = "dimer"\nposition = [0, 0, 1]\n'
+    path = clump_scene(tmp_path, '[contact]\nk_pw = 100.0\n'
+                                 '[[clump]]\ntemplate = "dimer"\nposition = [0, 0, 1]\n'
                                  '[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n')
-    prepare(path)   # without contacts, a clump and a wall are allowed (the wall does nothing)
-    with pytest.raises(SceneError, match=f"{key}: contacts .*with clumps.* not implemented yet|{key}: contacts of "
-                       "clumps with walls are not implemented yet"):
-        prepare(path, [setting])
+    prepare(path)   # plane walls: clump_pw
+    mesh = Path(__file__).resolve().parents[1] / "scenes" / "meshes" / "tube.stl"
+    with pytest.raises(SceneError, match=key):
+        prepare(path, setting.replace("MESH", str(mesh)).split(";"))
 
 
 def test_vtk_writes_every_member_sphere_with_its_clump(tmp_path):
@@ -346,3 +355,120 @@ def test_vtk_writes_every_member_sphere_with_its_clump(tmp_path):
     assert np.allclose(np.linalg.norm(points - points.mean(axis=0), axis=1), [0.25, 0.0, 0.25], atol=1e-12)
     assert np.allclose(velocity[:, :2], 2.0 * np.stack([-(points[:, 1] - 2.0), points[:, 0] - 1.0], axis=1),
                        atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# clumps on plane walls (dem.interactions.clump_walls)
+# ---------------------------------------------------------------------------------------------
+
+FLOOR = """[fields]
+gravity = [0.0, 0.0, -1.0]
+[contact]
+k_pw = 2e4
+restitution = 0.5
+friction = 0.5
+poisson_ratio = 0.22
+[[walls]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+"""
+DIMER = '[[clump]]\ntemplate = "dimer"\nradius = 0.5\ndistance = 0.5\n'
+
+
+def on_the_floor(tmp_path, clumps, overrides=(), parallel=None):
+    """``(model, state, simulation)`` of clumps over the floor of `FLOOR` (g = 1, Hertz k_pw = 2e4,
+    restitution 0.5, μ = 0.5), under `lgvi` with dt = 5e-4 (a twentieth of the critical step)."""
+    from dem.runner import prepare
+
+    _, model, state, _ = prepare(clump_scene(tmp_path, FLOOR + clumps), list(overrides))
+    return model, state, Simulation(model, state, "lgvi", 5e-4, parallel=parallel)
+
+
+def test_the_floor_pushes_a_member_at_its_contact_point():
+    """A tilted dimer with its lower member sunk into a frictionless floor: the force on the body
+    is the member's Hertz force plus the weight, the moment that force's about the centre of
+    mass (its line passes through the member's centre), to round-off."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        model, state, _ = on_the_floor(Path(folder), DIMER + 'position = [0.3, -0.2, 0.55]\n'
+                                       'rotation_vector = [0.0, 0.4, 0.1]\n', ["contact.friction=0.0"])
+    members = member_positions(model, state)
+    low = int(np.argmin(members[:, 2]))
+    assert members[low, 2] < 0.5 < members[1 - low, 2]   # one member touches
+    delta = 1.0 - members[low, 2] / 0.5
+    push = np.array([0.0, 0.0, 2e4 / 0.5 * delta ** 1.5])
+    expected_force = push - [0.0, 0.0, model.mass[0]]
+    expected_moment = np.cross(members[low] - state.position[0], push)
+    assert np.abs(state.force[0] - expected_force).max() < 1e-12 * np.abs(push).max()
+    assert np.abs(state.moment[0] - expected_moment).max() < 1e-12 * np.abs(push).max()
+
+
+@pytest.mark.parametrize("tilt", [0.0, 0.3])
+def test_a_dimer_dropped_on_the_floor_comes_to_rest_on_both_spheres(tmp_path, tilt):
+    """Dropped flat, or tilted by 0.3 rad so that one member lands first and it rocks down onto
+    the other: at rest (speeds below 1e-9) on both members, sunk alike (their heights agree to
+    1e-9), each carrying half the weight (the Hertz overlap of m g / 2: δ = (m g R/2K)^(2/3))."""
+    model, state, sim = on_the_floor(tmp_path, DIMER + f'position = [0, 0, 0.7]\nrotation_vector = [0, {tilt}, 0]\n')
+    sim.advance(60_000)   # t = 30
+    members = member_positions(model, state)
+    assert np.abs(state.velocity).max() < 1e-9 and np.abs(state.angular_velocity).max() < 1e-9
+    assert abs(members[0, 2] - members[1, 2]) < 1e-9
+    delta = (0.5 * model.mass[0] * 0.5 / 2e4) ** (2.0 / 3.0)
+    assert np.allclose(members[:, 2], 0.5 * (1.0 - delta), rtol=1e-9)
+
+
+def test_a_dimer_sliding_on_the_floor_decelerates_at_mu_g(tmp_path):
+    """A dimer lying along x on the floor, launched along its axis at speed 1 with μ = 0.3:
+    both members slide, its speed falls at μ g = 0.3 (to 0.1 %) and it does not pitch."""
+    model, state, sim = on_the_floor(tmp_path, DIMER + 'position = [0, 0, 0.5]\nvelocity = [1, 0, 0]\n',
+                                     ["contact.friction=0.3"])
+    times, speeds = [], []
+    for k in range(25):
+        sim.advance(200)
+        times.append(0.1 * (k + 1))
+        speeds.append(state.velocity[0, 0])
+    times, speeds = np.array(times), np.array(speeds)
+    late = times >= 0.5
+    slope = np.polyfit(times[late], speeds[late], 1)[0]
+    assert abs(slope / -0.3 - 1.0) < 1e-3, slope
+    assert np.abs(state.angular_velocity).max() < 1e-6
+
+
+def test_an_elastic_frictionless_dimer_bouncing_on_the_floor_keeps_its_energy(tmp_path):
+    """No damping, no friction: a tilted dimer bounces and rocks on one member and the other; the
+    total energy stays within 2e-5 of its start (the Hertz law's onset, at dt/dt_crit = 0.05)."""
+    from dem.diagnostics import energy_budget
+
+    model, state, sim = on_the_floor(tmp_path, DIMER + 'position = [0, 0, 0.7]\nrotation_vector = [0, 0.3, 0]\n',
+                                     ["contact.friction=0.0", "contact.restitution=1.0"])
+    energy0 = energy_budget(model, state)["total"]
+    worst, contacts = 0.0, 0
+    for _ in range(40):
+        sim.advance(400)
+        row = energy_budget(model, state)
+        worst = max(worst, abs(row["total"] - energy0))
+        contacts += row["hertz_pw"] > 0.0
+    assert contacts > 0 and worst < 1e-4 * energy0
+
+
+def test_clumps_on_the_floor_are_the_same_bits_on_threads(tmp_path):
+    """4 200 dimers (three chunks of rows) at random orientations dropped on a rough floor
+    (friction, rolling and twisting resistance): the serial and the parallel loop give the same
+    bits."""
+    rng = np.random.default_rng(5)
+    grid = np.stack(np.meshgrid(np.arange(70), np.arange(60), indexing="ij"), axis=-1).reshape(-1, 2) * 1.6
+    turns = rng.standard_normal((len(grid), 4))
+    rows = np.column_stack([grid, np.full(len(grid), 0.8), turns / np.linalg.norm(turns, axis=1, keepdims=True)])
+    np.savetxt(tmp_path / "rows.csv", rows, delimiter=",", header="x,y,z,qw,qx,qy,qz", comments="")
+    overrides = ["contact.rolling_friction=0.1", "contact.twisting_friction=0.05"]
+    runs = []
+    for parallel in (False, True):
+        model, state, sim = on_the_floor(tmp_path, DIMER + 'rows = "rows.csv"\nvelocity = [0.3, 0.0, -1.0]\n',
+                                         overrides, parallel=parallel)
+        sim.advance(1000)
+        runs.append(state)
+    assert model.n_bodies == 4200 and np.any(runs[0].angular_velocity != 0.0)
+    for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name

@@ -12,6 +12,7 @@ import functools
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
+from .clump_walls import CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
 from .deformation import DEFORMATION
@@ -32,7 +33,7 @@ from .walls import WALLS
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, CONTACT_PW,
-                        FRICTION_PW, ROLLING_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
+                        FRICTION_PW, ROLLING_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
                         DEFORMATION, INSERTION, DAMPING)
 }
 
