@@ -191,12 +191,16 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
     """``(position (count, 3), orientation (count, 4))`` of clumps whose members are at ``arms``
     from the centre of mass (template frame) with ``radii``: random places (centres of mass in the
     box shrunk by the clump's reach) and uniform random orientations of the template frame, each
-    tried against the members of the clumps placed before it (brute force, vectorised); raises
-    ValueError when a clump finds no free place."""
+    tried against the members of the clumps placed before it whose centres of mass are within two
+    reaches (found in a grid of cells of that edge: the cost grows with the count, not its
+    square); raises ValueError when a clump finds no free place."""
     reach = _reach(arms, radii)
     low, high = np.asarray(low) + reach, np.asarray(high) - reach
-    placed_centres, placed_radii = np.zeros((0, 3)), np.zeros(0)
+    edge = 2.0 * reach
+    cells = {}   # cell -> indices of the clumps whose centre of mass is in it
+    placed = np.empty((count, len(radii), 3))
     position, orientation = np.empty((count, 3)), np.empty((count, 4))
+    offsets = [(a, b, c) for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)]
     for k in range(count):
         for _ in range(attempts):
             centre = rng.uniform(low, high)
@@ -204,17 +208,19 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
             q /= np.linalg.norm(q)
             q *= 1.0 if q[0] >= 0 else -1.0
             members = centre + arms @ quat_matrix(q).T
-            if len(placed_radii):
-                gap = np.linalg.norm(members[:, None] - placed_centres[None], axis=2) - radii[:, None] - placed_radii
+            cell = tuple(np.floor(centre / edge).astype(int))
+            near = [j for a, b, c in offsets for j in cells.get((cell[0] + a, cell[1] + b, cell[2] + c), ())]
+            if near:
+                others = placed[near].reshape(-1, 3)
+                gap = np.linalg.norm(members[:, None] - others[None], axis=2) - radii[:, None] - np.tile(radii, len(near))
                 if gap.min() < 0.0:
                     continue
             break
         else:
             raise ValueError(f"placed {k} of {count} clumps without overlaps, then found no free place in "
                              f"{attempts} attempts: enlarge the box or lower count")
-        position[k], orientation[k] = centre, q
-        placed_centres = np.concatenate([placed_centres, members])
-        placed_radii = np.concatenate([placed_radii, radii])
+        position[k], orientation[k], placed[k] = centre, q, members
+        cells.setdefault(cell, []).append(k)
     return position, orientation
 
 
