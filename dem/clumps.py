@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .rotations import principal_axes
+
 #: Built-in template shapes (`built_in`).
 SHAPES = ("sphere", "dimer", "trimer", "tetrahedron", "rod")
 #: Directions a member of the quadrature: Gauss–Legendre nodes in cos θ, trapezoid nodes in φ.
@@ -291,9 +293,7 @@ def _union_of_intervals(starts, ends):
 
 def principal_frame(properties):
     """``(moments (3,), axes (3, 3))`` of `MassProperties`: principal moments and axes (columns,
-    a rotation), as `dem.system.principal_axes` orders them."""
-    from .system import principal_axes
-
+    a rotation), as `dem.rotations.principal_axes` orders them."""
     return principal_axes(properties.tensor)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from .builders import BUILDERS
+from .clumps import body_frame
 from .cell import KEYS as CELL_KEYS
 from .cell import cell_array, minimum_image, reach_problem, section_problem, wall_problem
 from .contacts import KEYS as CONTACT_KEYS
@@ -21,6 +22,7 @@ from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
     matrix_quat,
+    principal_axes,
     quat_multiply,
     quat_conjugate_one,
     quat_multiply_one,
@@ -110,8 +112,6 @@ class SystemBuilder:
         quaternions, broadcast to ``n``). The body frame is the principal frame; the members are
         the bodies' sites, with their radii. ``frame`` is `dem.clumps.body_frame` of the template
         when the caller has it already. Returns the bodies' indices."""
-        from .clumps import body_frame   # (the clump module imports `principal_axes` from here)
-
         mass, moments, _, axes, offsets = body_frame(template, density) if frame is None else frame
         position = np.asarray(position, float).reshape(-1, 3)
         turn = np.broadcast_to(np.asarray(orientation, float), (len(position), 4))
@@ -287,6 +287,11 @@ def _check_clumps(model):
     spheres), mesh walls, adhesive wall contacts. (Plane walls: `dem.interactions.clump_walls`.)"""
     if not model.has_clumps:
         return
+    feeding = model.inputs.get("insertion", {})
+    for key, table in (("sources", "insert"), ("outlets", "outlet")):
+        if feeding.get(key):
+            raise SceneError(f"{table}.0: sources and outlets do not act with clumps yet (a parked clump's members would "
+                             f"keep touching the walls): a scene with clumps has no [[insert]] or [[outlet]]")
     contact = model.sections["contact"]
     if contact["k_pp"] > 0.0:
         raise SceneError("contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet (their "
@@ -327,22 +332,6 @@ def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_d
             rest_dir_j[b, c] = a_j[c]
         for c in range(4):
             rest_relative[b, c] = relative[c]
-
-
-def principal_axes(tensor):
-    """``(moments, axes)`` of a symmetric inertia tensor: ``tensor = axes diag(moments) axesᵀ``
-    with ``axes`` a rotation whose columns follow the coordinate axes as closely as possible
-    (a tensor that is already diagonal keeps its frame and order)."""
-    moments, vectors = np.linalg.eigh(tensor)
-    order = []
-    for axis in range(3):
-        ranked = np.argsort(-np.abs(vectors[axis]))
-        order.append(next(k for k in ranked if k not in order))
-    moments, vectors = moments[order], vectors[:, order]
-    vectors *= np.where(np.diag(vectors) < 0, -1.0, 1.0)
-    if np.linalg.det(vectors) < 0:
-        vectors[:, 2] *= -1
-    return moments, vectors
 
 
 #: Body arrays that must be finite, and those that must also be positive.

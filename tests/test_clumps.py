@@ -323,11 +323,13 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     ("contact.k_pp=100.0", "contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet"),
     ('mesh=[{file = "MESH", rotate = [1.5707963267948966, 0.0, 0.0], translate = [0.0, 0.0, 5.0]}]',
      "mesh.0: clumps do not touch mesh walls yet"),
+    ('outlet=[{shape = "box", min = [-9, -9, -9], max = [-8, -8, -8]}]', "outlet.0: sources and outlets do not act "
+     "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1', "contact.normal: clumps touch walls through non-adhesive normal laws only"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contacts between clumps (or with spheres), mesh walls and adhesive wall laws: one line
-    naming the key, rather than members passing through what they should touch."""
+    """Contacts between clumps (or with spheres), mesh walls, outlets and adhesive wall laws: one
+    line naming the key, rather than members passing through what they should touch."""
     from pathlib import Path
 
     from dem.runner import prepare
