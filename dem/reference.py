@@ -21,7 +21,8 @@ from .schema import REQUIRED, toml_text
 
 #: What each kind of key looks like in TOML.
 KIND_NAMES = {"float": "float", "int": "int", "str": "string", "path": "path", "bool": "bool", "vec3": "vec3",
-              "bool3": "bool3", "vec3_or_number": "vec3 or float"}
+              "bool3": "bool3", "vec3_or_number": "vec3 or float",
+              "vec3_list": "list of vec3", "float_list": "list of float"}
 
 #: One line on each section of `SCHEMA` (a section missing here is listed without one).
 SECTION_INTRO = {

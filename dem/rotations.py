@@ -370,3 +370,19 @@ def quat_conjugate(q):
 def rrp_inverse(alpha):
     """Inverse rotation in RRP: ``−α`` (``α ⊕ (−α) = 0``)."""
     return -np.asarray(alpha, dtype=np.float64)
+
+
+def principal_axes(tensor):
+    """``(moments, axes)`` of a symmetric inertia tensor: ``tensor = axes diag(moments) axesᵀ``
+    with ``axes`` a rotation whose columns follow the coordinate axes as closely as possible
+    (a tensor that is already diagonal keeps its frame and order)."""
+    moments, vectors = np.linalg.eigh(tensor)
+    order = []
+    for axis in range(3):
+        ranked = np.argsort(-np.abs(vectors[axis]))
+        order.append(next(k for k in ranked if k not in order))
+    moments, vectors = moments[order], vectors[:, order]
+    vectors *= np.where(np.diag(vectors) < 0, -1.0, 1.0)
+    if np.linalg.det(vectors) < 0:
+        vectors[:, 2] *= -1
+    return moments, vectors

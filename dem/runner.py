@@ -228,7 +228,9 @@ def describe(scene_path, overrides=(), out=None, show_loop=False):
         f"bonds        {len(model.bonds)} ({model.bonds.n_colors} colours)",
         f"walls        {describe_walls(model)}",
         f"cell         {describe_cell(state.cell, model.sections['cell'])}",
-        f"sites        {model.n_sites}",
+        f"sites        {model.n_sites}" + (f" (member spheres of "
+                                               f"{int((model.site_start[1:] > model.site_start[:-1]).sum())} clumps)"
+                                               if model.has_clumps else ""),
         f"interactions {', '.join(model.interactions) or 'none'}",
         f"inertia      {'spherical' if model.spherical else 'general'}",
         f"integrator   {scene.simulation['integrator']}, dt = {dt:g}, {scene.n_steps} steps to t = "

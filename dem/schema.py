@@ -29,9 +29,10 @@ class SceneError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3 vec3_or_number`` (``path``:
-    a file name, relative to the scene file's folder unless absolute, `dem.scene` resolves it;
-    ``vec3_or_number``: a number ``x`` stands for ``[x, 0, 0]``); ``check``
+    """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3 vec3_or_number
+    vec3_list float_list`` (``path``: a file name, relative to the scene file's folder unless
+    absolute, `dem.scene` resolves it; ``vec3_or_number``: a number ``x`` stands for ``[x, 0, 0]``;
+    ``vec3_list``, ``float_list``: a list of such, made a tuple of tuples, a tuple); ``check``
     returns an error text or None; ``choices`` restricts strings."""
 
     kind: str
@@ -147,7 +148,8 @@ def _type_error(kind, value):
     names = {"float": "a number", "int": "an integer", "str": "a string", "path": "a file name (a string)",
              "bool": "true or false",
              "vec3": "a list of 3 numbers", "bool3": "a list of 3 booleans (true or false)",
-             "vec3_or_number": "a number or a list of 3 numbers"}
+             "vec3_or_number": "a number or a list of 3 numbers", "vec3_list": "a list of lists of 3 numbers",
+             "float_list": "a list of numbers"}
     if kind in ("float", "vec3_or_number") and _is_number(value) or kind in ("vec3", "vec3_or_number") \
             and isinstance(value, list) and len(value) == 3 and all(_is_number(c) for c in value):
         return f"must be {names[kind].replace('number', 'finite number')}, got {show(value)}"
@@ -201,6 +203,17 @@ def coerce(kind, value):
         if None in numbers:
             raise ValueError(_type_error(kind, value))
         return tuple(numbers)
+    if kind in ("vec3_list", "float_list"):
+        if not isinstance(value, list):
+            raise ValueError(_type_error(kind, value))
+        item = "vec3" if kind == "vec3_list" else "float"
+        items = []
+        for k, entry in enumerate(value):
+            try:
+                items.append(coerce(item, entry))
+            except ValueError as error:
+                raise ValueError(f"item {k} {error}") from None
+        return tuple(items)
     if kind == "bool3":
         if not (isinstance(value, list) and len(value) == 3 and all(isinstance(c, bool) for c in value)):
             raise ValueError(_type_error(kind, value))

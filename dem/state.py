@@ -132,7 +132,8 @@ class Model:
     ``[contact]`` value); the ``[[walls]]`` tables and the ``[[mesh]]`` surfaces are
     ``inputs["walls"]`` (`dem.interactions.walls`). Rigid
     clusters carry interaction sites: the sites of body ``i`` are
-    ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point).
+    ``site_offset[site_start[i]:site_start[i+1]]`` (body frame, from the body's reference point);
+    a clump's sites are its member spheres, of radius ``site_radius`` (0 for point sites).
     ``inputs[name]`` is what builders hand to interaction ``name`` (e.g. the Lennard-Jones body
     pairs); ``sections`` the scene sections' values; ``interactions`` maps the name of every
     interaction that acts in this system to its parameters (registry order).
@@ -152,6 +153,8 @@ class Model:
     wall_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     site_start: np.ndarray = None
     site_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #: radius of each site that is a clump's member sphere (`dem.clumps`; 0: a point site)
+    site_radius: np.ndarray = None
     #: Verlet skin of the particles' neighbour list (`dem.contacts`)
     skin: float = 0.0
     inputs: dict = field(default_factory=dict)
@@ -163,6 +166,8 @@ class Model:
     def __post_init__(self):
         if self.site_start is None:  # no body has sites
             self.site_start = np.zeros(self.n_bodies + 1, np.int64)
+        if self.site_radius is None:  # point sites only
+            self.site_radius = np.zeros(len(self.site_offset))
 
     @property
     def n_bodies(self):
@@ -171,6 +176,11 @@ class Model:
     @property
     def n_sites(self):
         return len(self.site_offset)
+
+    @property
+    def has_clumps(self):
+        """True when some body is a clump of member spheres (`dem.clumps`)."""
+        return bool((self.site_radius > 0).any())
 
     @property
     def spherical(self):

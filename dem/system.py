@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from .builders import BUILDERS
+from .clumps import body_frame
 from .cell import KEYS as CELL_KEYS
 from .cell import cell_array, minimum_image, reach_problem, section_problem, wall_problem
 from .contacts import KEYS as CONTACT_KEYS
@@ -16,11 +17,13 @@ from .diagnostics import energy_budget
 from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
 from .interactions.contact import check_sub_models
-from .interactions.hertz import jkr_skin
+from .interactions.hertz import adhesive, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
     matrix_quat,
+    principal_axes,
+    quat_multiply,
     quat_conjugate_one,
     quat_multiply_one,
     quat_rotate_inverse_one,
@@ -42,6 +45,7 @@ class SystemBuilder:
         self._blocks = []
         self._bond_blocks = []
         self._sites = {}  # body index -> its sites (body frame), for the few bodies that have any
+        self._site_radius = {}  # body index -> its sites' radii, for clumps (`add_clumps`)
         self._count = 0
         self.inputs = {}  # interaction name -> {key: value or list}: what builders hand to interactions
         self.invariants = {}
@@ -99,6 +103,27 @@ class SystemBuilder:
         moments, axes = principal_axes(tensor)
         return self.add_body(centre, mass=mass, inertia=moments, orientation=matrix_quat(axes), velocity=velocity,
                              angular_velocity=angular_velocity, sites=arms @ axes, **kwargs)
+
+    def add_clumps(self, template, position, *, density=1.0, orientation=(1, 0, 0, 0), velocity=(0, 0, 0),
+                   angular_velocity=(0, 0, 0), frame=None, **kwargs):
+        """Add ``n = len(position)`` clumps of ``template`` (a `dem.clumps.Template`) at ``density``:
+        rigid bodies of the union of its member spheres (`dem.clumps.body_frame`), whose centres of
+        mass go to ``position`` and whose template frames are turned by ``orientation`` (unit
+        quaternions, broadcast to ``n``). The body frame is the principal frame; the members are
+        the bodies' sites, with their radii. ``frame`` is `dem.clumps.body_frame` of the template
+        when the caller has it already. Returns the bodies' indices."""
+        mass, moments, _, axes, offsets = body_frame(template, density) if frame is None else frame
+        position = np.asarray(position, float).reshape(-1, 3)
+        turn = np.broadcast_to(np.asarray(orientation, float), (len(position), 4))
+        turn = turn / np.linalg.norm(turn, axis=1, keepdims=True)
+        orientation = quat_multiply(np.ascontiguousarray(turn), np.broadcast_to(matrix_quat(axes), turn.shape).copy())
+        bodies = self.add_bodies(position, mass=mass, inertia=moments, orientation=orientation, velocity=velocity,
+                                 angular_velocity=angular_velocity, **kwargs)
+        radii = np.asarray(template.radii, float).copy()
+        for body in bodies:
+            self._sites[int(body)] = offsets
+            self._site_radius[int(body)] = radii
+        return bodies
 
     def add_bonds(self, i, j, *, k_axial=0.0, k_shear=0.0, k_bending=0.0, law="three_spring", **parameters):
         """Bond bodies ``i[b]`` and ``j[b]`` under ``law`` (a name of `dem.state.BOND_LAWS`): the
@@ -170,6 +195,8 @@ class SystemBuilder:
             site_start=np.concatenate(([0], np.cumsum(counts))).astype(np.int64) if self._sites else None,
             site_offset=np.concatenate([self._sites[b] for b in sorted(self._sites)]) if self._sites
             else np.zeros((0, 3)),
+            site_radius=np.concatenate([self._site_radius.get(b, np.zeros(len(self._sites[b])))
+                                        for b in sorted(self._sites)]) if self._sites else None,
             inputs={name: dict(values) for name, values in self.inputs.items()}, invariants=dict(self.invariants),
         )
         if len(walls):
@@ -192,6 +219,7 @@ class SystemBuilder:
         model.skin = max(contact_skin(model.sections["contact"]["skin"], model.diameter),
                          jkr_skin(model.sections["contact"], model.diameter))
         _check_cell(model, state.cell)
+        _check_clumps(model)
         model.interactions = setup_interactions(model)
         state.interactions = initial_states(model)
         for name, params in model.interactions.items():
@@ -246,9 +274,37 @@ def _check_cell(model, cell):
     if model.inputs.get("walls", {}).get("meshes"):
         raise SceneError("mesh.0: mesh walls do not act across periodic faces: use planes in a periodic cell, or make "
                          "cell.periodic all false")
+    if model.has_clumps:
+        raise SceneError("cell.periodic: clumps do not act across periodic faces yet: make cell.periodic all false")
     if model.n_sites:
         raise SceneError("cell.periodic: interaction sites (Lennard-Jones) do not act across periodic faces: make "
                          "cell.periodic all false")
+
+
+def _check_clumps(model):
+    """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
+    through their members without a word: contacts between particles (clumps with clumps or
+    spheres), mesh walls, adhesive wall contacts. (Plane walls: `dem.interactions.clump_walls`.)"""
+    if not model.has_clumps:
+        return
+    feeding = model.inputs.get("insertion", {})
+    for key, table in (("sources", "insert"), ("outlets", "outlet")):
+        if feeding.get(key):
+            raise SceneError(f"{table}.0: sources and outlets do not act with clumps yet (a parked clump's members "
+                             f"would keep touching the walls): a scene with clumps has no [[insert]] or [[outlet]]")
+    contact = model.sections["contact"]
+    if contact["k_pp"] > 0.0:
+        raise SceneError("contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet (their "
+                         "member spheres would pass through one another unseen): a scene with clumps runs with "
+                         "contact.k_pp = 0 (clumps touch plane walls through contact.k_pw)")
+    if contact["k_pw"] <= 0.0:
+        return
+    if model.inputs.get("walls", {}).get("meshes"):
+        raise SceneError("mesh.0: clumps do not touch mesh walls yet (their member spheres would pass through the mesh "
+                         "unseen): use plane walls ([[walls]]) in a scene with clumps")
+    if adhesive(contact):
+        raise SceneError(f"contact.normal: clumps touch walls through non-adhesive normal laws only, not yet "
+                         f"'{contact['normal']}'")
 
 
 def _joined(arrays):
@@ -276,22 +332,6 @@ def _rest_bond_kernel(position, orientation, bond_i, bond_j, rest_length, rest_d
             rest_dir_j[b, c] = a_j[c]
         for c in range(4):
             rest_relative[b, c] = relative[c]
-
-
-def principal_axes(tensor):
-    """``(moments, axes)`` of a symmetric inertia tensor: ``tensor = axes diag(moments) axesᵀ``
-    with ``axes`` a rotation whose columns follow the coordinate axes as closely as possible
-    (a tensor that is already diagonal keeps its frame and order)."""
-    moments, vectors = np.linalg.eigh(tensor)
-    order = []
-    for axis in range(3):
-        ranked = np.argsort(-np.abs(vectors[axis]))
-        order.append(next(k for k in ranked if k not in order))
-    moments, vectors = moments[order], vectors[:, order]
-    vectors *= np.where(np.diag(vectors) < 0, -1.0, 1.0)
-    if np.linalg.det(vectors) < 0:
-        vectors[:, 2] *= -1
-    return moments, vectors
 
 
 #: Body arrays that must be finite, and those that must also be positive.

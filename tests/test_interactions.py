@@ -37,7 +37,7 @@ SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw")
+SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
                   "insertion": "test_insertion.py"}
@@ -82,6 +82,23 @@ def spheres_near_walls(rng, wall_friction=None, **contact):
     for _ in range(8):
         system.add_body(rng.uniform(-0.3, 1.0, size=3), mass=1.0, inertia=1.0, diameter=rng.uniform(0.5, 1.0),
                         orientation=random_quaternions(rng, 1)[0])
+    walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
+             dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0, **(wall_friction or {}))]
+    return system.finish(walls, contact={"k_pw": 30.0, **contact})
+
+
+def clumps_near_walls(rng, wall_friction=None, **contact):
+    """A dimer, a trimer of unequal members and a tetrahedral clump (`dem.clumps`) at random places
+    and orientations among the planes of `spheres_near_walls`, some of their members sunk into
+    them."""
+    from dem.clumps import Template, built_in
+
+    system = SystemBuilder()
+    templates = (built_in("dimer", 0.4, 0.4), built_in("tetrahedron", 0.3, 0.35),
+                 Template(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.4, 0.1]]), np.array([0.35, 0.3, 0.25])))
+    for template in templates:
+        system.add_clumps(template, rng.uniform(0.0, 0.5, size=(1, 3)), orientation=random_quaternions(rng, 1),
+                          density=rng.uniform(0.8, 1.5))
     walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
              dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0, **(wall_friction or {}))]
     return system.finish(walls, contact={"k_pw": 30.0, **contact})
@@ -232,6 +249,15 @@ CASES = {
         **{f"rolling {law}": with_springs("adhesive_contact_pw", spheres_near_walls, k_pw=3000.0, rolling_friction=0.1,
                                           twisting_friction=0.08, normal=law, work_of_adhesion=0.3,
                                           wall_friction={"rolling_friction": 0.2}) for law in ("jkr", "dmt")}},
+    "clump_pw": {**{normal: with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4,
+                                         rolling_friction=0.1, twisting_friction=0.08, restitution=0.7,
+                                         wall_friction={"friction": 0.25, "rolling_friction": 0.2}, **law)
+                    for normal, law in NORMAL_VARIANTS.items()},
+                 "no springs": functools.partial(clumps_near_walls, k_pw=3000.0, restitution=0.7),
+                 "friction": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4, restitution=0.7),
+                 "linear_history": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4,
+                                                restitution=0.7, tangential="linear_history",
+                                                tangential_stiffness=500.0)},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 
@@ -356,8 +382,10 @@ def test_spring_forces_are_minus_the_virtual_work(name, variant, seed):
     def energy_after(c, body, sign, turn):
         unit = np.zeros((model.n_bodies, 3))
         unit[body, c] = sign
+        # a turn turns the body by ε e too (R -> exp(S(ε e)) R): a clump's members move with it
+        orientation = quat_multiply(quat_from_rotvec(eps * unit), state.orientation) if turn else state.orientation
         moved = type(state).new(state.position + (0.0 if turn else eps * unit), 0.0 if turn else unit,
-                                state.orientation, unit if turn else 0.0, copy.deepcopy(state.interactions))
+                                orientation, unit if turn else 0.0, copy.deepcopy(state.interactions))
         energies = interaction_energies(model, moved, run_forces(model, moved, springs, dt=eps))
         # (the dashpots' work: velocity terms; the hysteresis: the JKR contacts of each new table form anew)
         return sum(v for k, v in energies.items() if k not in ("dissipated", "hysteresis"))

@@ -8,7 +8,7 @@ Lennard-Jones body pairs). `BUILDERS` lists them in scene-file order.
 
 from dataclasses import dataclass
 
-from . import assembly, chain, insert, outlet, particles, pendulum, rigid_body, sphere, tetra_chain, top, torus
+from . import assembly, chain, clump, insert, outlet, particles, pendulum, rigid_body, sphere, tetra_chain, top, torus
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Builder:
 BUILDERS = {name: Builder.of(module) for name, module in (
     ("torus", torus), ("pendulum", pendulum), ("rigid_body", rigid_body), ("top", top),
     ("tetra_chain", tetra_chain), ("assembly", assembly), ("chain", chain), ("sphere", sphere),
-    ("particles", particles), ("insert", insert), ("outlet", outlet),
+    ("particles", particles), ("clump", clump), ("insert", insert), ("outlet", outlet),
 )}
 
 __all__ = ["BUILDERS", "Builder"]

@@ -14,6 +14,7 @@ import numpy as np
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
+from .clump_walls import CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
 from .deformation import DEFORMATION
@@ -32,8 +33,8 @@ from .walls import WALLS
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, CONTACT_PW,
-                        ADHESIVE_CONTACT_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS,
-                        DEFORMATION, INSERTION, DAMPING)
+                        ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE,
+                        WALLS, DEFORMATION, INSERTION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of

@@ -46,7 +46,10 @@ and a line between every pair of sites of the same body for bodies of at most
 `MAX_SITES_JOINED` sites (a tetrahedron's six edges; larger clusters get their sites only). Point
 data: ``id`` (the body's index, as ``id`` in the particles), ``body`` (its group, as ``body`` in
 the particles), ``site`` (index among the body's sites), ``velocity`` (``v + Ω × R·offset``),
-``speed``. Cell data (vertices first, then lines): ``id``.
+``speed``; for clumps (`dem.clumps`, whose sites are their member spheres) also ``diameter``
+(of each member; 0 for a point site), ``angular_velocity`` and ``orientation`` (the clump's), so
+that ParaView draws each member as a sphere glyph scaled by ``diameter`` and the clump shapes
+appear. Cell data (vertices first, then lines): ``id``.
 
 Contacts (only when asked for, ``contacts``: the scene's ``[output] contacts``): every touching
 particle–particle pair ``i < j`` as a line between the two centres (the points are the bodies'
@@ -331,6 +334,10 @@ def _sites(model, state):
     data = [("id", owner, np.int32), ("body", model.group[owner], np.int32),
             ("site", np.arange(n_sites) - start[owner], np.int32), ("velocity", velocity, np.float64),
             ("speed", np.linalg.norm(velocity, axis=1), np.float64)]
+    if model.has_clumps:
+        data += [("diameter", 2.0 * model.site_radius, np.float64),
+                 ("angular_velocity", state.angular_velocity[owner], np.float64),
+                 ("orientation", state.orientation[owner], np.float64)]
     return Frame(points, verts=(np.arange(n_sites + 1), np.arange(n_sites)),
                  lines=(np.arange(0, 2 * len(edges) + 1, 2), edges.ravel()), point_data=data,
                  cell_data=[("id", np.concatenate((owner, owner[edges[:, 0]])), np.int32)], vectors="velocity")

@@ -364,6 +364,8 @@ def random_springs(model, state, name, rng):
     if name in ("contact_pp", "adhesive_pp"):
         tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
+    if name == "clump_pw":  # the members' springs, as spheres' (`member_spheres`)
+        return _clump_springs(model, state, rng)
     if name in ("contact_pw", "adhesive_contact_pw"):  # the springs of the parts that act at some wall, side by side
         parts = [random_springs(model, state, law, rng) for law in _wall_parts(model, name)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
@@ -563,3 +565,49 @@ def adhesive_contact_pw(model, state, springs):
 
 REFERENCE.update(contact_pp=contact_pp, contact_pw=contact_pw, adhesive_contact_pw=adhesive_contact_pw,
                  adhesive_pp=adhesive_pp, adhesive_pw=adhesive_pw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clumps (docs/theory.md §3b.11): their members as spheres, the loads summed about the centres of mass
+# ---------------------------------------------------------------------------------------------
+
+def member_spheres(model, state):
+    """The clumps' members as free spheres: ``(model, state, owner, arm)`` of a system of one
+    sphere per member at ``x + R s`` (rotated with scipy), moving at ``v + Ω × R s`` and spinning
+    at ``Ω``, with its clump's mass and smallest principal moment, among the same walls under the
+    same ``[contact]``; ``owner`` the clump of each, ``arm`` its ``R s``."""
+    from dem import SystemBuilder
+
+    p = model.interactions["clump_pw"]
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(p.member_start))
+    arm = Rotation.from_quat(state.orientation[owner][:, [1, 2, 3, 0]]).apply(p.member_offset)
+    system = SystemBuilder()
+    system.add_bodies(state.position[owner] + arm, mass=model.mass[owner], inertia=model.inertia.min(axis=1)[owner],
+                      diameter=2.0 * p.member_radius, velocity=state.velocity[owner] + np.cross(
+                          state.angular_velocity[owner], arm), angular_velocity=state.angular_velocity[owner])
+    spheres, moving = system.finish(model.inputs["walls"]["planes"], contact=model.sections["contact"])
+    return spheres, moving, owner, arm
+
+
+def clump_pw(model, state, springs=None):
+    """`contact_pw` on the members as spheres (`member_spheres`; ``springs`` keyed by member and
+    wall; without friction and rolling resistance the normal law and its dashpot alone), each
+    member's force to its clump and its moment plus ``R s × f`` about the clump's centre of mass."""
+    spheres, moving, owner, arm = member_spheres(model, state)
+    if "contact_pw" in spheres.interactions:
+        energy, member_force, member_moment = contact_pw(spheres, moving, springs or {})
+    else:
+        parts = [hertz_pw(spheres, moving), normal_damping(spheres, moving, walls=True)]
+        energy, member_force, member_moment = (sum(part[k] for part in parts) for k in range(3))
+    force, moment = _zeros(state)
+    np.add.at(force, owner, member_force)
+    np.add.at(moment, owner, member_moment + np.cross(arm, member_force))
+    return energy, force, moment
+
+
+def _clump_springs(model, state, rng):
+    spheres, moving, _, _ = member_spheres(model, state)
+    return random_springs(spheres, moving, "contact_pw", rng)
+
+
+REFERENCE.update(clump_pw=clump_pw)

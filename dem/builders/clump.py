@@ -1,0 +1,247 @@
+"""The ``[[clump]]`` builder: rigid clumps of member spheres (`dem.clumps`; docs/guide.md, Clumps).
+
+A table names one template: a built-in shape (``dimer``, ``trimer``, ``tetrahedron``, ``rod``),
+member spheres given in the scene (``spheres``: ``centers`` and ``radii``) or read from a CSV file
+(``file``: columns ``x``, ``y``, ``z`` and ``radius`` or ``diameter``). Mass, centre of mass and
+inertia come from the union of the members at ``density``; the body frame is the principal frame.
+
+Its clumps are placed one of three ways: one clump at ``position``; ``count`` clumps at random
+places and orientations in the box ``min``–``max`` (whole, without overlapping one another); or
+one clump per row of a CSV file (``rows``: columns ``x``, ``y``, ``z`` of the centre of mass and
+optionally ``qw``, ``qx``, ``qy``, ``qz``, the orientation of the template frame, and ``vx``,
+``vy``, ``vz``). A template with no sphere, a radius that is not positive, or members that are
+not all connected is an error naming the table and the key; nothing is built or written.
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
+from ..rotations import quat_from_rotvec, quat_matrix
+from ..schema import REQUIRED, Key, at_least, positive, too_many
+from .particles import PackingError, _csv
+
+SHAPES = ("dimer", "trimer", "tetrahedron", "rod")
+PLACEMENTS = ("position", "count", "rows")
+
+KEYS = {
+    "template": Key("str", REQUIRED, "the clump's member spheres: a built-in shape (dimer: two members distance apart; "
+                    "trimer: three at the corners of an equilateral triangle of side distance; tetrahedron: four at "
+                    "the corners of a regular tetrahedron of edge distance; rod: spheres members along a line, the "
+                    "rod aspect times as long as wide), spheres (centers and radii given here) or file (a CSV file "
+                    "of members)", choices=SHAPES + ("spheres", "file")),
+    "radius": Key("float", 0.5, "member radius of a built-in shape", "length", positive),
+    "distance": Key("float", None, "distance between member centres of a dimer, trimer or tetrahedron (default: "
+                    "radius, members overlapping by half a diameter)", "length", positive),
+    "spheres": Key("int", 3, "number of member spheres of a rod", "", at_least(1)),
+    "aspect": Key("float", 2.0, "a rod's length over its diameter (at most spheres: touching members)", "",
+                  positive),
+    "centers": Key("vec3_list", None, "member centres (template = spheres), in the template frame", "length"),
+    "radii": Key("float_list", None, "member radii (template = spheres)", "length"),
+    "template_file": Key("path", None, "members (template = file): CSV with a header row, columns x, y, z and "
+                         "radius (or diameter), in the template frame; relative to the scene file's folder", ""),
+    "density": Key("float", 1.0, "mass density of the union of the members", "mass/length³", positive),
+    "position": Key("vec3", None, "centre of mass of one clump", "length"),
+    "rotation_vector": Key("vec3", (0.0, 0.0, 0.0), "orientation of one clump's template frame, a rotation vector θ",
+                           ""),
+    "count": Key("int", None, "number of clumps placed at random places and orientations in the box min–max, "
+                 "without overlapping one another", "", at_least(1)),
+    "min": Key("vec3", None, "the box's lowest corner (count)", "length"),
+    "max": Key("vec3", None, "the box's highest corner (count)", "length"),
+    "rows": Key("path", None, "one clump per row: CSV with a header row, columns x, y, z (centre of mass) and "
+                "optionally qw, qx, qy, qz (orientation of the template frame, a quaternion, scalar first) and vx, "
+                "vy, vz (velocity); relative to the scene file's folder", ""),
+    "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity (added to the rows' velocities)", "length/time"),
+    "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial angular velocity Ω", "1/time"),
+    "seed": Key("int", 0, "seed of the random places and orientations (count)", ""),
+    "attempts": Key("int", 100, "random places tried for each clump before the box counts as full (count)", "",
+                    at_least(1)),
+}
+
+
+class TemplateError(ValueError):
+    """A template that makes no clump; ``key`` names the key at fault."""
+
+    def __init__(self, key, problem):
+        super().__init__(problem)
+        self.key = key
+
+
+def template(p):
+    """The `dem.clumps.Template` of a table; raises `TemplateError`."""
+    kind = p["template"]
+    if kind in SHAPES:
+        problem = built_in_problem(kind, p["radius"], p["distance"], p["spheres"], p["aspect"])
+        if problem:
+            raise TemplateError(*problem)
+        return built_in(kind, p["radius"], p["distance"], p["spheres"], p["aspect"])
+    if kind == "spheres":
+        for key in ("centers", "radii"):
+            if p[key] is None:
+                raise TemplateError(key, "is required with template = spheres")
+        centres, radii, key = np.array(p["centers"], float).reshape(-1, 3), np.array(p["radii"], float), "radii"
+        if len(centres) != len(radii):
+            raise TemplateError("radii", f"{len(radii)} radii for {len(centres)} centers")
+    else:
+        if p["template_file"] is None:
+            raise TemplateError("template_file", "is required with template = file")
+        try:
+            centres, diameter, _ = _csv(Path(p["template_file"])) if Path(p["template_file"]).is_file() else \
+                (None, None, None)
+        except PackingError as error:
+            raise TemplateError("template_file", f"{p['template_file']}: {error}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise TemplateError("template_file", f"{p['template_file']}: cannot read it ({error})") from None
+        if centres is None:
+            raise TemplateError("template_file", f"{p['template_file']}: no such file")
+        radii, key = 0.5 * diameter, "template_file"
+    problem = template_problem(centres, radii)
+    if problem:
+        prefix = f"{p['template_file']}: " if key == "template_file" else ""
+        raise TemplateError(key, prefix + problem)
+    return Template(centres, radii)
+
+
+def read_rows(path):
+    """``(position (n, 3), orientation (n, 4), velocity (n, 3))`` of a rows file (see the module's
+    docstring); raises ValueError saying what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("no such file")
+    try:
+        with open(path, encoding="utf-8") as file:
+            names = [name.strip().lower() for name in file.readline().split(",")]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # (a file of no rows: reported below)
+            table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"cannot read it ({getattr(error, 'strerror', None) or error})") from None
+    except ValueError as error:
+        raise ValueError(f"not a table of numbers ({str(error).splitlines()[0]})") from None
+    if table.size and table.shape[1] != len(names):
+        raise ValueError(f"{table.shape[1]} values per row for {len(names)} column names")
+    if not table.size:
+        raise ValueError("holds no row")
+    problem = too_many(len(table))
+    if problem:
+        raise ValueError(problem)
+    columns = {name: table[:, k] for k, name in enumerate(names)}
+
+    def group(keys, default):
+        given = [key for key in keys if key in columns]
+        if given and len(given) < len(keys):
+            raise ValueError(f"columns {', '.join(given)} without the others (give {', '.join(keys)})")
+        return np.stack([columns[key] for key in keys], axis=1) if given else np.broadcast_to(default, (len(table),
+                                                                                                         len(keys)))
+
+    missing = [key for key in ("x", "y", "z") if key not in columns]
+    if missing:
+        raise ValueError(f"no column {', '.join(repr(m) for m in missing)} (columns: {', '.join(names)})")
+    position = group(("x", "y", "z"), 0.0)
+    orientation = group(("qw", "qx", "qy", "qz"), np.array([1.0, 0.0, 0.0, 0.0]))
+    velocity = group(("vx", "vy", "vz"), 0.0)
+    for name, values in (("position", position), ("orientation", orientation), ("velocity", velocity)):
+        bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+        if len(bad):
+            raise ValueError(f"row {bad[0] + 1}: {name} is not a finite number")
+    length = np.linalg.norm(orientation, axis=1)
+    bad = np.flatnonzero(~(length > 0) | ~np.isfinite(length))
+    if len(bad):
+        raise ValueError(f"row {bad[0] + 1}: the quaternion qw, qx, qy, qz is zero")
+    return position.copy(), orientation / length[:, None], velocity.copy()
+
+
+def check(p):
+    given = [key for key in PLACEMENTS if p[key] is not None]
+    if len(given) != 1:
+        return "position", f"give one of {', '.join(PLACEMENTS)} (got {', '.join(given) or 'none'})"
+    try:
+        members = template(p)
+    except TemplateError as error:
+        return error.key, str(error)
+    if p["count"] is not None:
+        for key in ("min", "max"):
+            if p[key] is None:
+                return key, "is required with count"
+        problem = too_many(p["count"])
+        if problem:
+            return "count", problem
+        _, _, centre, _, _ = body_frame(members, p["density"])
+        reach = _reach(members.centres - centre, members.radii)
+        if not all(hi - lo >= 2.0 * reach for lo, hi in zip(p["min"], p["max"])):
+            return "max", (f"the box must be at least the clump's span, {2 * reach:g}, along every axis (min "
+                           f"{list(p['min'])})")
+    if p["rows"] is not None:
+        try:
+            read_rows(p["rows"])
+        except ValueError as error:
+            return "rows", f"{p['rows']}: {error}"
+    return None
+
+
+def _reach(arms, radii):
+    """Distance from the centre of mass to the farthest point of the members (``arms``: their
+    centres from the centre of mass)."""
+    return float(np.max(np.linalg.norm(arms, axis=1) + radii))
+
+
+def random_placement(arms, radii, count, low, high, rng, attempts):
+    """``(position (count, 3), orientation (count, 4))`` of clumps whose members are at ``arms``
+    from the centre of mass (template frame) with ``radii``: random places (centres of mass in the
+    box shrunk by the clump's reach) and uniform random orientations of the template frame, each
+    tried against the members of the clumps placed before it whose centres of mass are within two
+    reaches (found in a grid of cells of that edge: the cost grows with the count, not its
+    square); raises ValueError when a clump finds no free place."""
+    reach = _reach(arms, radii)
+    low, high = np.asarray(low) + reach, np.asarray(high) - reach
+    edge = 2.0 * reach
+    cells = {}   # cell -> indices of the clumps whose centre of mass is in it
+    placed = np.empty((count, len(radii), 3))
+    position, orientation = np.empty((count, 3)), np.empty((count, 4))
+    offsets = [(a, b, c) for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)]
+    for k in range(count):
+        for _ in range(attempts):
+            centre = rng.uniform(low, high)
+            q = rng.standard_normal(4)
+            q /= np.linalg.norm(q)
+            q *= 1.0 if q[0] >= 0 else -1.0
+            members = centre + arms @ quat_matrix(q).T
+            cell = tuple(np.floor(centre / edge).astype(int))
+            near = [j for a, b, c in offsets for j in cells.get((cell[0] + a, cell[1] + b, cell[2] + c), ())]
+            if near:
+                others = placed[near].reshape(-1, 3)
+                gap = (np.linalg.norm(members[:, None] - others[None], axis=2) - radii[:, None]
+                       - np.tile(radii, len(near)))
+                if gap.min() < 0.0:
+                    continue
+            break
+        else:
+            raise ValueError(f"placed {k} of {count} clumps without overlaps, then found no free place in "
+                             f"{attempts} attempts: enlarge the box or lower count")
+        position[k], orientation[k], placed[k] = centre, q, members
+        cells.setdefault(cell, []).append(k)
+    return position, orientation
+
+
+def build(system, p):
+    """Clumps of one template (see the module's docstring): rigid bodies of the union of the
+    members at ``density``, body frame the principal frame, the members their sites. ``position``
+    and ``rows`` give the centre of mass and the orientation of the template frame; ``count``
+    places clumps at random in the box ``min``–``max`` (seeded by ``seed``)."""
+    members = template(p)
+    frame = body_frame(members, p["density"])
+    velocity = np.asarray(p["velocity"], float)
+    if p["position"] is not None:
+        position = np.asarray(p["position"], float)[None]
+        orientation = quat_from_rotvec(np.asarray(p["rotation_vector"], float))[None]
+    elif p["rows"] is not None:
+        position, orientation, rows_velocity = read_rows(p["rows"])
+        velocity = velocity + rows_velocity
+    else:
+        rng = np.random.default_rng([p["seed"], 0xC1C1])
+        position, orientation = random_placement(members.centres - frame[2], members.radii, p["count"], p["min"],
+                                                 p["max"], rng, p["attempts"])
+    system.add_clumps(members, position, density=p["density"], orientation=orientation, velocity=velocity,
+                      angular_velocity=p["angular_velocity"], frame=frame, group=system.n_bodies)

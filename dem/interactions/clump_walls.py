@@ -1,0 +1,258 @@
+"""Clumps against plane walls (`CLUMP_PW`; docs/theory.md §3b.11): every member sphere of a clump
+(`dem.clumps`) touches the planes as a particle does, through the sub-models of the particle–wall
+pipeline `dem.interactions.wall_contact` (the normal law and its dashpot of
+`dem.interactions.hertz`, the tangential spring of `dem.interactions.friction`, the rolling and
+twisting springs of `dem.interactions.rolling`), called on the member.
+
+A clump's row (a `ROW` kernel, one body) first puts its members where the body is: the member
+``m`` at ``x + R s_m`` moving at ``v + Ω × R s_m`` and spinning at ``Ω`` (``s_m`` its centre in the
+body frame, `dem.state.Model.site_offset`), in scratch rows of its own. Each member then walks
+the planes in wall order; the member's force ``f_m`` and moment ``τ_m`` about its centre (the
+tangential force's lever and the rolling couple) go to the body as ``Σ f_m`` and
+``Σ (τ_m + R s_m × f_m)``, summed over the members in member order: the moment about the centre
+of mass of forces applied at the contact points. The springs are kept per member and wall, in
+keyed wall slots of the member (as a particle keeps its own), and the reactions are booked on the
+walls in the partial sums of the body's chunk. Every array a row writes is its own (its body's
+booked work, its members' rows), so rows run in parallel and the sums do not depend on the
+thread count.
+
+The dashpots take the clump's mass (and its smallest principal moment for the rolling one) as a
+sphere takes its own: the damping coefficient of a member's contact is that of a sphere of the
+clump's mass, so an off-centre impact of a clump rebounds with a restitution that differs from
+the nominal one (the mass at a contact point off the line of the centre of mass is smaller).
+Not yet: mesh walls, adhesive normal laws, MPI (the member rows do not travel with their body).
+"""
+
+from collections import namedtuple
+from types import SimpleNamespace
+
+import numpy as np
+from numba import njit
+
+from ..rotations import quat_matrix, quat_rotate_one
+from .contact import pipeline_critical_step
+from .contract import ROW, Interaction, MPIError
+from .friction import (
+    find_wall_slot, friction_critical_step, gap_before, holds_wall_springs, release_slot, released, spring_squares,
+    stiffness_ratio, wall_contact as tangential, wall_slots,
+)
+from .hertz import normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap
+from .rolling import WIDTH, rolling_critical_step, spins, wall_contact as rolling, wall_stiffnesses
+from .wall_contact import KEYS
+from .walls import add_wall_couple, add_wall_load, wall_coefficients
+
+#: the sub-models' parameters, as `dem.interactions.wall_contact.ContactWallParams` names them
+#: (``walls (w, 6)``: each plane's normal, μ, μ_r, μ_t; ``first``: where the rolling springs begin in
+#: a slot), and the members: ``member_start (n + 1)``, ``member_offset (M, 3)`` (body frame, from the
+#: centre of mass), ``member_radius (M,)`` (0: a point site, which touches nothing) and
+#: ``member_inertia (M, 2)``, the owner's inverse moments for the rolling dashpot
+ClumpWallParams = namedtuple("ClumpWallParams", "law stiffness damping wall_normal work ratio fixed rolling_damping "
+                             "walls planes first member_start member_offset member_radius member_inertia")
+#: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work; per
+#: member its wall slots ``wall_key (M, s)`` and springs ``wall_spring (M, s, width)`` and the scratch
+#: rows ``member_position``, ``member_velocity``, ``member_arm`` (M, 3) each force evaluation writes
+ClumpWallState = namedtuple("ClumpWallState", "dissipated friction wall_key wall_spring member_position "
+                            "member_velocity member_arm")
+
+
+@njit(inline="always")
+def place_members(i, st, p, own):
+    """Write the world centres, velocities and arms ``R s_m`` of body ``i``'s members into their
+    scratch rows."""
+    x, v, omega = st.position[i], st.velocity[i], st.angular_velocity[i]
+    for m in range(p.member_start[i], p.member_start[i + 1]):
+        arm = quat_rotate_one(st.orientation[i], (p.member_offset[m, 0], p.member_offset[m, 1], p.member_offset[m, 2]))
+        own.member_arm[m, 0], own.member_arm[m, 1], own.member_arm[m, 2] = arm[0], arm[1], arm[2]
+        own.member_position[m, 0] = x[0] + arm[0]
+        own.member_position[m, 1] = x[1] + arm[1]
+        own.member_position[m, 2] = x[2] + arm[2]
+        own.member_velocity[m, 0] = v[0] + (omega[1] * arm[2] - omega[2] * arm[1])
+        own.member_velocity[m, 1] = v[1] + (omega[2] * arm[0] - omega[0] * arm[2])
+        own.member_velocity[m, 2] = v[2] + (omega[0] * arm[1] - omega[1] * arm[0])
+
+
+@njit(inline="always")
+def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance):
+    """Member ``m`` of body ``i`` against the planes: ``(f (3), τ (3) about the member's centre,
+    power, booked, U_n, U_t, U_r, U_tw)``, the dashpots' power and the booked slip and release
+    work; with ``advance`` the springs take the step and the reactions go to the walls (as
+    `dem.interactions.wall_contact`'s planes)."""
+    position, velocity = own.member_position, own.member_velocity
+    keys, springs, table, wall_point = own.wall_key, own.wall_spring, p.walls, walls.point
+    radius = p.member_radius[m]
+    inverse = (p.member_inertia[m, 0], p.member_inertia[m, 1])
+    v = (velocity[m, 0], velocity[m, 1], velocity[m, 2])
+    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
+    held = holds_wall_springs(keys, m)
+    for w in range(p.planes):
+        n = (table[w, 0], table[w, 1], table[w, 2])
+        gap = wall_gap(m, w, position, wall_point, p.wall_normal)
+        touching = gap < radius and radius > 0.0
+        if touching:
+            force, power, u, px, py, pz, k = normal(m, w, gap, n[0], n[1], n[2], radius, power, position, velocity,
+                                                    inverse_mass, p.law, p.stiffness, p.damping if advance else 0.0,
+                                                    walls)
+            if advance:
+                add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                              py - wall_point[w, 1], pz - wall_point[w, 2], k)
+            fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
+            u_n += u
+        mu = (table[w, 3], table[w, 4], table[w, 5])
+        turning = mu[1] != 0.0 or mu[2] != 0.0
+        if mu[0] == 0.0 and not turning or radius <= 0.0 or not touching and not held:
+            continue
+        gap_old = gap_before(gap, m, w, h, velocity, walls.velocity, n)
+        if not touching:
+            s = find_wall_slot(keys, m, w, False)
+            if advance and s >= 0:  # the contact opened: its springs' elastic energy leaves with them
+                theta = twist = 0.0
+                if turning:
+                    theta, twist = spring_squares(springs, m, s, p.first)
+                squared = release_slot(m, s, keys, springs)[0]
+                if mu[0] != 0.0 and squared != 0.0:
+                    booked += released(p, 0.5 * squared, gap_old, radius)
+                if turning and (theta != 0.0 or twist != 0.0):
+                    k_old = wall_stiffnesses(gap_old, radius, (mu[1], mu[2]), p)
+                    booked += 0.5 * k_old[0] * theta + 0.5 * k_old[1] * twist
+            continue
+        slot = find_wall_slot(keys, m, w, advance)
+        if slot < 0:
+            continue
+        if mu[0] != 0.0:
+            row = tangential(m, w, slot, n, n, gap, gap_old, False, h, v, omega, radius, inverse_mass, mu[0], p,
+                             springs, position, wall_point, walls.velocity, walls.angular_velocity, advance)
+            if advance:
+                add_wall_load(walls, i, w, row[0], row[1], row[2], row[9], row[10], row[11], 0.0)
+            fx, fy, fz, tx, ty, tz = fx + row[0], fy + row[1], fz + row[2], tx + row[3], ty + row[4], tz + row[5]
+            u_t, booked, power = u_t + row[6], booked + row[7], power + row[8]
+        if turning:
+            moment, u, u_w, work, dissipation = rolling(m, w, slot, n, n, gap, gap_old, False, h,
+                                                        spins(omega, walls.angular_velocity, w), radius, inverse,
+                                                        (mu[1], mu[2]), p, springs, p.first, advance)
+            if advance:
+                add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
+            tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
+            u_r, u_tw, booked, power = u_r + u, u_tw + u_w, booked + work, power + dissipation
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+
+
+@njit(inline="always")
+def _clump_row(i, h, st, bodies, p, own, walls, advance):
+    """Body ``i``'s members against the planes (`_member_planes`, member by member): ``(F (3),
+    τ (3), power, booked, U_n, U_t, U_r, U_tw)``, the moment about the centre of mass."""
+    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
+    if p.member_start[i + 1] > p.member_start[i]:
+        place_members(i, st, p, own)
+        omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
+        inverse_mass = bodies.inverse_mass[i]
+        arm = own.member_arm
+        for m in range(p.member_start[i], p.member_start[i + 1]):
+            row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance)
+            fx, fy, fz = fx + row[0], fy + row[1], fz + row[2]
+            tx += row[3] + (arm[m, 1] * row[2] - arm[m, 2] * row[1])
+            ty += row[4] + (arm[m, 2] * row[0] - arm[m, 0] * row[2])
+            tz += row[5] + (arm[m, 0] * row[1] - arm[m, 1] * row[0])
+            power, booked = power + row[6], booked + row[7]
+            u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+
+
+@njit(inline="always")
+def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """Body ``i``'s members' plane contacts: steps their springs, books their work and their
+    reactions on the walls; returns the body's force and moment (zero for a body without members)."""
+    row = _clump_row(i, h, st, bodies, p, own, walls, True)
+    own.dissipated[i] += h * row[6]
+    own.friction[i] += row[7]
+    return row[0], row[1], row[2], row[3], row[4], row[5]
+
+
+@njit(cache=True)
+def clump_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, dissipated, tangential, friction, rolling, twisting)``: the members' normal
+    law and springs' energies at ``st`` (the members placed anew, in rows of this kernel's own)
+    and the booked work."""
+    count = p.member_radius.shape[0]
+    view = ClumpWallState(own.dissipated, own.friction, own.wall_key, own.wall_spring, np.zeros((count, 3)),
+                          np.zeros((count, 3)), np.zeros((count, 3)))
+    u_n = u_t = u_r = u_tw = 0.0
+    for i in range(st.position.shape[0]):
+        row = _clump_row(i, 0.0, st, bodies, p, view, walls, False)
+        u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
+    return u_n, np.sum(own.dissipated), u_t, np.sum(own.friction), u_r, u_tw
+
+
+def clump_walls_act(model):
+    """Whether clumps touch plane walls in ``model``: clumps, planes and ``k_pw`` > 0."""
+    return bool(model.has_clumps and model.sections["contact"]["k_pw"] > 0.0 and len(model.wall_normal))
+
+
+def _setup(model):
+    if not clump_walls_act(model):
+        return None
+    contact = model.sections["contact"]
+    planes = len(model.wall_normal)
+    walls = np.ascontiguousarray(wall_coefficients(model)[:planes])
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(model.site_start))
+    smallest = model.inertia.min(axis=1)[owner]
+    radius = model.site_radius
+    turning = ~model.clamped[owner]
+    inertia = np.column_stack([np.where(turning, 1.0 / (smallest + model.mass[owner] * radius * radius), 0.0),
+                               np.where(turning, 1.0 / smallest, 0.0)])
+    return ClumpWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
+                           float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
+                           float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0,
+                           float(contact["rolling_damping"]), walls, planes, 3 if (walls[:, 3] > 0).any() else 0,
+                           np.asarray(model.site_start, np.int64), np.ascontiguousarray(model.site_offset),
+                           np.ascontiguousarray(radius, dtype=float), np.ascontiguousarray(inertia))
+
+
+def _state(model, params):
+    count = len(params.member_radius)
+    width = params.first + (WIDTH if (params.walls[:, 4:] > 0).any() else 0)
+    keys, springs, _ = wall_slots(SimpleNamespace(n_bodies=count), width, (params.walls[:, 3:] > 0).any(axis=1),
+                                  params.planes)
+    n = model.n_bodies
+    return ClumpWallState(np.zeros(n), np.zeros(n), keys, springs, np.zeros((count, 3)), np.zeros((count, 3)),
+                          np.zeros((count, 3)))
+
+
+def _members(model, state, p):
+    """The members as the critical-step estimates read particles: mass, inertia, contact diameter,
+    pinned and clamped of their clump, and their velocities; and the owner of each."""
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(p.member_start))
+    arm = np.einsum("nij,nj->ni", quat_matrix(state.orientation[owner]), p.member_offset)
+    members = SimpleNamespace(mass=model.mass[owner], inertia=model.inertia.min(axis=1)[owner][:, None],
+                              diameter=2.0 * p.member_radius, pinned=model.pinned[owner], clamped=model.clamped[owner])
+    moving = SimpleNamespace(velocity=state.velocity[owner] + np.cross(state.angular_velocity[owner], arm))
+    return members, moving, owner
+
+
+_member_steps = pipeline_critical_step(
+    normal_critical_step("normal contact clump member–wall", 0.5, 1.0),
+    friction_critical_step("tangential friction clump member–wall", 0.5, 1.0),
+    rolling_critical_step("rolling/twisting resistance clump member–wall", 0.5, 0.5, 1.0,
+                          lambda p: (p.walls[:, 4].max(), p.walls[:, 5].max())),
+    lambda p: ((p.walls[:, 3] > 0).any(), (p.walls[:, 4:] > 0).any()))
+
+
+def _critical_step(model, state, p):
+    """The particle–wall oscillators of `dem.interactions.wall_contact` on each member, with its
+    clump's mass; the body named is the member's clump."""
+    members, moving, owner = _members(model, state, p)
+    return [(dt, what, int(owner[k])) for dt, what, k in _member_steps(members, moving, p)]
+
+
+def _localize(params, part):
+    raise MPIError("clumps touching walls do not run on several processes yet (their members' springs stay with "
+                   "the process that built them): run without mpiexec")
+
+
+CLUMP_PW = Interaction(
+    name="clump_pw", kind=ROW, internal=False, walls=True, keys=KEYS,
+    doc="Clumps against plane walls: every member sphere of a clump touches the planes through the particle–wall "
+        "sub-models (normal law, damping, friction, rolling, twisting); the forces act at the contact points.",
+    columns=("hertz_pw", "dissipated", "tangential", "friction", "rolling", "twisting"),
+    setup=_setup, state=_state, forces=clump_pw_forces, energy=clump_pw_energy, critical_step=_critical_step,
+    localize=_localize, scratch_state=("member_position", "member_velocity", "member_arm"),
+)
