@@ -224,8 +224,10 @@ def test_a_driven_cell_closes_its_budget_and_the_servo_holds_the_stress(tmp_path
 
 
 def test_threads_do_not_change_a_sheared_servoed_run():
+    """Friction and rolling resistance between pairs across the faces of a sheared, servoed cell:
+    serial and on 1 and 2 threads, the same bits."""
     def run(parallel):
-        _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=[0.5, 0.3, 0.5]"])
+        _, model, state, _ = prepare(SHEAR_SCENE, ["cell.shear_rate=[0.5, 0.3, 0.5]", "contact.rolling_friction=0.1"])
         sim = Simulation(model, state, "rrp2", 5e-4, parallel=parallel, observers=[CellServo(model)])
         sim.run(600)  # the servo sets the rate 31 times; the images slide by 1.5 across y, 1.5 and 0.9 across z
         return state, sim.energy_budget()
@@ -275,7 +277,12 @@ def test_a_periodic_fcc_lattice_pulled_with_free_sides_has_the_lattice_moduli():
     assert abs(budget["total"] - start["total"]) < 1e-3 * abs(budget["cell"])
 
 
+@pytest.mark.slow
 def test_the_shipped_periodic_tension_gives_the_binders_moduli(tmp_path):
+    """The shipped tension scene (parallel bonds, Mindlin contacts, damping) pulled to before its
+    peak: its moduli, free sides and budget. Slow: a loop compiled for it alone; the default
+    suite measures the moduli of a pulled cell on the FCC lattice
+    (`test_a_periodic_fcc_lattice_pulled_with_free_sides_has_the_lattice_moduli`)."""
     out = tmp_path / "tension"
     run(TENSION_SCENE, ["simulation.t_end=2.0", "output.vtk_every=4000"], out, quiet=True)  # before the peak
     result = analyse(out)

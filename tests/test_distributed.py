@@ -1,13 +1,14 @@
 """MPI (``mpiexec -n R python -m dem``, `dem.distributed`): the same run, bit for bit, on 1, 2 and 3
 ranks — positions, velocities, forces, own states and contact histories in the checkpoint, the
-energy log and the VTK snapshots — with contacts, both bond laws, fixed walls, contact and local
-damping, breakage and per-contact history (the test probe of `history_probe`), with rigid
-clusters under Lennard-Jones and applied forces (``lgvi``), and a restart on another number of
-ranks, and a frictional gas in a periodic cell (``cell.csv`` too), moving, servo and mesh walls, a
-sheared cell, and particles poured in and let out (``flow.csv`` too; a restart mid-filling on
-another number of ranks); the walls' loads (``walls.csv``) to round-off; on 2 ranks with
-friction, rolling and twisting resistance and with JKR adhesion in the slow suite (``python -m
-pytest -m slow``). The ranks run `support/mpi_job.py`; the one-process runs are made here."""
+energy log and the VTK snapshots; the walls' loads (``walls.csv``) to round-off. The default suite
+runs the torus (bonds, contacts, per-contact history: the test probe of `history_probe`) against
+a fixed, a moving and a servo plane, and restarts it on another number of ranks: one loop of the
+ranks to compile. The slow suite (``python -m pytest -m slow``) adds both bond laws with contact
+and local damping and breakage, rigid clusters under Lennard-Jones and applied forces (``lgvi``),
+a frictional gas in a periodic cell (``cell.csv`` too), a mesh wall, a sheared cell, particles
+poured in and let out (``flow.csv`` too; a restart mid-filling on another number of ranks), and
+on 2 ranks friction, rolling and twisting resistance and JKR adhesion. The ranks run
+`support/mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
@@ -123,39 +124,50 @@ def last_snapshot(folder):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """One-process runs, then the same on 2 and on 3 ranks (one mpiexec each), and restarts
-    from a one-process checkpoint on 2 ranks and from a 2-rank checkpoint on 3 ranks. The
-    granule is the mixed one (`GRANULE` + `PARALLEL_BONDED`: both bond laws, one loop to compile)."""
+    """The torus against its plane, against a plane that moves and against a servo plane, one
+    process and the same on 2 ranks (the torus on 3 too), and a restart from a one-process
+    checkpoint on 2 ranks: one loop of the ranks to compile."""
     folder = tmp_path_factory.mktemp("mpi")
-    mixed = str(granule_file(folder, "mixed.toml", GRANULE + PARALLEL_BONDED))
     serial(TORUS, TORUS_SETTINGS, folder / "torus_1")
-    serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
-    serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
-    serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(TORUS, TORUS_SETTINGS + ["simulation.t_end=1.0"], folder / "torus_1to2")
     serial(TORUS, MOVING_SETTINGS, folder / "moving_1")
     serial(TORUS, SERVO_SETTINGS, folder / "servo_1")
+    reports = ranks(2, [
+        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
+        {"scene": TORUS, "settings": MOVING_SETTINGS, "out": str(folder / "moving_2")},
+        {"scene": TORUS, "settings": SERVO_SETTINGS, "out": str(folder / "servo_2")},
+        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
+         "restart": str(folder / "torus_1to2/checkpoint.npz")},
+    ], folder)
+    reports += ranks(3, [{"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")}], folder)
+    return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def feature_runs(tmp_path_factory):
+    """The other scenes, one process and on 2 and 3 ranks (one mpiexec each), and restarts from a
+    2-rank checkpoint on 3 ranks (slow: a loop of the ranks to compile for each). The granule is
+    the mixed one (`GRANULE` + `PARALLEL_BONDED`: both bond laws, one loop to compile)."""
+    folder = tmp_path_factory.mktemp("mpi_features")
+    mixed = str(granule_file(folder, "mixed.toml", GRANULE + PARALLEL_BONDED))
+    serial(mixed, GRANULE_SETTINGS, folder / "mixed_1")
+    serial(TETRA, TETRA_SETTINGS, folder / "tetra_1", probe=False)
+    serial(GAS, GAS_SETTINGS, folder / "gas_1", probe=False)
     serial(DRUM, DRUM_SETTINGS, folder / "drum_1", probe=False)
     serial(SHEAR, SHEAR_SETTINGS, folder / "shear_1", probe=False)
     pour = pour_file(folder)
     serial(pour, [], folder / "filling_1", probe=False)
     reports = ranks(2, [
-        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_2")},
-        {"scene": TORUS, "settings": MOVING_SETTINGS, "out": str(folder / "moving_2")},
-        {"scene": TORUS, "settings": SERVO_SETTINGS, "out": str(folder / "servo_2")},
         {"scene": DRUM, "settings": DRUM_SETTINGS, "out": str(folder / "drum_2"), "probe": False},
         {"scene": SHEAR, "settings": SHEAR_SETTINGS, "out": str(folder / "shear_2"), "probe": False},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_2")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_2"), "probe": False},
         {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_2"), "probe": False},
-        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_1to2"),
-         "restart": str(folder / "torus_1to2/checkpoint.npz")},
         {"scene": mixed, "settings": GRANULE_SETTINGS + ["simulation.t_end=0.2"], "out": str(folder / "mixed_2to3")},
         {"scene": pour, "settings": [], "out": str(folder / "filling_2"), "probe": False},
         {"scene": pour, "settings": ["simulation.t_end=0.5"], "out": str(folder / "filling_2to3"), "probe": False},
     ], folder)
     reports += ranks(3, [
-        {"scene": TORUS, "settings": TORUS_SETTINGS, "out": str(folder / "torus_3")},
         {"scene": mixed, "settings": GRANULE_SETTINGS, "out": str(folder / "mixed_3")},
         {"scene": TETRA, "settings": TETRA_SETTINGS, "out": str(folder / "tetra_3"), "probe": False},
         {"scene": GAS, "settings": GAS_SETTINGS, "out": str(folder / "gas_3"), "probe": False},
@@ -241,10 +253,17 @@ def assert_same_as_one_process(runs, scene, n):
 
 
 @needs_mpi
-@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("torus", "mixed", "tetra", "gas")]
-                         + [("moving", 2), ("servo", 2), ("drum", 2), ("shear", 2), ("shear", 3), ("filling", 2)])
+@pytest.mark.parametrize("scene, n", [("torus", 2), ("torus", 3), ("moving", 2), ("servo", 2)])
 def test_same_as_one_process(runs, scene, n):
     assert_same_as_one_process(runs, scene, n)
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("scene, n", [(scene, n) for n in (2, 3) for scene in ("mixed", "tetra", "gas", "shear")]
+                         + [("drum", 2), ("filling", 2)])
+def test_same_as_one_process_for_every_feature(feature_runs, scene, n):
+    assert_same_as_one_process(feature_runs, scene, n)
 
 
 @needs_mpi
@@ -255,9 +274,16 @@ def test_same_as_one_process_with_friction_and_adhesion(rough_runs, scene):
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", ["torus_1to2", "mixed_2to3", "filling_2to3"])
-def test_restart_on_another_number_of_ranks(runs, case):
+def test_restart_on_another_number_of_ranks(runs):
     folder, _ = runs
+    assert_same_but_wall_loads(outputs(folder / "torus_1"), outputs(folder / "torus_1to2"))
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["mixed_2to3", "filling_2to3"])
+def test_restart_of_every_feature_on_another_number_of_ranks(feature_runs, case):
+    folder, _ = feature_runs
     scene = case.partition("_")[0]
     assert_same_but_wall_loads(outputs(folder / f"{scene}_1"), outputs(folder / case))
 

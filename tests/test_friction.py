@@ -362,8 +362,12 @@ def test_restart_continues_bit_for_bit(tmp_path):
         assert np.array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh", [False, True], ids=["planes", "mesh"])
 def test_springs_are_independent_of_the_thread_count(mesh):
+    """5000 spheres on planes or a turning mesh, in three parallel chunks, sub-stepped. Slow: its
+    parallel loop is compiled for it alone; the default suite checks the springs across threads in
+    test_insertion's pour (`test_threads_do_not_change_a_filling_and_emptying_run`)."""
     runs = []
     for parallel, threads in ((False, 1), (True, 1), (True, 2)):
         numba.set_num_threads(threads)

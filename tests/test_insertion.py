@@ -124,10 +124,14 @@ def test_snapshots_show_the_particles_in_play_with_their_ids(tmp_path):
 
 
 def test_threads_do_not_change_a_filling_and_emptying_run(tmp_path):
+    """The pour with sub-stepped contacts and rolling resistance (tangential and rolling springs
+    between particles and on the walls, across neighbour rebuilds), serial and on 1 and 2 threads:
+    the same bits."""
     scene = pour_file(tmp_path)
 
     def run_once(parallel):
-        _, model, state, _ = prepare(scene, ["simulation.t_end=1.5"])
+        _, model, state, _ = prepare(scene, ["simulation.t_end=1.5", "contact.substeps=3",
+                                             "contact.rolling_friction=0.1"])
         sim = Simulation(model, state, "rrp2", 2e-4, parallel=parallel, observers=[Feeder(model, 2e-4)])
         sim.run(6500)
         return state, sim.energy_budget()
@@ -136,8 +140,12 @@ def test_threads_do_not_change_a_filling_and_emptying_run(tmp_path):
     for other, budget in results[1:]:
         for name in ("position", "velocity", "angular_velocity", "force", "moment"):
             assert np.array_equal(getattr(results[0][0], name), getattr(other, name)), name
+        for mine, theirs in zip(results[0][0].interactions["contact_pw"], other.interactions["contact_pw"]):
+            assert np.array_equal(mine, theirs)  # the wall springs
         assert budget == results[0][1]
-    assert results[0][1]["removed"] > 0
+    state, budget = results[0]
+    assert budget["removed"] > 0 and budget["tangential"] > 0 and budget["rolling"] > 0
+    assert (state.interactions["contact_pp"].active > 0).any()  # the contacts were sub-stepped
 
 
 #: the pour in a cell periodic along x and y (no side walls): the stream comes in drifting along x,

@@ -186,7 +186,11 @@ def test_a_cooling_granular_gas_follows_haffs_law_and_enskogs_pressure():
     assert abs(budget["total"] - start) < 5e-3 * budget["dissipated"]
 
 
+@pytest.mark.slow
 def test_threads_do_not_change_a_periodic_run():
+    """A frictional gas with rolling resistance across the faces of a fixed cell, serial and on 1
+    and 2 threads. Slow: its parallel loop is compiled for it alone; the default suite checks the
+    same on a sheared cell (test_deforming's `test_threads_do_not_change_a_sheared_servoed_run`)."""
     def run(parallel):
         _, model, state, _ = prepare(GAS, ["contact.friction=0.5", "contact.rolling_friction=0.1"])
         Simulation(model, state, "rrp2", 5e-4, parallel=parallel).advance(400)

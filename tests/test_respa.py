@@ -99,7 +99,11 @@ def test_a_ring_in_rigid_flight_steps_with_the_plain_map():
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
 
 
+@pytest.mark.slow
 def test_the_same_bits_serial_and_parallel_at_any_thread_count():
+    """The sub-stepped torus (Hertz contacts), serial and on 1 and 2 threads. Slow: its parallel
+    loop is compiled for it alone; the default suite checks sub-stepped contacts across threads on
+    Mindlin contacts (test_friction's `test_springs_are_independent_of_the_thread_count`)."""
     previous = numba.get_num_threads()
     states = []
     try:

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import logm
 from scipy.spatial.transform import Rotation
@@ -74,6 +74,7 @@ def test_quaternion_product_is_matrix_product(p, q):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # scipy logm near a half turn
+@settings(max_examples=50)  # (about 50 ms an example, most of it scipy's logm)
 @given(quaternions, rotvecs)
 def test_relative_rotation_vector_equals_matrix_logarithm(q_i, theta):
     # q_j = exp(θ) q_i, so that R_j R_iᵀ = exp(S(θ)), with |θ| up to π − 1e-4
