@@ -30,15 +30,14 @@ import numpy as np
 from numba import njit
 
 from ..rotations import quat_matrix, quat_rotate_one
-from .contact import pipeline_critical_step
 from .contract import ROW, Interaction, MPIError
 from .friction import (
-    find_wall_slot, friction_critical_step, gap_before, holds_wall_springs, release_slot, released, spring_squares,
+    find_wall_slot, gap_before, holds_wall_springs, release_slot, released, spring_squares,
     stiffness_ratio, wall_contact as tangential, wall_slots,
 )
-from .hertz import normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap
-from .rolling import WIDTH, rolling_critical_step, spins, wall_contact as rolling, wall_stiffnesses
-from .wall_contact import KEYS
+from .hertz import normal_code, normal_damping, wall_contact as normal, wall_gap
+from .rolling import WIDTH, spins, wall_contact as rolling, wall_stiffnesses
+from .wall_contact import KEYS, wall_critical_steps
 from .walls import add_wall_couple, add_wall_load, wall_coefficients
 
 #: the sub-models' parameters, as `dem.interactions.wall_contact.ContactWallParams` names them
@@ -228,12 +227,7 @@ def _members(model, state, p):
     return members, moving, owner
 
 
-_member_steps = pipeline_critical_step(
-    normal_critical_step("normal contact clump member–wall", 0.5, 1.0),
-    friction_critical_step("tangential friction clump member–wall", 0.5, 1.0),
-    rolling_critical_step("rolling/twisting resistance clump member–wall", 0.5, 0.5, 1.0,
-                          lambda p: (p.walls[:, 4].max(), p.walls[:, 5].max())),
-    lambda p: ((p.walls[:, 3] > 0).any(), (p.walls[:, 4:] > 0).any()))
+_member_steps = wall_critical_steps("clump member")
 
 
 def _critical_step(model, state, p):

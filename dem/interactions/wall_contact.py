@@ -361,12 +361,19 @@ def separate_wall_states(checkpoint, normal="hertz_pw"):
     return out
 
 
-_critical_step = pipeline_critical_step(
-    normal_critical_step("normal contact particle–wall", 0.5, 1.0),
-    friction_critical_step("tangential friction particle–wall", 0.5, 1.0),
-    rolling_critical_step("rolling/twisting resistance particle–wall", 0.5, 0.5, 1.0,
-                          lambda p: (p.walls[:, 4].max(), p.walls[:, 5].max())),
-    lambda p: ((p.walls[:, 3] > 0).any(), (p.walls[:, 4:] > 0).any()))
+def wall_critical_steps(who):
+    """The wall pipeline's ``critical_step`` for spheres called ``who`` (``"particle"``; a clump's
+    members, `dem.interactions.clump_walls`): its normal law's and springs' oscillators where they
+    act."""
+    return pipeline_critical_step(
+        normal_critical_step(f"normal contact {who}–wall", 0.5, 1.0),
+        friction_critical_step(f"tangential friction {who}–wall", 0.5, 1.0),
+        rolling_critical_step(f"rolling/twisting resistance {who}–wall", 0.5, 0.5, 1.0,
+                              lambda p: (p.walls[:, 4].max(), p.walls[:, 5].max())),
+        lambda p: ((p.walls[:, 3] > 0).any(), (p.walls[:, 4:] > 0).any()))
+
+
+_critical_step = wall_critical_steps("particle")
 
 
 #: the keys of the three sub-models' sections (the same `Key` objects)
