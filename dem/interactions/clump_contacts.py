@@ -41,7 +41,6 @@ MPI (refused where the scene is read).
 """
 
 from collections import namedtuple
-from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
@@ -260,8 +259,7 @@ def _state(model, params):
 def _critical_step(model, state, p):
     """The particle–particle oscillators of `dem.interactions.contact` on each member, with its
     body's mass; the body named is the member's."""
-    members, moving, owner = member_bodies(model, state, SimpleNamespace(
-        member_start=p.member_start, member_offset=p.member_offset, member_radius=p.member_radius))
+    members, moving, owner = member_bodies(model, state, p)
     return [(dt, what, int(owner[k])) for dt, what, k in CONTACT_PP.critical_step(members, moving, p)]
 
 
