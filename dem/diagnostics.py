@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from .engine import MOTION, PER_WALL, arguments, new_contacts, sample_module, sample_width
-from .interactions import CORE_COLUMNS, KINETIC_COLUMNS, energy_columns
+from .interactions import CORE_COLUMNS, KINETIC_COLUMNS, energy_columns, list_diameters
 
 #: What the logs record of a state: ``budget`` the log row (`energy_budget`), ``walls`` each
 #: wall's point and load ``(w, 9)`` (`dem.interactions.walls.WallState`: ``point``, then the
@@ -24,7 +24,7 @@ def sample(model, state, contacts=None, bodies=None):
     bodies = model.body_arrays() if bodies is None else bodies
     if contacts is None:
         contacts = new_contacts(model)
-        contacts.rebuild(state.position, bodies.diameter, state.cell)
+        contacts.rebuild(state.position, list_diameters(model, bodies), state.cell)
     walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
     row = np.empty(sample_width(walls))
     histories, parameters = arguments(model, state, contacts)

@@ -62,7 +62,7 @@ from .contacts import (
 )
 from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
-from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
+from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns, history_width
 from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
 from .neighbors import build_kernel, rebuild_due
 from .state import motion
@@ -143,6 +143,12 @@ def row_kernel_arguments(interactions):
             raise ValueError("a particle–wall interaction acts without the walls interaction")
         arguments += [] if "o_walls" in arguments else ["o_walls"]
     return arguments
+
+
+def listed_parameters(interactions):
+    """The parameters ``_refresh`` takes after the histories: those of the interaction whose
+    ``list_diameter`` the neighbour list is built with (`dem.interactions.contract`), if one acts."""
+    return [f"p_{i.name}" for i in interactions if i.list_diameter]
 
 
 def _rows_text(w, interactions, listed):
@@ -244,20 +250,22 @@ def _forces_text(names, parallel):
     _rows_text(w, interactions, listed=False)
     carried = "index" + "".join(", " + h for h in histories)
     w('@njit(inline="always")')
-    w(f"def _refresh(st, bodies, table, {carried}):")
+    w(f"def _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed_parameters(interactions))}):")
     w('"""Rebuild the neighbour list if it is due, carrying the histories (before the forces, and between '
       'contact sub-steps); returns '
       '``(index, *histories)``."""', 1)
     if neighbors:
         w.use(rebuild_due, "rebuild_due")
         w.use(build_kernel, "build_kernel")
-        w("if rebuild_due(st.position, bodies.diameter, table.skin, table.reference_position, table.counters, "
+        listed = [i for i in interactions if i.list_diameter]
+        diameter = f"p_{listed[0].name}.list_diameter" if listed else "bodies.diameter"
+        w(f"if rebuild_due(st.position, {diameter}, table.skin, table.reference_position, table.counters, "
           "st.cell):", 1)
-        for name in (n for n in names if INTERACTIONS[n].history):
+        for i in (i for i in interactions if i.history):
             w.use(compact_history, "compact_history")
-            w(f"keys_{name} = compact_history(table.start, index, table.owner_start, hist_{name}, "
-              f"{INTERACTIONS[name].history})", 2)
-        w(f"index = build_kernel(st.position, bodies.diameter, table.skin, {parallel}, table.reference_position, "
+            width = i.history if i.history_width is None else f"hist_{i.name}.shape[1] - {i.loads}"
+            w(f"keys_{i.name} = compact_history(table.start, index, table.owner_start, hist_{i.name}, {width})", 2)
+        w(f"index = build_kernel(st.position, {diameter}, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
         if histories:
             w.use(owner_offsets, "owner_offsets")
@@ -275,7 +283,8 @@ def _forces_text(names, parallel):
       'closing kick reads the fast force, `_fast_text`)."""', 1)
     w("n = st.position.shape[0]", 1)
     if neighbors:
-        w(f"refreshed = _refresh(st, bodies, table, {carried})", 1)
+        w(f"refreshed = _refresh(st, bodies, table, {carried}"
+          f"{''.join(', ' + a for a in listed_parameters(interactions))})", 1)
         for k, name in enumerate(carried.split(", ")):
             w(f"{name} = refreshed[{k}]", 1)
     w("contacts = Contacts(table.start, index, table.owner_start)", 1)
@@ -531,7 +540,8 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
         w(f"due[chunk] = {stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, mean, "
           f"table.reference_position, table.skin, False)", 6)
         w("if due.any():  # a body moved more than skin/2 since the list was built", 4)
-        w(f"refreshed = _refresh(st, bodies, table, {carried})", 5)
+        listed = listed_parameters([INTERACTIONS[n] for n in names])
+        w(f"refreshed = _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed)})", 5)
         for k, name in enumerate(["index"] + histories):
             w(f"{name} = refreshed[{k}]", 5)
         fast_pass(4)
@@ -694,7 +704,8 @@ def arguments(model, state, contacts):
 def new_contacts(model):
     """An empty `dem.contacts.ContactTable` for ``model`` (with the histories its interactions keep)."""
     kept = [INTERACTIONS[name] for name in model.interactions if INTERACTIONS[name].history]
-    return ContactTable(model.n_bodies, model.skin, {i.name: i.history for i in kept}, {i.name: i.loads for i in kept})
+    return ContactTable(model.n_bodies, model.skin, {i.name: history_width(i.name, model.interactions[i.name])
+                                                     for i in kept}, {i.name: i.loads for i in kept})
 
 
 def store_contacts(model, contacts, carried):

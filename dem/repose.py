@@ -1,5 +1,6 @@
 """The slope angle of a heap of spheres (``python -m dem repose RUN``): the angle of repose of a
-granular pile, from a run's last particle snapshot.
+granular pile, from a run's last particle snapshot (a heap of clumps: of their member spheres,
+`dem.runfiles.snapshot_spheres`).
 
 Method (`heap_slope`), for a heap on a floor with ``up`` the direction against gravity:
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfiles import read_snapshot
+from .runfiles import read_snapshot, snapshot_spheres
 
 
 class ReposeError(ValueError):
@@ -102,4 +103,4 @@ def measure_run(run, up=None):
     `dem.runfiles.RunFolderError`."""
     snapshot = read_snapshot(run)
     up = run_up(run) if up is None else np.asarray(up, float)
-    return heap_slope(snapshot["position"], snapshot["diameter"], up), snapshot["step"], up
+    return heap_slope(*snapshot_spheres(run, snapshot), up), snapshot["step"], up

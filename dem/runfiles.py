@@ -4,6 +4,7 @@
 * `snapshot_entries` and `read_snapshot`: the VTK snapshots indexed in ``RUN/particles.pvd``
   (particle positions, velocities, masses, diameters) with the bonds of the same step from
   ``RUN/bonds.pvd`` (their end particles, ``broken`` state and ``force`` on the first end);
+  `snapshot_spheres`: a snapshot's spheres, the clumps' members (``RUN/sites.pvd``) among them;
 * `read_walls`: ``RUN/walls.csv``, the walls' points and the forces the particles exert on them
   (columns ``step, t``, then ``w<k>_x, w<k>_y, w<k>_z, w<k>_fx, w<k>_fy, w<k>_fz`` for wall ``k``);
 * `read_cell_log`: ``RUN/cell.csv``, a periodic cell's edges, strains and stress
@@ -75,6 +76,25 @@ def read_snapshot(run_dir, time=None, entry=None):
         out["broken"] = _array(polydata.GetCellData(), "broken", run_dir / bonds[step])
         out["bond_force"] = _array(polydata.GetCellData(), "force", run_dir / bonds[step]).reshape(-1, 3)
     return out
+
+
+def snapshot_spheres(run_dir, snapshot):
+    """``(position (k, 3), diameter (k,))`` of every sphere of ``snapshot`` (`read_snapshot`): its
+    particles of positive diameter and, in a run with clumps (`dem.clumps`, whose bodies have no
+    diameter of their own), their member spheres, from ``RUN/sites.pvd`` at the same step."""
+    run_dir = Path(run_dir)
+    keep = snapshot["diameter"] > 0
+    position, diameter = [snapshot["position"][keep]], [snapshot["diameter"][keep]]
+    sites = {entry[0]: entry[2] for entry in read_collection(run_dir / "sites.pvd")}
+    if snapshot["step"] in sites:
+        polydata = _read(run_dir / sites[snapshot["step"]])
+        members = polydata.GetPointData().GetArray("diameter")
+        if members is not None:   # clumps (point sites have none)
+            members = numpy_support.vtk_to_numpy(members)
+            points = numpy_support.vtk_to_numpy(polydata.GetPoints().GetData())
+            position.append(points[members > 0])
+            diameter.append(members[members > 0])
+    return np.concatenate(position), np.concatenate(diameter)
 
 
 def read_cell_log(run_dir):

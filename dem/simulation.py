@@ -35,6 +35,7 @@ from .engine import (
 )
 from .feeding import run_bodies
 from .integrators import SCHEMES
+from .interactions import list_diameters
 
 log = logging.getLogger("dem")
 
@@ -80,7 +81,7 @@ class Simulation:
             self.aux = scheme.aux(state, self.bodies)
             if set(aux) == set(self.aux._fields):  # the same scheme: continue bit for bit
                 self.aux = type(self.aux)(**aux)
-            self.contacts.restore(contacts, self.bodies.diameter, state.cell)
+            self.contacts.restore(contacts, list_diameters(model, self.bodies), state.cell)
 
     def _configure(self, model, state, integrator, dt, observers, parallel):
         """Check and set what every simulation has; returns the scheme."""

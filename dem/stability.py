@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .interactions import INTERACTIONS
+from .interactions import INTERACTIONS, history_width, list_diameters
 
 #: a run whose dt exceeds this fraction of the critical estimate is warned about
 SAFE_FRACTION = 0.25
@@ -62,9 +62,9 @@ def memory_estimate(model, state):
     total += sum(_nbytes(own) for own in state.interactions.values())
     total += n * (5 * 24 + 32)  # state: x, v, Ω, F, τ; the quaternion
     total += n * (24 + 24 + 32)  # lgvi momenta, inverse mass and inertia
-    contact = int(np.count_nonzero(model.diameter > 0))
+    contact = int(np.count_nonzero(list_diameters(model, model) > 0))
     total += contact * 14 * 4 * 1.25 + n * (24 + 8 + 8 + 16 + 4)  # neighbour rows, owner offsets and cells
-    widths = [INTERACTIONS[name].history + INTERACTIONS[name].loads for name in model.interactions]
+    widths = [history_width(name, params) + INTERACTIONS[name].loads for name, params in model.interactions.items()]
     total += contact * 7 * sum(widths) * 8 * 17 / 16
     return int(total)
 

@@ -216,7 +216,7 @@ class SystemBuilder:
         problem = check_sub_models(model.sections["contact"], model.wall_friction)
         if problem:
             raise SceneError(problem)
-        model.skin = max(contact_skin(model.sections["contact"]["skin"], model.diameter),
+        model.skin = max(contact_skin(model.sections["contact"]["skin"], _contact_diameters(model)),
                          jkr_skin(model.sections["contact"], model.diameter))
         _check_cell(model, state.cell)
         _check_clumps(model)
@@ -260,6 +260,13 @@ class SystemBuilder:
                      columns[5], color, parameters)
 
 
+def _contact_diameters(model):
+    """The diameters of the spheres that touch: the bodies', and the clumps' members (`dem.clumps`)."""
+    if not model.has_clumps:
+        return model.diameter
+    return np.concatenate([model.diameter, 2.0 * model.site_radius])
+
+
 def _check_cell(model, cell):
     """Refuse what does not work across periodic faces (`dem.cell`), naming the key."""
     if not cell.any():
@@ -283,8 +290,9 @@ def _check_cell(model, cell):
 
 def _check_clumps(model):
     """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
-    through their members without a word: contacts between particles (clumps with clumps or
-    spheres), mesh walls, adhesive wall contacts. (Plane walls: `dem.interactions.clump_walls`.)"""
+    through their members without a word: sources and outlets, adhesive contact laws, contact
+    sub-steps, mesh walls. (Plane walls: `dem.interactions.clump_walls`; particles:
+    `dem.interactions.clump_contacts`.)"""
     if not model.has_clumps:
         return
     feeding = model.inputs.get("insertion", {})
@@ -293,10 +301,12 @@ def _check_clumps(model):
             raise SceneError(f"{table}.0: sources and outlets do not act with clumps yet (a parked clump's members "
                              f"would keep touching the walls): a scene with clumps has no [[insert]] or [[outlet]]")
     contact = model.sections["contact"]
-    if contact["k_pp"] > 0.0:
-        raise SceneError("contact.k_pp: contacts between clumps, or clumps and spheres, are not implemented yet (their "
-                         "member spheres would pass through one another unseen): a scene with clumps runs with "
-                         "contact.k_pp = 0 (clumps touch plane walls through contact.k_pw)")
+    if contact["k_pp"] > 0.0 and adhesive(contact):
+        raise SceneError(f"contact.normal: clumps touch particles through non-adhesive normal laws only, not yet "
+                         f"'{contact['normal']}'")
+    if contact["k_pp"] > 0.0 and contact["substeps"] > 1:
+        raise SceneError("contact.substeps: the contacts of clumps are not sub-stepped (they run the plain map): set "
+                         "contact.substeps = 1 (or 0) in a scene with clumps")
     if contact["k_pw"] <= 0.0:
         return
     if model.inputs.get("walls", {}).get("meshes"):

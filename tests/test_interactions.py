@@ -30,14 +30,14 @@ from dem.builders.tetra_chain import TETRAHEDRON
 from dem.contacts import restore_history
 from dem.diagnostics import interaction_energies
 from dem.engine import compute_forces, new_contacts
-from dem.interactions import INTERACTIONS, hertz
+from dem.interactions import INTERACTIONS, hertz, list_diameters
 from dem.rotations import quat_from_rotvec, quat_matrix, quat_multiply
 
 SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw")
+SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw", "clump_pp")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
                   "insertion": "test_insertion.py"}
@@ -87,21 +87,36 @@ def spheres_near_walls(rng, wall_friction=None, **contact):
     return system.finish(walls, contact={"k_pw": 30.0, **contact})
 
 
-def clumps_near_walls(rng, wall_friction=None, **contact):
-    """A dimer, a trimer of unequal members and a tetrahedral clump (`dem.clumps`) at random places
-    and orientations among the planes of `spheres_near_walls`, some of their members sunk into
-    them."""
+def three_clumps(rng, extent):
+    """A system with a dimer, a tetrahedral clump and a trimer of unequal members (`dem.clumps`) at
+    random places in the cube ``[0, extent]³`` and random orientations."""
     from dem.clumps import Template, built_in
 
     system = SystemBuilder()
     templates = (built_in("dimer", 0.4, 0.4), built_in("tetrahedron", 0.3, 0.35),
                  Template(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.4, 0.1]]), np.array([0.35, 0.3, 0.25])))
     for template in templates:
-        system.add_clumps(template, rng.uniform(0.0, 0.5, size=(1, 3)), orientation=random_quaternions(rng, 1),
+        system.add_clumps(template, rng.uniform(0.0, extent, size=(1, 3)), orientation=random_quaternions(rng, 1),
                           density=rng.uniform(0.8, 1.5))
+    return system
+
+
+def clumps_near_walls(rng, wall_friction=None, **contact):
+    """`three_clumps` among the planes of `spheres_near_walls`, some of their members sunk into
+    them."""
+    system = three_clumps(rng, 0.5)
     walls = [dict(point=(0.0, 0.0, 0.0), normal=(1.0, 0.0, 0.0), size=0.0),
              dict(point=(0.0, 0.1, 0.0), normal=(0.6, 0.8, 0.0), size=0.0, **(wall_friction or {}))]
     return system.finish(walls, contact={"k_pw": 30.0, **contact})
+
+
+def clumps_touching(rng, **contact):
+    """`three_clumps` and two spheres, close enough that members of different bodies overlap (the
+    members of one clump overlap too, and do not touch)."""
+    system = three_clumps(rng, 0.9)
+    for x in rng.uniform(0.0, 0.9, size=(2, 3)):
+        system.add_body(x, mass=rng.uniform(0.5, 1.5), inertia=rng.uniform(0.05, 0.1), diameter=rng.uniform(0.5, 0.8))
+    return system.finish(contact={"k_pp": 50.0, **contact})
 
 
 def with_springs(name, make, **contact):
@@ -258,6 +273,12 @@ CASES = {
                  "linear_history": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4,
                                                 restitution=0.7, tangential="linear_history",
                                                 tangential_stiffness=500.0)},
+    "clump_pp": {**{normal: with_springs("clump_pp", clumps_touching, friction=0.4, rolling_friction=0.1,
+                                         twisting_friction=0.08, restitution=0.7, **law)
+                    for normal, law in NORMAL_VARIANTS.items()},
+                 "no springs": functools.partial(clumps_touching, restitution=0.7),
+                 "linear_history": with_springs("clump_pp", clumps_touching, friction=0.4, restitution=0.7,
+                                                tangential="linear_history", tangential_stiffness=40.0)},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 
@@ -294,7 +315,7 @@ def run_forces(model, state, springs=None, dt=0.0):
     """Forces of ``model`` at ``state`` (with ``springs``, taking a step ``dt`` of them); returns
     the contact table."""
     contacts = new_contacts(model)
-    contacts.rebuild(state.position, model.diameter, state.cell)
+    contacts.rebuild(state.position, list_diameters(model, model), state.cell)
     if springs is not None:
         set_springs(model, state, contacts, springs)
     return compute_forces(model, state, contacts, dt=dt)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
+from .clump_contacts import CLUMP_PP
 from .clump_walls import CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
@@ -32,9 +33,9 @@ from .walls import WALLS
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, HERTZ_PW, ADHESIVE_PW, CONTACT_PW,
-                        ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE,
-                        WALLS, DEFORMATION, INSERTION, DAMPING)
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, HERTZ_PW, ADHESIVE_PW,
+                        CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
+                        APPLIED_FORCE, WALLS, DEFORMATION, INSERTION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of
@@ -121,6 +122,22 @@ def setup_interactions(model):
     return active
 
 
+def history_width(name, params):
+    """The width of interaction ``name``'s per-contact history with parameters ``params``
+    (`Interaction.history_width`, else `Interaction.history`)."""
+    interaction = INTERACTIONS[name]
+    return interaction.history if interaction.history_width is None else interaction.history_width(params)
+
+
+def list_diameters(model, bodies):
+    """The diameters the neighbour list of ``model`` is built with: an acting interaction's
+    ``list_diameter`` (`Interaction.list_diameter`), else ``bodies.diameter``."""
+    for name, params in model.interactions.items():
+        if INTERACTIONS[name].list_diameter:
+            return params.list_diameter
+    return bodies.diameter
+
+
 def initial_states(model):
     """``{name: state}`` at t = 0 of the active interactions that own time-varying arrays."""
     return {name: INTERACTIONS[name].state(model, params) for name, params in model.interactions.items()
@@ -132,6 +149,7 @@ assert not set(CORE_COLUMNS) - {c for i in INTERACTIONS.values() for c in i.colu
 __all__ = [
     "BOND", "CHUNK", "CORE_COLUMNS", "DRIVEN_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS",
     "ROW",
-    "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "initial_states", "lennard_jones",
+    "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "history_width", "initial_states",
+    "lennard_jones", "list_diameters",
     "ortolan_saccon", "register", "section_keys", "setup_interactions", "unregister",
 ]

@@ -55,19 +55,26 @@ ClumpWallState = namedtuple("ClumpWallState", "dissipated friction wall_key wall
 
 
 @njit(inline="always")
+def member_motion(i, offset, st):
+    """``(arm, position, velocity)`` of the member of body ``i`` at ``offset`` (its centre in the
+    body frame, from the centre of mass): ``R s``, ``x + R s`` and ``v + Ω × R s``."""
+    x, v, omega = st.position[i], st.velocity[i], st.angular_velocity[i]
+    arm = quat_rotate_one(st.orientation[i], (offset[0], offset[1], offset[2]))
+    return arm, (x[0] + arm[0], x[1] + arm[1], x[2] + arm[2]), \
+        (v[0] + (omega[1] * arm[2] - omega[2] * arm[1]), v[1] + (omega[2] * arm[0] - omega[0] * arm[2]),
+         v[2] + (omega[0] * arm[1] - omega[1] * arm[0]))
+
+
+@njit(inline="always")
 def place_members(i, st, p, own):
     """Write the world centres, velocities and arms ``R s_m`` of body ``i``'s members into their
     scratch rows."""
-    x, v, omega = st.position[i], st.velocity[i], st.angular_velocity[i]
     for m in range(p.member_start[i], p.member_start[i + 1]):
-        arm = quat_rotate_one(st.orientation[i], (p.member_offset[m, 0], p.member_offset[m, 1], p.member_offset[m, 2]))
-        own.member_arm[m, 0], own.member_arm[m, 1], own.member_arm[m, 2] = arm[0], arm[1], arm[2]
-        own.member_position[m, 0] = x[0] + arm[0]
-        own.member_position[m, 1] = x[1] + arm[1]
-        own.member_position[m, 2] = x[2] + arm[2]
-        own.member_velocity[m, 0] = v[0] + (omega[1] * arm[2] - omega[2] * arm[1])
-        own.member_velocity[m, 1] = v[1] + (omega[2] * arm[0] - omega[0] * arm[2])
-        own.member_velocity[m, 2] = v[2] + (omega[0] * arm[1] - omega[1] * arm[0])
+        arm, x, v = member_motion(i, p.member_offset[m], st)
+        for c in range(3):
+            own.member_arm[m, c] = arm[c]
+            own.member_position[m, c] = x[c]
+            own.member_velocity[m, c] = v[c]
 
 
 @njit(inline="always")
@@ -192,18 +199,25 @@ def _setup(model):
     contact = model.sections["contact"]
     planes = len(model.wall_normal)
     walls = np.ascontiguousarray(wall_coefficients(model)[:planes])
-    owner = np.repeat(np.arange(model.n_bodies), np.diff(model.site_start))
-    smallest = model.inertia.min(axis=1)[owner]
     radius = model.site_radius
-    turning = ~model.clamped[owner]
-    inertia = np.column_stack([np.where(turning, 1.0 / (smallest + model.mass[owner] * radius * radius), 0.0),
-                               np.where(turning, 1.0 / smallest, 0.0)])
+    inertia = member_inertia(model, np.repeat(np.arange(model.n_bodies), np.diff(model.site_start)), radius)
     return ClumpWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
                            float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
                            float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0,
                            float(contact["rolling_damping"]), walls, planes, 3 if (walls[:, 3] > 0).any() else 0,
                            np.asarray(model.site_start, np.int64), np.ascontiguousarray(model.site_offset),
-                           np.ascontiguousarray(radius, dtype=float), np.ascontiguousarray(inertia))
+                           np.ascontiguousarray(radius, dtype=float), inertia)
+
+
+def member_inertia(model, owner, radius):
+    """``(M, 2)``: the inverse moments ``(1/(J + m r²), 1/J)`` of members of ``radius`` of the
+    bodies ``owner`` for their rolling and twisting dashpots, ``J`` the body's smallest principal
+    moment and ``m`` its mass (0 where the body cannot turn)."""
+    smallest = model.inertia.min(axis=1)[owner]
+    turning = ~model.clamped[owner]
+    return np.ascontiguousarray(np.column_stack([
+        np.where(turning, 1.0 / (smallest + model.mass[owner] * radius * radius), 0.0),
+        np.where(turning, 1.0 / smallest, 0.0)]))
 
 
 def _state(model, params):
@@ -216,7 +230,7 @@ def _state(model, params):
                           np.zeros((count, 3)))
 
 
-def _members(model, state, p):
+def member_bodies(model, state, p):
     """The members as the critical-step estimates read particles: mass, inertia, contact diameter,
     pinned and clamped of their clump, and their velocities; and the owner of each."""
     owner = np.repeat(np.arange(model.n_bodies), np.diff(p.member_start))
@@ -233,7 +247,7 @@ _member_steps = wall_critical_steps("clump member")
 def _critical_step(model, state, p):
     """The particle–wall oscillators of `dem.interactions.wall_contact` on each member, with its
     clump's mass; the body named is the member's clump."""
-    members, moving, owner = _members(model, state, p)
+    members, moving, owner = member_bodies(model, state, p)
     return [(dt, what, int(owner[k])) for dt, what, k in _member_steps(members, moving, p)]
 
 

@@ -142,7 +142,7 @@ def _release(p, xi, theta, reach, r_old, reduced):
 
 
 @njit(inline="always")
-def _pair(i, j, slot, h, horizon, st, bodies, p, history):
+def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
     """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
     F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power, lost, driven)``: whether it
     carries a load, the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the
@@ -263,7 +263,7 @@ def _pair(i, j, slot, h, horizon, st, bodies, p, history):
 
 @njit(cache=True, _nrt=False)
 def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`_pair`); its
+    """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`contact_pair`); its
     share of ``j`` to ``j``'s lower slot, the row's sum of its shares to ``own.upper[i]``; the
     work booked to ``i``. Under the JKR law every listed pair's lower slot is written (zero where
     the pair carries no load): its stretched contacts do not overlap, so the rows cannot tell
@@ -277,8 +277,8 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = _pair(i, j, slot, h, horizon, st, bodies,
-                                                                                p, history)
+            loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, h, horizon, st,
+                                                                                       bodies, p, history)
             slot += 1
             active += on
             booked += work
@@ -353,36 +353,54 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
 
 
 @njit(inline="always")
+def pair_energies(i, j, slot, st, bodies, p, history):
+    """``(touching, normal, adhesion, springs, tangential, rolling, twisting)`` of the pair
+    ``i < j`` (its springs in ``slot``): whether it touches (under the JKR law: is formed), the
+    normal law's Hertz (or Hooke) part and its adhesion's, whether its springs hold, and the
+    tangential, rolling and twisting springs' elastic energies."""
+    position, diameter = st.position, bodies.diameter
+    radius = 0.5 * diameter[i]
+    dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
+    normal = adhesion = tangential = rolling = twisting = 0.0
+    touching = r2 < reach * reach or (beyond_contact(p.law) and history[slot, FORMED] != 0.0)
+    springs = touching and in_contact(r2, reach)
+    if touching:
+        r = np.sqrt(r2)
+        delta = 1.0 - r / reach
+        reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+        if is_adhesive(p.law):
+            normal, adhesion = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[:2]
+        else:
+            normal = normal_law(p.law, delta, p.stiffness, reach)[0]
+        if springs:
+            k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
+            xi, theta = _springs(history, slot)
+            tangential = tangential_energy(p, k_n, xi)
+            k_r, k_tw = rolling_stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
+            rolling = 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
+            twisting = 0.5 * k_tw * theta[3] * theta[3]
+    return touching, normal, adhesion, springs, tangential, rolling, twisting
+
+
+@njit(inline="always")
 def _energies(st, bodies, contacts, p, history):
     """``(normal, adhesion, tangential, rolling, twisting)``: the normal law's Hertz (or Hooke)
     part and its adhesion's, the tangential, rolling and twisting springs' elastic energies over
-    the pairs in contact (each once, from its owner's row; under the JKR law the formed ones)."""
-    position, diameter = st.position, bodies.diameter
+    the pairs in contact (each once, from its owner's row, `pair_energies`)."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     normal = adhesion = tangential = rolling = twisting = 0.0
-    for i in range(position.shape[0]):
-        radius = 0.5 * diameter[i]
+    for i in range(st.position.shape[0]):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            j = index[k]
-            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
-            if r2 < reach * reach or (beyond_contact(p.law) and history[slot, FORMED] != 0.0):
-                r = np.sqrt(r2)
-                delta = 1.0 - r / reach
-                reduced = radius * 0.5 * diameter[j] / (radius + 0.5 * diameter[j])
+            touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(i, index[k], slot, st, bodies, p, history)
+            if touching:
+                normal += u_n
                 if is_adhesive(p.law):
-                    u_hertz, u_adhesion = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[:2]
-                    normal += u_hertz
-                    adhesion += u_adhesion
-                else:
-                    normal += normal_law(p.law, delta, p.stiffness, reach)[0]
-                if in_contact(r2, reach):
-                    k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
-                    xi, theta = _springs(history, slot)
-                    tangential += tangential_energy(p, k_n, xi)
-                    k_r, k_tw = rolling_stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
-                    rolling += 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
-                    twisting += 0.5 * k_tw * theta[3] * theta[3]
+                    adhesion += u_a
+                if springs:
+                    tangential += u_t
+                    rolling += u_r
+                    twisting += u_tw
             slot += 1
     return normal, adhesion, tangential, rolling, twisting
 
@@ -434,7 +452,8 @@ def check_sub_models(contact, wall_friction):
 def _setup(adhesion):
     def setup(model):
         contact = model.sections["contact"]
-        if not carries_springs(contact) or not (model.diameter > 0).any() or adhesive(contact) != adhesion:
+        if not carries_springs(contact) or not (model.diameter > 0).any() or adhesive(contact) != adhesion \
+                or model.has_clumps:  # `dem.interactions.clump_contacts` acts instead
             return None
         fixed = TANGENTIAL_MODELS[contact["tangential"]].fixed(contact)
         return ContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact),

@@ -122,6 +122,12 @@ rows where the run does not use them) that each force evaluation writes before a
 them: they are neither saved in checkpoints nor carried by bodies that move to another rank (each
 rank allocates its own).
 
+An interaction whose history width depends on the model gives ``history_width(params)``, the
+width of its history (``history`` then only says that it keeps one). One whose pairs are not the
+particles' spheres (`dem.interactions.clump_contacts`: clumps, listed by the sphere about their
+centre of mass that holds every member) sets ``list_diameter``: its parameters' ``list_diameter``
+(n,) are the diameters the neighbour list is built with instead of ``bodies.diameter``.
+
 An interaction that replaced others (the particle–wall pipeline, `dem.interactions.wall_contact`)
 may give ``former_state(checkpoint)``: its own-state fields (``{field: array}``, scratch fields
 left out) from the arrays of a checkpoint written while those others acted, or ``{}`` where the
@@ -176,6 +182,8 @@ class Interaction:
     fast_pairs: bool = False
     body: object = None
     former_state: object = None
+    history_width: object = None
+    list_diameter: bool = False
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):

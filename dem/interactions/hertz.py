@@ -619,7 +619,8 @@ def _setup(stiffness_key, needs_walls, adhesion):
         contact = model.sections["contact"]
         stiffness = contact[stiffness_key]
         if stiffness <= 0.0 or not (model.diameter > 0).any() or (needs_walls and "walls" not in model.inputs) \
-                or (not needs_walls and carries_springs(contact)) or adhesive(contact) != adhesion \
+                or (not needs_walls and (carries_springs(contact) or model.has_clumps)) \
+                or adhesive(contact) != adhesion \
                 or (needs_walls and wall_pipeline_acts(model)):  # `dem.interactions.wall_contact` acts instead
             return None
         meshes = bool(needs_walls and model.inputs["walls"]["meshes"])

@@ -1,0 +1,281 @@
+"""Contacts of clumps with clumps and spheres (`CLUMP_PP`; docs/theory.md §3b.11): every member
+sphere of a clump (`dem.clumps`) touches the member spheres of other bodies as a particle
+touches particles, through the sub-models of the particle–particle pipeline
+`dem.interactions.contact` (its pair kernel: the normal law and its dashpot of
+`dem.interactions.hertz`, the Mindlin spring of `dem.interactions.friction`, the rolling and
+twisting springs of `dem.interactions.rolling`), called on the members. It acts in a scene with
+clumps and ``k_pp`` > 0, for every pair of bodies that can touch, in place of ``hertz_pp`` and
+``contact_pp``: a sphere is a body of one member (its own centre, radius and spin), so sphere
+pairs go through the same kernel and clumps and spheres mix.
+
+The pairs are those of bodies: the neighbour list (`dem.contacts`) lists a clump by the sphere
+about its centre of mass that holds every member (``list_diameter``: ``2 max_m (|s_m| + r_m)``,
+the same whatever the clump's orientation, so the list stays valid while no centre has moved
+more than half the skin, as for spheres). Members of one body are never paired: a clump does not
+touch itself. Each body pair ``i < j`` (its owner ``i``) keeps the springs of every member pair in
+its history slot, ``SPRINGS`` columns for the members ``(a, b)`` at ``(a · most + b) · SPRINGS``
+(``most``: the most members of a body), so that the springs of a member pair travel with their
+body pair's key across neighbour rebuilds and restarts.
+
+One force evaluation makes the two passes of `dem.interactions.contact`:
+
+1. the update, row ``i`` over its pairs ``j > i``: the members of ``i`` and then of ``j`` are put
+   where their bodies are (`dem.interactions.clump_walls.member_motion`: the member ``m`` at ``x +
+   R s_m`` moving at ``v + Ω × R s_m``, spinning at ``Ω``) in scratch rows of row ``i``'s own; each
+   member pair ``(a, b)``, in member order, is the contact pipeline's pair
+   (`dem.interactions.contact.contact_pair`) on them, whose force ``f`` acts on ``i`` at ``a``'s contact
+   point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body ``j`` gets ``−f`` and ``τ_b +
+   R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the pair's moments about the
+   member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
+   pairs) goes to ``j``'s lower slot, written for every listed pair (zero where none touches).
+2. the rows: each body adds its lower slots (pairs ``j < i``, row order) to the update's sum.
+
+Every sum is in a fixed order (row order, member order), and each place is written by one row,
+so the result does not depend on the thread count.
+
+The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
+as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
+spheres of their clumps' masses. The contacts are not sub-stepped (the plain map: `dem.system`
+refuses ``contact.substeps > 1`` with clumps). Not yet: adhesive normal laws, periodic cells,
+MPI (refused where the scene is read).
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .clump_walls import member_bodies, member_inertia, member_motion
+from .contact import (
+    CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, lower_slot, pair_energies, upper_entries,
+)
+from .contract import ROW, Interaction, MPIError
+from .friction import TANGENTIAL_MODELS, stiffness_ratio
+from .hertz import normal_code, normal_damping
+
+#: the pipeline's parameters, as `dem.interactions.contact.ContactParams` names them (``law``,
+#: ``stiffness``, ``damping``, ``substeps``, ``work``, ``ratio``, ``fixed``, ``friction``, ``rolling``,
+#: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
+#: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
+#: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``, where the
+#: scratch columns begin) and ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop
+#: takes no named tuple nested in its arguments)
+ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping substeps work ratio fixed friction "
+                                                      "rolling twisting rolling_damping member_inertia member_start "
+                                                      "member_offset member_radius most width list_diameter")
+#: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
+#: ``upper (n, LOADS)`` what the update summed over the row's pairs ``j > i``, and the row's
+#: scratch of ``2 most`` members (its own, then a partner's): ``position``, ``velocity``, ``spin``,
+#: ``arm`` (n, 2 most, 3), ``diameter``, ``inverse_mass`` (n, 2 most), ``inertia`` (n, 2 most, 2)
+ClumpContactState = namedtuple("ClumpContactState", "dissipated friction upper position velocity spin arm diameter "
+                                                    "inverse_mass inertia")
+#: what `dem.interactions.contact.contact_pair` reads of the bodies, here of a row's scratch members
+MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
+MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
+
+
+@njit(inline="always")
+def _place(body, first, st, bodies, p, own, row):
+    """Put body ``body``'s members in row ``row``'s scratch from ``first`` on; returns their
+    number."""
+    start = p.member_start[body]
+    count = p.member_start[body + 1] - start
+    for k in range(count):
+        m = start + k
+        arm, x, v = member_motion(body, p.member_offset[m], st)
+        s = first + k
+        for c in range(3):
+            own.arm[row, s, c] = arm[c]
+            own.position[row, s, c] = x[c]
+            own.velocity[row, s, c] = v[c]
+            own.spin[row, s, c] = st.angular_velocity[body, c]
+        own.diameter[row, s] = 2.0 * p.member_radius[m]
+        own.inverse_mass[row, s] = bodies.inverse_mass[body]
+        own.inertia[row, s, 0] = p.member_inertia[m, 0]
+        own.inertia[row, s, 1] = p.member_inertia[m, 1]
+    return count
+
+
+@njit(inline="always")
+def _views(st, p, own, row):
+    """Row ``row``'s scratch members as `dem.interactions.contact.contact_pair` reads bodies: their
+    state, their diameters and inverse masses, and the pipeline's parameters with their inverse
+    moments."""
+    members = MemberState(own.position[row], own.velocity[row], own.spin[row], st.cell)
+    return members, MemberBodies(own.diameter[row], own.inverse_mass[row]), \
+        ContactParams(p.law, p.stiffness, p.damping, p.substeps, p.work, p.ratio, p.fixed, p.friction, p.rolling,
+                      p.twisting, p.rolling_damping, own.inertia[row], p.width)
+
+
+@njit(cache=True)
+def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+    """Pass 1 over the rows ``lo ≤ i < hi``: each body pair ``j > i`` of the row once, member
+    pair by member pair (`dem.interactions.contact.contact_pair`); the share of ``j`` to ``j``'s
+    lower slot, the row's sum of its shares to ``own.upper[i]``; the work booked to ``i``."""
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    most, loads = p.most, p.width
+    for i in range(lo, hi):
+        fx = fy = fz = tx = ty = tz = booked = power = 0.0
+        count = _place(i, 0, st, bodies, p, own, i)
+        placed, placed_bodies, pm = _views(st, p, own, i)
+        arm = own.arm[i]
+        slot = owner_start[i]
+        for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
+            j = index[k]
+            partners = _place(j, most, st, bodies, p, own, i)
+            gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
+            for a in range(count):
+                for b in range(partners):
+                    base = (a * most + b) * SPRINGS
+                    loaded, f, ti, tj, _, _, work, dissipation, _, _ = contact_pair(
+                        a, most + b, 0, h, -1.0, placed, placed_bodies, pm,
+                        history[slot:slot + 1, base:base + SPRINGS])
+                    booked += work
+                    if not loaded:
+                        continue
+                    power += dissipation
+                    s, t = arm[a], arm[most + b]
+                    gx, gy, gz = gx + f[0], gy + f[1], gz + f[2]
+                    ax += ti[0] + (s[1] * f[2] - s[2] * f[1])
+                    ay += ti[1] + (s[2] * f[0] - s[0] * f[2])
+                    az += ti[2] + (s[0] * f[1] - s[1] * f[0])
+                    bx += tj[0] - (t[1] * f[2] - t[2] * f[1])
+                    by += tj[1] - (t[2] * f[0] - t[0] * f[2])
+                    bz += tj[2] - (t[0] * f[1] - t[1] * f[0])
+            slot += 1
+            fx, fy, fz, tx, ty, tz = fx + gx, fy + gy, fz + gz, tx + ax, ty + ay, tz + az
+            lower = lower_slot(contacts, i, j)
+            history[lower, loads], history[lower, loads + 1], history[lower, loads + 2] = -gx, -gy, -gz
+            history[lower, loads + 3], history[lower, loads + 4], history[lower, loads + 5] = bx, by, bz
+        upper = own.upper
+        upper[i, 0], upper[i, 1], upper[i, 2], upper[i, 3], upper[i, 4], upper[i, 5] = fx, fy, fz, tx, ty, tz
+        own.friction[i] += booked
+        own.dissipated[i] += h * power
+
+
+@njit(inline="always")
+def clump_pp_forces(i, h, st, bodies, contacts, p, own, history):
+    """Pass 2, body ``i``: its pairs ``j < i`` from its lower slots (row order), then the update's
+    sum over its pairs ``j > i``."""
+    start, owner_start, loads = contacts.start, contacts.owner_start, p.width
+    fx = fy = fz = tx = ty = tz = 0.0
+    for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
+        slot = k - owner_start[i]
+        fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
+        tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
+    upper = own.upper
+    return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
+
+
+@njit(cache=True)
+def clump_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's and
+    the springs' elastic energies over the touching member pairs (`dem.interactions.contact.
+    pair_energies`, the members placed anew in scratch of this kernel's own) and the booked
+    work."""
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    most = p.most
+    rows = 2 * most
+    view = ClumpContactState(own.dissipated, own.friction, own.upper, np.zeros((1, rows, 3)), np.zeros((1, rows, 3)),
+                             np.zeros((1, rows, 3)), np.zeros((1, rows, 3)), np.zeros((1, rows)),
+                             np.zeros((1, rows)), np.zeros((1, rows, 2)))
+    normal = tangential = rolling = twisting = 0.0
+    for i in range(st.position.shape[0]):
+        count = _place(i, 0, st, bodies, p, view, 0)
+        placed, placed_bodies, pm = _views(st, p, view, 0)
+        slot = owner_start[i]
+        for k in range(upper_entries(contacts, i), start[i + 1]):
+            partners = _place(index[k], most, st, bodies, p, view, 0)
+            for a in range(count):
+                for b in range(partners):
+                    base = (a * most + b) * SPRINGS
+                    touching, u_n, _, springs, u_t, u_r, u_tw = pair_energies(
+                        a, most + b, 0, placed, placed_bodies, pm, history[slot:slot + 1, base:base + SPRINGS])
+                    if touching:
+                        normal += u_n
+                        if springs:
+                            tangential += u_t
+                            rolling += u_r
+                            twisting += u_tw
+            slot += 1
+    return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+
+
+def clump_contacts_act(model):
+    """Whether clumps touch other bodies in ``model``: clumps and ``k_pp`` > 0."""
+    return bool(model.has_clumps and model.sections["contact"]["k_pp"] > 0.0)
+
+
+def member_sites(model):
+    """``(member_start (n + 1), member_offset (M, 3), member_radius (M,))``: each clump's member
+    spheres (its sites of positive radius), each other body of positive diameter as one member
+    at its centre, and no member for the rest."""
+    counts, offsets, radii = [], [], []
+    for i in range(model.n_bodies):
+        sites = slice(model.site_start[i], model.site_start[i + 1])
+        radius = model.site_radius[sites]
+        if (radius > 0).any():
+            keep = radius > 0
+            offsets.append(model.site_offset[sites][keep])
+            radii.append(radius[keep])
+        elif model.diameter[i] > 0:
+            offsets.append(np.zeros((1, 3)))
+            radii.append(np.array([0.5 * model.diameter[i]]))
+        else:
+            offsets.append(np.zeros((0, 3)))
+            radii.append(np.zeros(0))
+        counts.append(len(radii[-1]))
+    start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return start, np.ascontiguousarray(np.concatenate(offsets), float), \
+        np.ascontiguousarray(np.concatenate(radii), float)
+
+
+def _setup(model):
+    if not clump_contacts_act(model):
+        return None
+    contact = model.sections["contact"]
+    start, offset, radius = member_sites(model)
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
+    most = int(np.diff(start).max())
+    reach = np.zeros(model.n_bodies)
+    np.maximum.at(reach, owner, np.linalg.norm(offset, axis=1) + radius)
+    width = most * most * SPRINGS
+    return ClumpContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact), 1,
+                              float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
+                              TANGENTIAL_MODELS[contact["tangential"]].fixed(contact), float(contact["friction"]),
+                              float(contact["rolling_friction"]), float(contact["twisting_friction"]),
+                              float(contact["rolling_damping"]), member_inertia(model, owner, radius), start, offset,
+                              radius, most, width, 2.0 * reach)
+
+
+def _state(model, params):
+    n, rows = model.n_bodies, 2 * params.most
+    vectors = [np.zeros((n, rows, 3)) for _ in range(4)]
+    return ClumpContactState(np.zeros(n), np.zeros(n), np.zeros((n, LOADS)), *vectors, np.zeros((n, rows)),
+                             np.zeros((n, rows)), np.zeros((n, rows, 2)))
+
+
+def _critical_step(model, state, p):
+    """The particle–particle oscillators of `dem.interactions.contact` on each member, with its
+    body's mass; the body named is the member's."""
+    members, moving, owner = member_bodies(model, state, p)
+    return [(dt, what, int(owner[k])) for dt, what, k in CONTACT_PP.critical_step(members, moving, p)]
+
+
+def _localize(params, part):
+    raise MPIError("clumps touching particles do not run on several processes yet (their members' springs are kept "
+                   "by body pairs that the ranks do not share): run without mpiexec")
+
+
+CLUMP_PP = Interaction(
+    name="clump_pp", kind=ROW,
+    doc="Clumps against clumps and spheres: every member sphere touches the other bodies' members through the "
+        "particle–particle contact pipeline (normal law, damping, friction, rolling, twisting); the forces act at the "
+        "contact points.",
+    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
+    keys=CONTACT_PP.keys, setup=_setup, state=_state, forces=clump_pp_forces, energy=clump_pp_energy, neighbors=True,
+    history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
+    history_width=lambda p: p.width, list_diameter=True,
+    scratch_state=("upper", "position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"),
+)
