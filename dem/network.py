@@ -173,7 +173,7 @@ def pair_loads(table, position, diameter, held, cell):
 def put_pair_loads(table, keys, values):
     """Put `pair_loads`' ``values`` back at their pairs' slots in ``table``."""
     history = table.histories[pipeline_name(table.histories)]
-    _put_held_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
+    _put_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
 
 
 def separation(state, first, second):
