@@ -7,8 +7,11 @@ force evaluation, neither saved nor carried across a rebuild).
 Storage, O(N): the list is full (each pair appears in both rows, so force rows stay
 independent), but a pair ``(a, b)`` with ``a < b`` is *owned* by row ``a`` and its history is
 stored once, in slot ``owner_start[a] + m`` where ``m`` counts the entries of row ``a`` that are
-greater than ``a`` and come before ``b`` (`pair_slot`). Rows are never reordered, so scenes
-without history sum their contacts exactly as before.
+greater than ``a`` and come before ``b`` (`pair_slot`). The same pair is a *lower* entry of row
+``b``; after the rows, the index array keeps for each lower entry the owner slot of its pair
+(`owner_offsets`, `owner_slot`), so that row ``b`` finds what its pairs' owners left for it
+without a search. Rows are never reordered, so scenes without history sum their contacts
+exactly as before.
 
 Rules (what an interaction's ``update`` kernel and the rebuild guarantee):
 
@@ -61,14 +64,41 @@ def contact_skin(skin, diameter):
 
 @njit(cache=True)
 def owner_offsets(start, index, owner_start):
-    """``owner_start[i]``: owner entries (``j > i``) in the rows before ``i``."""
+    """``owner_start[i]``: owner entries (``j > i``) in the rows before ``i``; and after the rows
+    in ``index`` (`dem.neighbors` leaves room there), the owner slot of each *lower* entry (an
+    entry ``i`` in row ``j``, ``i < j``, numbered as the owner slots are: ``k − owner_start[j]``
+    for its position ``k`` in ``index``; `owner_slot`). The rows are sorted and the list is full,
+    so row ``j``'s lower entries are the rows ``i < j`` that list ``j``, in ascending order: one
+    sweep of the owner entries in slot order fills them, each row's from its first."""
+    n = start.shape[0] - 1
     owner_start[0] = 0
-    for i in range(start.shape[0] - 1):
+    for i in range(n):
         count = 0
         for k in range(start[i], start[i + 1]):
             if index[k] > i:
                 count += 1
         owner_start[i + 1] = owner_start[i] + count
+    tail = start[n]
+    if 2 * owner_start[n] != tail or tail + owner_start[n] > index.shape[0]:
+        raise ValueError("neighbour list: not full, or no room after the rows for the owner slots")
+    cursor = np.empty(n, np.int64)  # each row's next lower entry
+    for j in range(n):
+        cursor[j] = tail + start[j] - owner_start[j]
+    slot = 0
+    for i in range(n):
+        for k in range(start[i], start[i + 1]):
+            j = index[k]
+            if j > i:
+                index[cursor[j]] = slot
+                cursor[j] += 1
+                slot += 1
+
+
+@njit(inline="always")
+def owner_slot(contacts, lower):
+    """The owner slot (history row) of the pair at lower slot ``lower`` (`owner_offsets`), from
+    `Contacts`."""
+    return contacts.neighbors[contacts.start[contacts.start.shape[0] - 1] + lower]
 
 
 @njit(inline="always")

@@ -23,6 +23,7 @@ cell's rows (`dem.neighbors._scan_row_tilted`) are not built here (`dem.gpu.prob
 import numpy as np
 
 from .cell import record_build
+from .contacts import pair_slot
 from .device import cuda as _cuda, simulated, to_device, to_host
 from .neighbors import (
     N_BUILDS, N_ENTRIES, bounds, cell_of, grid_of_bounds, scan_row, sort_row, takes_part, whole_grid,
@@ -158,6 +159,19 @@ def _owner_counts(start_, index_, owner_start_):
 
 
 @cuda.jit(cache=True)
+def _lower_owners(start_, index_, owner_start_):
+    """After the rows, each lower entry's owner slot (as `dem.contacts.owner_offsets` leaves
+    it): row ``j`` finds each of its partners ``i < j`` in ``i``'s row (`dem.contacts.pair_slot`)."""
+    start, index, owner_start = start_[0], index_[0], owner_start_[0]
+    j = cuda.grid(1)
+    n = start.shape[0] - 1
+    if j < n:
+        tail = start[n]
+        for k in range(start[j], start[j + 1] - (owner_start[j + 1] - owner_start[j])):  # the entries i < j
+            index[tail + k - owner_start[j]] = pair_slot(start, index, owner_start, index[k], j)
+
+
+@cuda.jit(cache=True)
 def _carry(width, start_, index_, owner_start_, old_start_, old_index_, old_owner_start_, old_, new_):
     start, index, owner_start = start_[0], index_[0], owner_start_[0]
     old_start, old_index, old_owner_start, old, new = (old_start_[0], old_index_[0], old_owner_start_[0], old_[0],
@@ -239,7 +253,8 @@ def build(position, diameter, table, index, histories, widths, cell):
                             (cell,))
     inclusive_scan(table.start)
     entries = _first(table.start, n)
-    fresh = _empty(index.shape[0] if entries <= index.shape[0] else entries + entries // 16 + 16, np.int32)
+    need = entries + entries // 2  # the rows, then room for the owner slots (`dem.contacts.owner_offsets`)
+    fresh = _empty(index.shape[0] if need <= index.shape[0] else need + need // 16 + 16, np.int32)
     _fill_rows[_blocks(n)](bodies, table.skin, grid, (cell_start,), (cell_particles,), (table.start,), (fresh,),
                            (cell,), (table.reference_position,))
     _finish[1, 1]((table.counters,), (table.start,))
@@ -248,6 +263,7 @@ def build(position, diameter, table, index, histories, widths, cell):
         _owner_counts[_blocks(n)]((table.start,), (fresh,), (table.owner_start,))
         inclusive_scan(table.owner_start)
         slots = _first(table.owner_start, n)
+        _lower_owners[_blocks(n)]((table.start,), (fresh,), (table.owner_start,))
     for name, history in histories.items():
         rows = history.shape[0] if slots <= history.shape[0] else slots + slots // 16 + 16
         carried[name] = _empty((rows, history.shape[1]), np.float64)

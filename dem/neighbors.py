@@ -15,7 +15,9 @@ distances are those of the nearest image.
 
 Cell arrays are allocated once (at most ``2N + 8`` cells); the row storage has a capacity and a
 build that needs more grows it (rarely, inside compiled code), so callers take the arrays back
-from every update. ``counters`` holds ``[n_entries, n_builds]``.
+from every update. Its capacity leaves room after the rows for half as many entries again: the
+contact table keeps there, for each pair's entry in its higher row, the pair's history slot
+(`dem.contacts.owner_offsets`). ``counters`` holds ``[n_entries, n_builds]``.
 """
 
 import numpy as np
@@ -364,8 +366,9 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
         if fill:
             for i in range(n):
                 start[i + 1] += start[i]
-            if start[n] > index.shape[0]:
-                index = np.empty(start[n] + start[n] // 16 + 16, np.int32)  # np.empty: no parallel fill
+            need = start[n] + start[n] // 2  # the rows, then room for the owner slots (`dem.contacts`)
+            if need > index.shape[0]:
+                index = np.empty(need + need // 16 + 16, np.int32)  # np.empty: no parallel fill
         if parallel:
             for chunk in prange((n + CHUNK - 1) // CHUNK):
                 _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,

@@ -10,8 +10,8 @@ feels its negative), from the last force evaluation:
 
 * where `dem.interactions.contact`'s ``contact_pp`` acts (friction or rolling resistance; or
   ``adhesive_pp``, under an adhesive normal law), its update pass has left the force on ``j`` in
-  the scratch columns of its history, at the pair's lower slot
-  (`dem.interactions.contact.lower_slot`); it is read from there, so that it holds everything the
+  the scratch columns of its history, at the pair's slot (`dem.contacts.pair_slot`); it is
+  read from there, so that it holds everything the
   pipeline added (the normal law, its damping, the friction spring and its dashpot) exactly as
   the particles received it (a JKR contact stretched apart, ``r ≥ R_i + R_j``, is not listed);
 * where `dem.interactions.hertz`'s ``hertz_pp`` acts alone (frictionless), the normal force is
@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from .cell import cell_image, image_velocity
-from .interactions.contact import LOADS, lower_slot, upper_entries
+from .contacts import pair_slot
+from .interactions.contact import LOADS
 from .interactions.hertz import normal_damped, pair_overlap
 from .interactions.normal import contact_scales, normal_law
 
@@ -79,10 +80,10 @@ def _touching(contacts, position, diameter, cell):
 def _stored_forces(contacts, first, second, history, width):
     """The force on ``first[m]`` of each pair: minus the force on ``second[m]`` that
     ``contact_pp``'s update left in the columns ``width:width + 3`` of ``history`` at the pair's
-    lower slot."""
+    slot."""
     force = np.empty((first.shape[0], 3))
     for m in range(first.shape[0]):
-        slot = lower_slot(contacts, first[m], second[m])
+        slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, first[m], second[m])
         for c in range(3):
             force[m, c] = -history[slot, width + c]
     return force
@@ -122,31 +123,34 @@ def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
 
 
 @njit(cache=True)
-def _lower_loads(contacts, position, diameter, history, width, held, cell):
+def _held_loads(contacts, position, diameter, history, width, held, cell):
     """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
-    ``j`` and the scratch columns of their lower slots (``history[:, width:]``)."""
+    ``j`` and the scratch columns of their slots (``history[:, width:]``)."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
     m = 0
-    for b in range(position.shape[0]):
-        if not held[b]:
-            continue
-        for k in range(start[b], upper_entries(contacts, b)):  # the partners a < b: b's lower slots
-            a = index[k]
-            r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter, cell)[3:]
-            if r2 < reach * reach:
-                keys[m, 0], keys[m, 1] = a, b
-                for c in range(LOADS):
-                    values[m, c] = history[k - owner_start[b], width + c]
-                m += 1
+    for a in range(position.shape[0]):
+        slot = owner_start[a]
+        for k in range(start[a], start[a + 1]):
+            b = index[k]
+            if b < a:
+                continue
+            if held[b]:
+                r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter, cell)[3:]
+                if r2 < reach * reach:
+                    keys[m, 0], keys[m, 1] = a, b
+                    for c in range(LOADS):
+                        values[m, c] = history[slot, width + c]
+                    m += 1
+            slot += 1
     return keys[:m].copy(), values[:m].copy()
 
 
 @njit(cache=True)
-def _put_lower_loads(contacts, keys, values, history, width):
-    """``values`` (`_lower_loads`'s) into the scratch columns of their pairs' lower slots."""
+def _put_loads(contacts, keys, values, history, width):
+    """``values`` (`_held_loads`'s) into the scratch columns of their pairs' slots."""
     for m in range(keys.shape[0]):
-        slot = lower_slot(contacts, keys[m, 0], keys[m, 1])
+        slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, keys[m, 0], keys[m, 1])
         for c in range(LOADS):
             history[slot, width + c] = values[m, c]
 
@@ -161,15 +165,15 @@ def pair_loads(table, position, diameter, held, cell):
     """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
     body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
     whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
-    ranks hold the loads of their own bodies' lower slots)."""
+    ranks hold the loads of the pairs of their own bodies, in their owners' rows)."""
     history = table.histories[pipeline_name(table.histories)]
-    return _lower_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held, cell)
+    return _held_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held, cell)
 
 
 def put_pair_loads(table, keys, values):
-    """Put `pair_loads`' ``values`` back at their pairs' lower slots in ``table``."""
+    """Put `pair_loads`' ``values`` back at their pairs' slots in ``table``."""
     history = table.histories[pipeline_name(table.histories)]
-    _put_lower_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
+    _put_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
 
 
 def separation(state, first, second):

@@ -156,3 +156,25 @@ def test_history_is_independent_of_the_thread_count(probe):
     assert len(histories) > 1000  # many live contacts
     for other_position, other_histories in others:
         assert np.array_equal(position, other_position) and histories == other_histories
+
+
+def test_each_lower_entry_knows_its_pairs_slot():
+    """After the rows, the index array holds for each lower entry (``i`` in row ``j > i``) the
+    slot of the pair ``(i, j)``, the one `pair_slot` finds in row ``i``: after a first build, a
+    build that grows the list and one that shrinks it, in a periodic box too."""
+    from dem.cell import box_cell
+    from dem.contacts import ContactTable, pair_slot
+
+    rng = np.random.default_rng(3)
+    for period in (0.0, 6.0):
+        contacts = ContactTable(400, 0.2, {"probe": 2})
+        cell = box_cell((period, period, period))
+        for spread in (6.0, 4.0, 7.0):
+            position = rng.uniform(0.0, spread, (400, 3))
+            contacts.rebuild(position, np.full(400, 0.5), cell)
+            start, index, owner_start = contacts.start, contacts.index, contacts.owner_start
+            lower = [(i, j, k - owner_start[j]) for j in range(400) for k in range(start[j], start[j + 1])
+                     if (i := index[k]) < j]
+            assert len(lower) == owner_start[-1] > 0
+            tail = index[start[-1]:start[-1] + owner_start[-1]]
+            assert [tail[m] for _, _, m in lower] == [pair_slot(start, index, owner_start, i, j) for i, j, _ in lower]

@@ -27,8 +27,9 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body ``j`` gets ``−f`` and ``τ_b +
    R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the pair's moments about the
    member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
-   pairs) goes to ``j``'s lower slot, written for every listed pair (zero where none touches).
-2. the rows: each body adds its lower slots (pairs ``j < i``, row order) to the update's sum.
+   pairs) goes to the scratch columns of the pair's own slot, written for every listed pair
+   (zero where none touches).
+2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum.
 
 Every sum is in a fixed order (row order, member order), and each place is written by one row,
 so the result does not depend on the thread count.
@@ -45,9 +46,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..contacts import owner_slot
 from .clump_walls import member_bodies, member_inertia, member_motion
 from .contact import (
-    CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, lower_slot, pair_energies, upper_entries,
+    CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, pair_energies, upper_entries,
 )
 from .contract import ROW, Interaction, MPIError
 from .friction import TANGENTIAL_MODELS, stiffness_ratio
@@ -111,8 +113,9 @@ def _views(st, p, own, row):
 @njit(cache=True)
 def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Pass 1 over the rows ``lo ≤ i < hi``: each body pair ``j > i`` of the row once, member
-    pair by member pair (`dem.interactions.contact.contact_pair`); the share of ``j`` to ``j``'s
-    lower slot, the row's sum of its shares to ``own.upper[i]``; the work booked to ``i``."""
+    pair by member pair (`dem.interactions.contact.contact_pair`); the share of ``j`` to the
+    scratch columns of the pair's own slot, the row's sum of its shares to ``own.upper[i]``; the
+    work booked to ``i``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     most, loads = p.most, p.width
     for i in range(lo, hi):
@@ -143,11 +146,10 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
                     bx += tj[0] - (t[1] * f[2] - t[2] * f[1])
                     by += tj[1] - (t[2] * f[0] - t[0] * f[2])
                     bz += tj[2] - (t[0] * f[1] - t[1] * f[0])
-            slot += 1
             fx, fy, fz, tx, ty, tz = fx + gx, fy + gy, fz + gz, tx + ax, ty + ay, tz + az
-            lower = lower_slot(contacts, i, j)
-            history[lower, loads], history[lower, loads + 1], history[lower, loads + 2] = -gx, -gy, -gz
-            history[lower, loads + 3], history[lower, loads + 4], history[lower, loads + 5] = bx, by, bz
+            history[slot, loads], history[slot, loads + 1], history[slot, loads + 2] = -gx, -gy, -gz
+            history[slot, loads + 3], history[slot, loads + 4], history[slot, loads + 5] = bx, by, bz
+            slot += 1
         upper = own.upper
         upper[i, 0], upper[i, 1], upper[i, 2], upper[i, 3], upper[i, 4], upper[i, 5] = fx, fy, fz, tx, ty, tz
         own.friction[i] += booked
@@ -156,12 +158,12 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 
 @njit(inline="always")
 def clump_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Pass 2, body ``i``: its pairs ``j < i`` from its lower slots (row order), then the update's
-    sum over its pairs ``j > i``."""
+    """Pass 2, body ``i``: the shares its pairs ``j < i`` left at their slots (row order,
+    `dem.contacts.owner_slot`), then the update's sum over its pairs ``j > i``."""
     start, owner_start, loads = contacts.start, contacts.owner_start, p.width
     fx = fy = fz = tx = ty = tz = 0.0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
-        slot = k - owner_start[i]
+        slot = owner_slot(contacts, k - owner_start[i])
         fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
         tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
     upper = own.upper

@@ -19,19 +19,18 @@ in the global order):
 1. the update, over each row ``i``'s entries ``j > i`` (its owner slots): for a pair whose
    spheres touch (or whose springs are stored), the springs take the step (`friction`,
    `rolling`), then the pair's force and moments are computed once; the owner adds its share to
-   its row's sum (in row order) and writes the share of ``j`` into ``j``'s *lower slot* of the
-   pair (the scratch columns of the history array, `LOADS`, at the entry of ``i`` in ``j``'s
-   sorted row: `lower_slot`). Each lower slot is written by one pair only, and each row's sum by
-   its own row, so chunks never write the same place. The owner books the pair's work (its
-   friction and all its damping power).
-2. the rows: each particle adds its pairs ``j < i`` from its lower slots (the first entries of
-   its sorted row, read in order) to what the update summed for ``j > i``.
+   its row's sum (in row order) and writes the share of ``j`` into the scratch columns of the
+   pair's own slot (`LOADS`; zero where the pair carries no load). Each slot is written by its
+   own row, so chunks never write the same place. The owner books the pair's work (its friction
+   and all its damping power).
+2. the rows: each particle adds the shares of its pairs ``j < i`` (its lower entries, in row
+   order; their slots come from the table, `dem.contacts.owner_slot`, without a search and
+   without the pair's geometry) to what the update summed for ``j > i``.
 
-Each row reads its positions and those of its neighbours but the history of its own pairs only,
-in slot order; the pair arithmetic is done once (the rows of ``hertz_pp``, friction and
-rolling each used to compute every pair from both sides and to read the other row's history).
-The force on a particle is then ``Σ_{j<i} + Σ_{j>i}``, each sum in row order: a fixed order,
-though not the order of one sum over the row.
+The update reads and writes the history of its own pairs only, in slot order (one stream); the
+pair arithmetic is done once. The force on a particle is then ``Σ_{j<i} + Σ_{j>i}``, each sum
+in row order: a fixed order, though not the order of one sum over the row (a pair that carries
+no load adds an exact zero).
 
 Contact sub-stepping (`dem.integrators.respa`): the elastic normal force is the fast force; the
 rows leave its sum and the count of active contacts as ``hertz_pp``'s do (``fast_pairs``,
@@ -45,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from ..cell import deforming, image_velocity
+from ..contacts import owner_slot
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, TANGENTIAL_MODELS, carry, damped, dashpot, friction_critical_step, lever, norm_squared,
@@ -82,7 +82,7 @@ ContactState = namedtuple("ContactState", "dissipated friction active fast mean 
 SPRINGS = 7
 #: under an adhesive law (`ADHESIVE_PP`) a column more: whether the pair's JKR contact is formed
 FORMED = SPRINGS
-#: scratch columns: the force and moment of a pair on its second body, at that body's lower slot
+#: scratch columns: the force and moment of a pair on its second body, at the pair's own slot
 LOADS = 6
 #: the update's sums of a row's pairs j > i: force (3), moment (3), and with contact sub-steps the elastic
 #: normal force (3) and the active contacts
@@ -94,23 +94,6 @@ def upper_entries(contacts, i):
     """Where row ``i``'s partners ``j > i`` begin (its sorted row: ``j < i`` before, ``j > i`` from
     there to the row's end)."""
     return contacts.start[i + 1] - (contacts.owner_start[i + 1] - contacts.owner_start[i])
-
-
-@njit(inline="always")
-def lower_slot(contacts, i, j):
-    """The lower slot of the pair ``i < j``: its entry ``k`` in ``j``'s sorted row, less
-    ``owner_start[j]`` (the rows' entries below their own index, numbered row by row; there are
-    as many as owner slots). Found by bisection among the first entries of the row."""
-    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
-    lo = start[j]
-    hi = upper_entries(contacts, j)  # the entries below j end here
-    while hi - lo > 1:
-        middle = (lo + hi) // 2
-        if index[middle] <= i:
-            lo = middle
-        else:
-            hi = middle
-    return lo - owner_start[j]
 
 
 @njit(inline="always")
@@ -263,11 +246,10 @@ def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
 
 @njit(cache=True, _nrt=False)
 def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`contact_pair`); its
-    share of ``j`` to ``j``'s lower slot, the row's sum of its shares to ``own.upper[i]``; the
-    work booked to ``i``. Under the JKR law every listed pair's lower slot is written (zero where
-    the pair carries no load): its stretched contacts do not overlap, so the rows cannot tell
-    them by the overlap."""
+    """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`contact_pair`);
+    its share of ``j`` to the scratch columns of the pair's own slot (zero where the pair carries
+    no load, so that ``j``'s row may add every one), the row's sum of its shares to
+    ``own.upper[i]``; the work booked to ``i``."""
     start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     horizon = 2.0 * h if p.substeps > 1 else -1.0
     loads = p.loads
@@ -279,28 +261,25 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             j = index[k]
             loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, h, horizon, st,
                                                                                        bodies, p, history)
-            slot += 1
             active += on
             booked += work
             lost += snapped
             driven += taken
-            if not loaded:
-                if beyond_contact(p.law):
-                    lower = lower_slot(contacts, i, j)
-                    for c in range(LOADS):
-                        history[lower, loads + c] = 0.0
-                continue
-            power += dissipation
-            fx, fy, fz = fx + f[0], fy + f[1], fz + f[2]
-            tx, ty, tz = tx + ti[0], ty + ti[1], tz + ti[2]
-            ex, ey, ez = ex + e[0], ey + e[1], ez + e[2]
-            lower = lower_slot(contacts, i, j)
-            history[lower, loads] = -f[0]
-            history[lower, loads + 1] = -f[1]
-            history[lower, loads + 2] = -f[2]
-            history[lower, loads + 3] = tj[0]
-            history[lower, loads + 4] = tj[1]
-            history[lower, loads + 5] = tj[2]
+            if loaded:
+                power += dissipation
+                fx, fy, fz = fx + f[0], fy + f[1], fz + f[2]
+                tx, ty, tz = tx + ti[0], ty + ti[1], tz + ti[2]
+                ex, ey, ez = ex + e[0], ey + e[1], ez + e[2]
+                history[slot, loads] = -f[0]
+                history[slot, loads + 1] = -f[1]
+                history[slot, loads + 2] = -f[2]
+                history[slot, loads + 3] = tj[0]
+                history[slot, loads + 4] = tj[1]
+                history[slot, loads + 5] = tj[2]
+            else:
+                for c in range(LOADS):
+                    history[slot, loads + c] = 0.0
+            slot += 1
         upper[i, 0], upper[i, 1], upper[i, 2] = fx, fy, fz
         upper[i, 3], upper[i, 4], upper[i, 5] = tx, ty, tz
         if p.substeps > 1:
@@ -316,34 +295,32 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 
 @njit(inline="always")
 def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Pass 2, particle ``i``: its pairs ``j < i`` from its lower slots (those that touch, the
-    same test as the update's; every one under the JKR law), then the update's sum over its pairs
-    ``j > i``; with contact sub-stepping also the elastic normal force and the active contacts
-    (``fast_pairs``)."""
-    position, velocity, diameter = st.position, st.velocity, bodies.diameter
-    start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
-    radius = 0.5 * diameter[i]
-    substepped = p.substeps > 1
-    horizon = 2.0 * h
+    """Pass 2, particle ``i``: the shares its pairs ``j < i`` left at their slots (every lower
+    entry's, in row order: zero where a pair carries no load), then the update's sum over its
+    pairs ``j > i``; with contact sub-stepping also the elastic normal force of the pairs ``j <
+    i`` that touch and the active contacts (``fast_pairs``)."""
+    start, owner_start, upper = contacts.start, contacts.owner_start, own.upper
     loads = p.loads
-    every = beyond_contact(p.law)
-    fx = fy = fz = tx = ty = tz = ex = ey = ez = 0.0
-    active = 0
-    for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
-        j = index[k]
-        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
-        if substepped:
-            active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
-        if r2 >= reach * reach and not every:
-            continue
-        slot = k - owner_start[i]
+    first, last = start[i] - owner_start[i], upper_entries(contacts, i) - owner_start[i]  # its lower slots
+    fx = fy = fz = tx = ty = tz = 0.0
+    for lower in range(first, last):
+        slot = owner_slot(contacts, lower)
         fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
         tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
-        if substepped:
-            r = np.sqrt(r2)
-            elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
-            ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
-    if substepped:
+    if p.substeps > 1:
+        position, velocity, diameter, index = st.position, st.velocity, bodies.diameter, contacts.neighbors
+        radius = 0.5 * diameter[i]
+        horizon = 2.0 * h
+        ex = ey = ez = 0.0
+        active = 0
+        for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
+            j = index[k]
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
+            active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
+            if r2 < reach * reach:
+                r = np.sqrt(r2)
+                elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
+                ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
         own.active[i] = active
         own.active[i] += int(upper[i, 9])
         own.fast[i, 0] = ex + upper[i, 6]
