@@ -199,6 +199,9 @@ def load_scene(path, overrides=()):
     if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
         fail("output.contacts", "asks for the contact network, but particle–particle contacts are off: "
              "contact.k_pp is 0")
+    if sections["output"]["contacts"] and any(name == "clump" for name, _, _ in builders):
+        fail("output.contacts", "the contact network and fabric of clumps are not written yet (they list sphere "
+             "pairs): set output.contacts = false in a scene with [[clump]]")
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")

@@ -329,10 +329,12 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
      "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1',
      "contact.normal: clumps touch walls through non-adhesive normal laws only"),
+    ("contact.k_pp=100.0;output.contacts=true", "output.contacts: the contact network and fabric of clumps"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps and adhesive laws between particles, mesh walls, outlets and adhesive wall
-    laws: one line naming the key, rather than members passing through what they should touch."""
+    """Contact sub-steps and adhesive laws between particles, mesh walls, outlets, adhesive wall
+    laws and the contact network: one line naming the key, rather than members passing through
+    what they should touch (or a network without them)."""
     from pathlib import Path
 
     from dem.runner import prepare
