@@ -63,13 +63,15 @@ def contact_skin(skin, diameter):
 
 
 @njit(cache=True)
-def owner_offsets(start, index, owner_start):
+def owner_offsets(start, index, owner_start, cursor):
     """``owner_start[i]``: owner entries (``j > i``) in the rows before ``i``; and after the rows
     in ``index`` (`dem.neighbors` leaves room there), the owner slot of each *lower* entry (an
     entry ``i`` in row ``j``, ``i < j``, numbered as the owner slots are: ``k − owner_start[j]``
     for its position ``k`` in ``index``; `owner_slot`). The rows are sorted and the list is full,
     so row ``j``'s lower entries are the rows ``i < j`` that list ``j``, in ascending order: one
-    sweep of the owner entries in slot order fills them, each row's from its first."""
+    sweep of the owner entries in slot order fills them, each row's from its first, ``cursor``
+    (n integers of scratch: the cell list's ``cell_particles``, free once the list is built)
+    counting those of each row placed so far."""
     n = start.shape[0] - 1
     owner_start[0] = 0
     for i in range(n):
@@ -81,15 +83,14 @@ def owner_offsets(start, index, owner_start):
     tail = start[n]
     if 2 * owner_start[n] != tail or tail + owner_start[n] > index.shape[0]:
         raise ValueError("neighbour list: not full, or no room after the rows for the owner slots")
-    cursor = np.empty(n, np.int64)  # each row's next lower entry
     for j in range(n):
-        cursor[j] = tail + start[j] - owner_start[j]
+        cursor[j] = 0
     slot = 0
     for i in range(n):
         for k in range(start[i], start[i + 1]):
             j = index[k]
             if j > i:
-                index[cursor[j]] = slot
+                index[tail + start[j] - owner_start[j] + cursor[j]] = slot
                 cursor[j] += 1
                 slot += 1
 
@@ -289,7 +290,7 @@ class ContactTable(NeighborList):
         self.counters[N_BUILDS] = 0
         self.index = update_serial(position, diameter, self.skin, self.reference_position, self.start, self.index,
                                    self.cell_start, self.cell_particles, self.counters, cell.copy())
-        owner_offsets(self.start, self.index, self.owner_start)
+        owner_offsets(self.start, self.index, self.owner_start, self.cell_particles)
         for name, live in keys.items():
             self.histories[name] = spread_history(self.start, self.index, self.owner_start, live, self.histories[name])
 
@@ -311,7 +312,7 @@ class ContactTable(NeighborList):
             self.index = update_serial(saved["reference_position"], diameter, self.skin, self.reference_position,
                                        self.start, self.index, self.cell_start, self.cell_particles, self.counters,
                                        lattice_at_build(cell))
-            owner_offsets(self.start, self.index, self.owner_start)
+            owner_offsets(self.start, self.index, self.owner_start, self.cell_particles)
         self.counters[N_BUILDS] = builds
         for name in self.histories:
             self.histories[name] = restore_history(

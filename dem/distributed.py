@@ -545,7 +545,7 @@ class DistributedSimulation(Simulation):
         grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, cell)
         table.build_part(positions, self.bodies.diameter, model.skin, grid, (lo, hi, largest), cell)
         table.counters[N_BUILDS] = self._builds
-        owner_offsets(table.start, table.index, table.owner_start)
+        owner_offsets(table.start, table.index, table.owner_start, table.cell_particles)
         for name, (keys, values) in histories.items():
             held = np.isin(keys, part.bodies).all(axis=1)  # (a pair whose other body is not here is not in the list)
             table.histories[name] = restore_history(table.start, table.index, table.owner_start,

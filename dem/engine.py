@@ -197,7 +197,12 @@ def row_loops(rows):
     unchanged). Apart, each loop compiles to tighter code: the pair and wall pipelines of the
     frictional pile ran 1.3× faster in two loops than in one (docs/benchmarks.md). The kernels
     from the first to the last that book wall loads (``walls``) share a loop: they add to their
-    chunk's partial sums, whose order one loop keeps."""
+    chunk's partial sums, whose order one loop keeps. A kernel whose update left the rows' sums in
+    the force and moment (``row_sums``) reads them there, so it must come first."""
+    late = [i.name for i in rows[1:] if i.row_sums]
+    if late:
+        raise ValueError(f"row kernels {late} read the row sums their update left in the force and moment: "
+                         f"they must be the first row kernel")
     walled = [k for k, i in enumerate(rows) if i.walls]
     first, last = (walled[0], walled[-1]) if walled else (len(rows), len(rows))
     loops = [[i] for i in rows[:first]] + ([rows[first:last + 1]] if walled else []) + [[i] for i in rows[last + 1:]]
@@ -288,7 +293,7 @@ def _forces_text(names, parallel):
           f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
         if histories:
             w.use(owner_offsets, "owner_offsets")
-            w("owner_offsets(table.start, index, table.owner_start)", 2)
+            w("owner_offsets(table.start, index, table.owner_start, table.cell_particles)", 2)
         for name in (n for n in names if INTERACTIONS[n].history):
             w.use(spread_history, "spread_history")
             w(f"hist_{name} = spread_history(table.start, index, table.owner_start, keys_{name}, "

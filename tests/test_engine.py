@@ -23,6 +23,18 @@ def test_the_loop_calls_exactly_the_interactions_a_scene_uses():
     assert "gravity" not in text and "lennard_jones" not in text and "prange(" not in text  # serial, nothing else
 
 
+def test_a_kernel_that_reads_its_row_sums_back_comes_first():
+    """`dem.interactions.contact`'s update leaves each row's sums in the force and moment; its row
+    kernel reads them back, so a registry that puts another row kernel before it is refused."""
+    import pytest
+    from dem.interactions import INTERACTIONS
+
+    pipeline, walls, gravity = INTERACTIONS["contact_pp"], INTERACTIONS["contact_pw"], INTERACTIONS["gravity"]
+    assert pipeline.row_sums and engine.row_loops([pipeline, walls, gravity]) == [[pipeline], [walls], [gravity]]
+    with pytest.raises(ValueError, match="contact_pp"):
+        engine.row_loops([gravity, pipeline])
+
+
 def test_compile_times_are_remembered_per_loop(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "generated_folder", lambda: tmp_path)
     names = ("binder", "hertz_pp", "hertz_pw", "walls")

@@ -19,7 +19,9 @@ in the global order):
 1. the update, over each row ``i``'s entries ``j > i`` (its owner slots): for a pair whose
    spheres touch (or whose springs are stored), the springs take the step (`friction`,
    `rolling`), then the pair's force and moments are computed once; the owner adds its share to
-   its row's sum (in row order) and writes the share of ``j`` into the scratch columns of the
+   its row's sum (in row order), which it leaves in the particle's force and moment (the row
+   kernel reads it back as the first of the row pass, ``row_sums``, so no array holds the sums),
+   and writes the share of ``j`` into the scratch columns of the
    pair's own slot (`LOADS`; zero where the pair carries no load). Each slot is written by its
    own row, so chunks never write the same place. The owner books the pair's work (its friction
    and all its damping power).
@@ -72,8 +74,9 @@ ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work
                                             "twisting rolling_damping contact_inertia loads")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
 #: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`; no rows
-#: without sub-steps), ``upper (n, UPPER)``: what the update summed over the row's pairs ``j > i``
-#: (its first ``LOADS`` columns only without sub-steps), ``hysteresis``: the energy its JKR
+#: without sub-steps), ``upper (n, UPPER)``: the elastic normal force and the active contacts that
+#: the update summed over the row's pairs ``j > i`` (no rows without sub-steps; the update leaves
+#: the row's force and moment in the particle's own, `contact_pp_update`), ``hysteresis``: the energy its JKR
 #: contacts lost forming and breaking (no rows without adhesion), and ``cell_work``: the work its
 #: pairs ``j > i`` did against a deforming cell's moving images (`dem.cell`; the budget's ``cell``
 #: column; no rows where the cell does not deform)
@@ -84,9 +87,9 @@ SPRINGS = 7
 FORMED = SPRINGS
 #: scratch columns: the force and moment of a pair on its second body, at the pair's own slot
 LOADS = 6
-#: the update's sums of a row's pairs j > i: force (3), moment (3), and with contact sub-steps the elastic
-#: normal force (3) and the active contacts
-UPPER = 10
+#: the update's sums of a row's pairs j > i that contact sub-stepping reads: the elastic normal force (3) and
+#: the active contacts
+UPPER = 4
 
 
 @njit(inline="always")
@@ -248,9 +251,12 @@ def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
 def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`contact_pair`);
     its share of ``j`` to the scratch columns of the pair's own slot (zero where the pair carries
-    no load, so that ``j``'s row may add every one), the row's sum of its shares to
-    ``own.upper[i]``; the work booked to ``i``."""
+    no load, so that ``j``'s row may add every one), the row's sum of its shares to the force and
+    moment of ``i`` (which `contact_pp_forces`, the first of the row kernels, reads back before the
+    rows set them: no array of row sums), with contact sub-steps its elastic normal force and
+    active contacts to ``own.upper[i]``; the work booked to ``i``."""
     start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
+    force, moment = st.force, st.moment
     horizon = 2.0 * h if p.substeps > 1 else -1.0
     loads = p.loads
     for i in range(lo, hi):
@@ -280,11 +286,11 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
                 for c in range(LOADS):
                     history[slot, loads + c] = 0.0
             slot += 1
-        upper[i, 0], upper[i, 1], upper[i, 2] = fx, fy, fz
-        upper[i, 3], upper[i, 4], upper[i, 5] = tx, ty, tz
+        force[i, 0], force[i, 1], force[i, 2] = fx, fy, fz
+        moment[i, 0], moment[i, 1], moment[i, 2] = tx, ty, tz
         if p.substeps > 1:
-            upper[i, 6], upper[i, 7], upper[i, 8] = ex, ey, ez
-            upper[i, 9] = active
+            upper[i, 0], upper[i, 1], upper[i, 2] = ex, ey, ez
+            upper[i, 3] = active
         own.friction[i] += booked
         own.dissipated[i] += h * power
         if own.hysteresis.shape[0] > 0:  # an adhesive law
@@ -297,9 +303,10 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
     """Pass 2, particle ``i``: the shares its pairs ``j < i`` left at their slots (every lower
     entry's, in row order: zero where a pair carries no load), then the update's sum over its
-    pairs ``j > i``; with contact sub-stepping also the elastic normal force of the pairs ``j <
-    i`` that touch and the active contacts (``fast_pairs``)."""
-    start, owner_start, upper = contacts.start, contacts.owner_start, own.upper
+    pairs ``j > i``, which it left in the force and moment of ``i``; with contact sub-stepping
+    also the elastic normal force of the pairs ``j < i`` that touch and the active contacts
+    (``fast_pairs``)."""
+    start, owner_start, upper, force, moment = contacts.start, contacts.owner_start, own.upper, st.force, st.moment
     loads = p.loads
     first, last = start[i] - owner_start[i], upper_entries(contacts, i) - owner_start[i]  # its lower slots
     fx = fy = fz = tx = ty = tz = 0.0
@@ -322,11 +329,11 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
                 elastic = normal_law(p.law, 1.0 - r / reach, p.stiffness, reach)[1] / r
                 ex, ey, ez = ex + elastic * dx, ey + elastic * dy, ez + elastic * dz
         own.active[i] = active
-        own.active[i] += int(upper[i, 9])
-        own.fast[i, 0] = ex + upper[i, 6]
-        own.fast[i, 1] = ey + upper[i, 7]
-        own.fast[i, 2] = ez + upper[i, 8]
-    return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
+        own.active[i] += int(upper[i, 3])
+        own.fast[i, 0] = ex + upper[i, 0]
+        own.fast[i, 1] = ey + upper[i, 1]
+        own.fast[i, 2] = ez + upper[i, 2]
+    return fx + force[i, 0], fy + force[i, 1], fz + force[i, 2], tx + moment[i, 0], ty + moment[i, 1], tz + moment[i, 2]
 
 
 @njit(inline="always")
@@ -448,7 +455,7 @@ def _state(model, params):
     substepped = params.substeps > 1
     steps = n if substepped else 0  # the sub-steps' active contacts, fast force and its scratch
     return ContactState(np.zeros(n), np.zeros(n), np.zeros(steps, np.int64), np.zeros((steps, 3)),
-                        np.zeros((steps, 3)), np.zeros((n, UPPER if substepped else LOADS)),
+                        np.zeros((steps, 3)), np.zeros((steps, UPPER)),
                         np.zeros(n if LAWS[params.law].adhesive else 0),
                         np.zeros(n if deforming(model.sections["cell"]) else 0))
 
@@ -484,6 +491,7 @@ CONTACT_PP = Interaction(
     keys={"contact": {**NORMAL_KEYS["contact"], **FRICTION_KEYS["contact"], **ROLLING_KEYS["contact"]}},
     setup=_setup(False), state=_state, forces=contact_pp_forces, energy=contact_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=contact_pp_update, critical_step=_critical_step, fast_pairs=True,
+    row_sums=True,
     localize=functools.partial(localize_bodies, per_body=("contact_inertia",)),
     scratch_state=("upper",),
 )
@@ -499,4 +507,5 @@ ADHESIVE_PP = Interaction(
     internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=contact_pp_forces,
     energy=adhesive_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=contact_pp_update,
     critical_step=_critical_step, localize=CONTACT_PP.localize, scratch_state=CONTACT_PP.scratch_state,
+    row_sums=True,
 )

@@ -62,8 +62,12 @@ runs over the rows before the forces (it may write only the rows' owner entries,
 history array has that many scratch columns after the history: ``update`` may leave there what
 each pair does to its bodies for the row kernels to read, in slots of its own choosing that no
 other pair's update writes (`dem.interactions.contact` writes a pair's load on its second body at
-that body's entry of the pair); they are written anew at every evaluation before they are read,
-and rebuilds, checkpoints and MPI migrations carry the history alone. An interaction without
+the pair's own slot); they are written anew at every evaluation before they are read, and
+rebuilds, checkpoints and MPI migrations carry the history alone. An update may also leave each
+row's own sums in the row's force and moment (``row_sums``; `dem.interactions.contact` does, so
+that it keeps no array of row sums), for its row kernel to read back before the row pass sets
+them: its row kernel must then be the first `ROW` kernel of the registry (`dem.engine.row_loops`
+refuses a registry where it is not). An interaction without
 history may have an ``update(lo, hi, h, st, bodies, contacts, params, own)`` too, for state of
 the rows ``lo ≤ i < hi`` alone (the walls' mesh contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
 kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,
@@ -184,6 +188,7 @@ class Interaction:
     former_state: object = None
     history_width: object = None
     list_diameter: bool = False
+    row_sums: bool = False
 
     def __post_init__(self):
         if self.kind not in (ROW, BOND, GLOBAL):
@@ -193,6 +198,8 @@ class Interaction:
                              f"neighbour list and an update kernel")
         if self.loads and not self.history:
             raise ValueError(f"interaction {self.name!r}: scratch columns come after a per-contact history")
+        if self.row_sums and self.update is None:
+            raise ValueError(f"interaction {self.name!r}: row sums are left by an update kernel")
         if self.walls and self.kind != ROW:
             raise ValueError(f"interaction {self.name!r}: the walls' state goes to row kernels only")
 

@@ -50,7 +50,7 @@ from .hertz import (
     KEYS_PW, adhesive, adhesive_pw_energy, adhesive_wall_contact, check_formed_on_meshes, hertz_pw_energy,
     normal_code, normal_critical_step, normal_damping, wall_contact as normal, wall_gap, wall_pipeline_acts,
 )
-from .normal import LAWS, is_adhesive
+from .normal import LAWS
 from .rolling import (
     KEYS as ROLLING_KEYS, WIDTH, contact_inertia, release_ended, rolling_critical_step, spins,
     wall_contact as rolling, wall_stiffnesses,
@@ -90,7 +90,7 @@ def _particle(i, st, bodies, p):
 
 
 @njit(inline="always")
-def _planes(i, h, st, bodies, p, own, walls, advance, parts):
+def _planes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
     """The planes' contacts with particle ``i`` (see `_walls`): ``parts`` with theirs added."""
     position, velocity = st.position, st.velocity
     keys, springs, table, wall_point = own.wall_key, own.wall_spring, p.walls, walls.point
@@ -101,7 +101,7 @@ def _planes(i, h, st, bodies, p, own, walls, advance, parts):
     for w in range(p.planes):
         n = (table[w, 0], table[w, 1], table[w, 2])
         gap = wall_gap(i, w, position, wall_point, p.wall_normal)
-        if advance and is_adhesive(p.law):  # (`dem.interactions.hertz._adhesive_wall_row`; `adhesive_pw_energy`)
+        if advance and adhesive:  # (`dem.interactions.hertz._adhesive_wall_row`; `adhesive_pw_energy`)
             if radius > 0.0:
                 touching, force, power_n, _, _, lost, px, py, pz, k = adhesive_wall_contact(
                     i, w, True, gap, n[0], n[1], n[2], radius, inverse_mass, power_n, lost, position, velocity, p,
@@ -161,7 +161,7 @@ def _planes(i, h, st, bodies, p, own, walls, advance, parts):
 
 
 @njit(inline="always")
-def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
+def _meshes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
     """The mesh contacts of particle ``i`` (see `_walls`): ``parts`` with theirs added."""
     position, velocity = st.position, st.velocity
     keys, springs, previous, table, pending = own.wall_key, own.wall_spring, own.mesh_contact, p.walls, own.mesh_load
@@ -180,7 +180,7 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
         if advance:  # the normal law, its reaction booked at once
             n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
             touching = True
-            if is_adhesive(p.law):  # (DMT: JKR does not act on meshes)
+            if adhesive:  # (DMT: JKR does not act on meshes)
                 touching, force, power_n, _, _, lost, px, py, pz, k = adhesive_wall_contact(
                     i, w, False, mesh_gap[i, c], n[0], n[1], n[2], radius, inverse_mass, power_n, lost, position,
                     velocity, p, own, walls, True)
@@ -235,7 +235,7 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, parts):
 
 
 @njit(inline="always")
-def _walls(i, h, st, bodies, p, own, walls, advance):
+def _walls(i, h, st, bodies, p, own, walls, advance, adhesive):
     """Particle ``i``'s contacts with the walls, planes then meshes: ``(F_n (3), power_n, F_t (3),
     τ_t (3), U_t, booked_t, power_t, τ_r (3), U_r, U_tw, booked_r, power_r, lost)``, the normal
     force and its dashpot's power (with ``advance`` only), the tangential springs' force, moment,
@@ -244,26 +244,42 @@ def _walls(i, h, st, bodies, p, own, walls, advance):
     ``advance``). With ``advance`` the springs first take the step (contacts that
     opened are dropped) and the reactions are booked on the walls."""
     parts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    parts = _planes(i, h, st, bodies, p, own, walls, advance, parts)
+    parts = _planes(i, h, st, bodies, p, own, walls, advance, adhesive, parts)
     if p.meshes:
-        parts = _meshes(i, h, st, bodies, p, own, walls, advance, parts)
+        parts = _meshes(i, h, st, bodies, p, own, walls, advance, adhesive, parts)
     return parts
 
 
 @njit(inline="always")
-def contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+def _wall_forces(i, h, st, bodies, p, own, walls, adhesive):
     """Particle ``i``'s wall contacts: steps their springs, books their work and their reactions
-    on the walls; returns the normal, tangential and rolling shares of their force and moment."""
-    row = _walls(i, h, st, bodies, p, own, walls, True)
+    on the walls; returns the normal, tangential and rolling shares of their force and moment.
+    ``adhesive`` is a constant of each kernel, so that the kernel of a law that does not adhere
+    holds none of the adhesive laws' code (LLVM would otherwise hoist their particle-wise
+    constants, two cube roots, out of the loop over the planes and compute them for every
+    particle)."""
+    row = _walls(i, h, st, bodies, p, own, walls, True, adhesive)
     own.dissipated[i] += h * row[3]
     own.tangential_friction[i] += row[11]
     own.tangential_dissipated[i] += h * row[12]
     own.rolling_friction[i] += row[18]
     own.rolling_dissipated[i] += h * row[19]
-    if own.hysteresis.shape[0] > 0:  # an adhesive law
+    if adhesive:
         own.hysteresis[i] += row[20]
     return (row[0], row[1], row[2], 0.0, 0.0, 0.0, row[4], row[5], row[6], row[7], row[8], row[9], 0.0, 0.0, 0.0,
             row[13], row[14], row[15])
+
+
+@njit(inline="always")
+def contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """`_wall_forces` under a normal law that does not adhere."""
+    return _wall_forces(i, h, st, bodies, p, own, walls, False)
+
+
+@njit(inline="always")
+def adhesive_contact_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """`_wall_forces` under an adhesive normal law (JKR, DMT)."""
+    return _wall_forces(i, h, st, bodies, p, own, walls, True)
 
 
 @njit(cache=True)
@@ -272,7 +288,7 @@ def contact_pw_energy(st, bodies, contacts, p, own, walls):
     dissipated)``: the normal law's energy and booked work (`hertz_pw_energy`), then the
     springs' (`_spring_energies`)."""
     u_n, dissipated = hertz_pw_energy(st, bodies, contacts, p, own, walls)
-    return (u_n, dissipated) + _spring_energies(st, bodies, p, own, walls)
+    return (u_n, dissipated) + _spring_energies(st, bodies, p, own, walls, False)
 
 
 @njit(cache=True)
@@ -280,16 +296,17 @@ def adhesive_contact_pw_energy(st, bodies, contacts, p, own, walls):
     """``(hertz_pw, adhesion, hysteresis, dissipated, tangential, friction, dissipated, rolling,
     twisting, friction, dissipated)``: the adhesive normal law's energies and booked work
     (`adhesive_pw_energy`), then the springs' as `contact_pw_energy`'s."""
-    return adhesive_pw_energy(st, bodies, contacts, p, own, walls) + _spring_energies(st, bodies, p, own, walls)
+    return adhesive_pw_energy(st, bodies, contacts, p, own, walls) + _spring_energies(st, bodies, p, own, walls,
+                                                                                       True)
 
 
 @njit(inline="always")
-def _spring_energies(st, bodies, p, own, walls):
+def _spring_energies(st, bodies, p, own, walls, adhesive):
     """``(tangential, friction, dissipated, rolling, twisting, friction, dissipated)``: the
     tangential springs' energy and booked work, then the rolling and twisting springs'."""
     u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
-        row = _walls(i, 0.0, st, bodies, p, own, walls, False)
+        row = _walls(i, 0.0, st, bodies, p, own, walls, False, adhesive)
         u_t += row[10]
         u_r += row[16]
         u_tw += row[17]
@@ -396,7 +413,7 @@ ADHESIVE_CONTACT_PW = Interaction(
         "adhesion's energy and the JKR hysteresis booked.",
     columns=("hertz_pw", "adhesion", "hysteresis", "dissipated", "tangential", "friction", "dissipated", "rolling",
              "twisting", "friction", "dissipated"),
-    setup=_setup(True), state=_state, forces=contact_pw_forces, energy=adhesive_contact_pw_energy,
+    setup=_setup(True), state=_state, forces=adhesive_contact_pw_forces, energy=adhesive_contact_pw_energy,
     critical_step=_critical_step, localize=CONTACT_PW.localize, scratch_state=CONTACT_PW.scratch_state,
     former_state=functools.partial(separate_wall_states, normal="adhesive_pw"),
 )
