@@ -24,12 +24,11 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    R s_m`` moving at ``v + Ω × R s_m``, spinning at ``Ω``) in scratch rows of the row's chunk
    (`dem.interactions.contract.CHUNK` rows; the engine runs a chunk's rows in one call, in row
    order, so a chunk's rows write their scratch in turn); each member pair ``(a, b)``, in member
-   order, is the contact pipeline's pair (`dem.interactions.contact.contact_pair`, on the scratch
-   rows, the springs from the member pair's columns on) on them, whose force ``f`` acts on ``i``
-   at ``a``'s contact
-   point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body ``j`` gets ``−f`` and ``τ_b +
-   R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the pair's moments about the
-   member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
+   order, is the contact pipeline's pair (`dem.interactions.contact.contact_pair`) on their
+   scratch rows, with the springs in the member pair's own columns, whose force ``f`` acts on
+   ``i`` at ``a``'s contact point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body
+   ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the
+   pair's moments about the member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
    pairs) goes to the scratch columns of the pair's own slot, written for every listed pair
    (zero where none touches).
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum.
