@@ -28,10 +28,12 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    scratch rows, with the springs in the member pair's own columns, whose force ``f`` acts on
    ``i`` at ``a``'s contact point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body
    ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the
-   pair's moments about the member centres). The row sums its pairs' shares; the share of ``j`` (the sum over the member
-   pairs) goes to the scratch columns of the pair's own slot, written for every listed pair
-   (zero where none touches).
-2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum.
+   pair's moments about the member centres). The row sums its pairs' shares and leaves the sum
+   in the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`); the share of
+   ``j`` (the sum over the member pairs) goes to the scratch columns of the pair's own slot,
+   written for every listed pair (zero where none touches).
+2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum,
+   which it reads back from its force and moment before the row pass sets them.
 
 Every sum is in a fixed order (row order, member order), and each place is written by one row
 (the scratch by one chunk), so the result does not depend on the thread count. The kernels take
@@ -71,11 +73,11 @@ ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping sub
                                                       "rolling twisting rolling_damping member_inertia member_start "
                                                       "member_offset member_radius most width list_diameter")
 #: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
-#: ``upper (n, LOADS)`` what the update summed over the row's pairs ``j > i``, and each chunk's
+#: and each chunk's
 #: scratch of ``2 most`` members (a row's own from ``2 most · chunk`` on, then a partner's from
 #: ``most`` further): ``position``, ``velocity``, ``spin``, ``arm`` (chunks · 2 most, 3),
 #: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2)
-ClumpContactState = namedtuple("ClumpContactState", "dissipated friction upper position velocity spin arm diameter "
+ClumpContactState = namedtuple("ClumpContactState", "dissipated friction position velocity spin arm diameter "
                                                     "inverse_mass inertia")
 #: what `dem.interactions.contact.contact_pair` reads of the bodies, here of the scratch members
 MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
@@ -119,7 +121,8 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     """Pass 1 over the rows ``lo ≤ i < hi`` (one chunk's, or all in one call): each body pair
     ``j > i`` of the row once, member pair by member pair (`dem.interactions.contact.
     contact_pair`) in the chunk's scratch rows; the share of ``j`` to the scratch columns of the
-    pair's own slot, the row's sum of its shares to ``own.upper[i]``; the work booked to ``i``."""
+    pair's own slot, the row's sum of its shares to the force and moment of ``i``; the work
+    booked to ``i``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     most, loads = p.most, p.width
     first = 2 * most * (lo // CHUNK)  # the chunk's scratch rows: the row's members, then a partner's
@@ -155,8 +158,8 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
             history[slot, loads], history[slot, loads + 1], history[slot, loads + 2] = -gx, -gy, -gz
             history[slot, loads + 3], history[slot, loads + 4], history[slot, loads + 5] = bx, by, bz
             slot += 1
-        upper = own.upper
-        upper[i, 0], upper[i, 1], upper[i, 2], upper[i, 3], upper[i, 4], upper[i, 5] = fx, fy, fz, tx, ty, tz
+        force, moment = st.force, st.moment
+        force[i, 0], force[i, 1], force[i, 2], moment[i, 0], moment[i, 1], moment[i, 2] = fx, fy, fz, tx, ty, tz
         own.friction[i] += booked
         own.dissipated[i] += h * power
 
@@ -164,15 +167,16 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 @njit(inline="always")
 def clump_pp_forces(i, h, st, bodies, contacts, p, own, history):
     """Pass 2, body ``i``: the shares its pairs ``j < i`` left at their slots (row order,
-    `dem.contacts.owner_slot`), then the update's sum over its pairs ``j > i``."""
+    `dem.contacts.owner_slot`), then the update's sum over its pairs ``j > i``, which it left in
+    the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`'s)."""
     start, owner_start, loads = contacts.start, contacts.owner_start, p.width
     fx = fy = fz = tx = ty = tz = 0.0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
         slot = owner_slot(contacts, k - owner_start[i])
         fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
         tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
-    upper = own.upper
-    return fx + upper[i, 0], fy + upper[i, 1], fz + upper[i, 2], tx + upper[i, 3], ty + upper[i, 4], tz + upper[i, 5]
+    force, moment = st.force, st.moment
+    return fx + force[i, 0], fy + force[i, 1], fz + force[i, 2], tx + moment[i, 0], ty + moment[i, 1], tz + moment[i, 2]
 
 
 @njit(cache=True, _nrt=False)
@@ -255,7 +259,7 @@ def _state(model, params):
     n = model.n_bodies
     rows = 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)  # each chunk's scratch members
     vectors = [np.zeros((rows, 3)) for _ in range(4)]
-    return ClumpContactState(np.zeros(n), np.zeros(n), np.zeros((n, LOADS)), *vectors, np.zeros(rows),
+    return ClumpContactState(np.zeros(n), np.zeros(n), *vectors, np.zeros(rows),
                              np.zeros(rows), np.zeros((rows, 2)))
 
 
@@ -280,5 +284,5 @@ CLUMP_PP = Interaction(
     keys=CONTACT_PP.keys, setup=_setup, state=_state, forces=clump_pp_forces, energy=clump_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
     history_width=lambda p: p.width, list_diameter=True,
-    scratch_state=("upper", "position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"),
+    scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"), row_sums=True,
 )
