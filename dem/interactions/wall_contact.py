@@ -242,7 +242,8 @@ def _walls(i, h, st, bodies, p, own, walls, advance, adhesive):
     energy, booked work and dashpot power, the rolling and twisting springs' moment, energies,
     booked work and dashpot power, and the energy the JKR contacts lost forming and breaking (with
     ``advance``). With ``advance`` the springs first take the step (contacts that
-    opened are dropped) and the reactions are booked on the walls."""
+    opened are dropped) and the reactions are booked on the walls; ``adhesive`` (a constant of
+    each kernel, `_wall_forces`): whether the normal law adheres, read only with ``advance``."""
     parts = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     parts = _planes(i, h, st, bodies, p, own, walls, advance, adhesive, parts)
     if p.meshes:
@@ -288,7 +289,7 @@ def contact_pw_energy(st, bodies, contacts, p, own, walls):
     dissipated)``: the normal law's energy and booked work (`hertz_pw_energy`), then the
     springs' (`_spring_energies`)."""
     u_n, dissipated = hertz_pw_energy(st, bodies, contacts, p, own, walls)
-    return (u_n, dissipated) + _spring_energies(st, bodies, p, own, walls, False)
+    return (u_n, dissipated) + _spring_energies(st, bodies, p, own, walls)
 
 
 @njit(cache=True)
@@ -296,17 +297,16 @@ def adhesive_contact_pw_energy(st, bodies, contacts, p, own, walls):
     """``(hertz_pw, adhesion, hysteresis, dissipated, tangential, friction, dissipated, rolling,
     twisting, friction, dissipated)``: the adhesive normal law's energies and booked work
     (`adhesive_pw_energy`), then the springs' as `contact_pw_energy`'s."""
-    return adhesive_pw_energy(st, bodies, contacts, p, own, walls) + _spring_energies(st, bodies, p, own, walls,
-                                                                                       True)
+    return adhesive_pw_energy(st, bodies, contacts, p, own, walls) + _spring_energies(st, bodies, p, own, walls)
 
 
 @njit(inline="always")
-def _spring_energies(st, bodies, p, own, walls, adhesive):
+def _spring_energies(st, bodies, p, own, walls):
     """``(tangential, friction, dissipated, rolling, twisting, friction, dissipated)``: the
     tangential springs' energy and booked work, then the rolling and twisting springs'."""
     u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
-        row = _walls(i, 0.0, st, bodies, p, own, walls, False, adhesive)
+        row = _walls(i, 0.0, st, bodies, p, own, walls, False, False)
         u_t += row[10]
         u_r += row[16]
         u_tw += row[17]
