@@ -252,14 +252,50 @@ def _walls(i, h, st, bodies, p, own, walls, advance, adhesive):
 
 
 @njit(inline="always")
+def _near_walls(i, st, bodies, p, own, walls):
+    """Whether particle ``i`` has anything to do with a wall this step: it keeps a wall spring,
+    touches a plane or has a mesh contact. A particle that has not adds nothing to its force, its
+    booked work or the walls' sums (`_walls` would add zeros)."""
+    if p.meshes and walls.mesh_count[i] > 0:
+        return True
+    radius = 0.5 * bodies.diameter[i]
+    if radius <= 0.0:
+        return False
+    if holds_wall_springs(own.wall_key, i):
+        return True
+    for w in range(p.planes):
+        if wall_gap(i, w, st.position, walls.point, p.wall_normal) < radius:
+            return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _plain_walls(i, h, st, bodies, p, own, walls):
+    """`_walls` stepping the contacts of a normal law that does not adhere: compiled once per
+    machine, out of the loops, which call it only for a particle near a wall (`_near_walls`)."""
+    return _walls(i, h, st, bodies, p, own, walls, True, False)
+
+
+@njit(cache=True, _nrt=False)
+def _adhesive_walls(i, h, st, bodies, p, own, walls):
+    """`_walls` stepping the contacts of an adhesive normal law (JKR, DMT), as `_plain_walls`."""
+    return _walls(i, h, st, bodies, p, own, walls, True, True)
+
+
+@njit(inline="always")
 def _wall_forces(i, h, st, bodies, p, own, walls, adhesive):
     """Particle ``i``'s wall contacts: steps their springs, books their work and their reactions
     on the walls; returns the normal, tangential and rolling shares of their force and moment.
-    ``adhesive`` is a constant of each kernel, so that the kernel of a law that does not adhere
-    holds none of the adhesive laws' code (LLVM would otherwise hoist their particle-wise
-    constants, two cube roots, out of the loop over the planes and compute them for every
-    particle)."""
-    row = _walls(i, h, st, bodies, p, own, walls, True, adhesive)
+    ``adhesive`` is a constant of each kernel: a law that does not adhere runs `_plain_walls`, which
+    holds none of the adhesive laws' code (LLVM would otherwise hoist their particle-wise constants,
+    two cube roots, out of the loop over the planes and compute them for every particle). A JKR
+    contact acts stretched, beyond touch, so an adhesive law walks every particle's walls."""
+    if adhesive:
+        row = _adhesive_walls(i, h, st, bodies, p, own, walls)
+    elif _near_walls(i, st, bodies, p, own, walls):
+        row = _plain_walls(i, h, st, bodies, p, own, walls)
+    else:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     own.dissipated[i] += h * row[3]
     own.tangential_friction[i] += row[11]
     own.tangential_dissipated[i] += h * row[12]
