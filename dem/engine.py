@@ -273,7 +273,7 @@ def _forces_text(names, parallel):
     row_arguments = row_kernel_arguments(interactions)
     _rows_text(w, interactions, listed=False)
     carried = "index" + "".join(", " + h for h in histories)
-    w('@njit(inline="always")')
+    w("@njit(cache=True)")
     w(f"def _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed_parameters(interactions))}):")
     w('"""Rebuild the neighbour list if it is due, carrying the histories (before the forces, and between '
       'contact sub-steps); returns '
@@ -301,7 +301,7 @@ def _forces_text(names, parallel):
     w(f"return ({''.join(a + ', ' for a in carried.split(', '))})".replace(", )", ",)"), 1)
     w()
     w()
-    w('@njit(inline="always")')
+    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
     w(f"def _forces(substepping, h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
     w('"""The force evaluation; ``substepping``: whether the step that ends with it is sub-stepped (its '
       'closing kick reads the fast force, `_fast_text`)."""', 1)
@@ -321,7 +321,9 @@ def _forces_text(names, parallel):
     w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
     signature = f"h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}"
     w(f"def forces({signature}):")
-    w(f"return _forces(False, {signature})", 1)
+    # h < 0 is False: a flag known at run time, as the loop's, so that numba compiles one _forces
+    # (a constant False would be typed Literal[bool] and compile a second)
+    w(f"return _forces(h < 0.0, {signature})", 1)
     w.use(Contacts, "Contacts")
     return w
 
@@ -508,7 +510,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w(f"def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):")
     w("n = st.position.shape[0]", 1)
     w("if n_steps == 0:  # the forces of the current configuration, as at the start of a run", 1)
-    w(f"out = _forces(False, h, st, bodies, table, {arguments})", 2)
+    w(f"out = _forces(n_steps < 0, h, st, bodies, table, {arguments})  # False, known at run time (`forces`)", 2)
     w(f"return {OK}, -1, 0, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
     w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
     w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
