@@ -16,7 +16,11 @@ for walls without springs. A particle keeps one set of wall slots (``wall_key``;
 spring ``ξ`` in components 0–2 of ``wall_spring``, the rolling and twisting springs ``θ_r``,
 ``θ_t`` in 3–6, or in 0–3 where no wall has friction) for the walls where friction or rolling
 resistance acts (each wall's own coefficients, `dem.interactions.walls.wall_coefficients`); slots
-are claimed where either spring acts.
+are claimed where either spring acts. A particle walks its walls only when it is near one
+(`_near_walls`: it keeps a wall spring, touches a plane or has a mesh contact; under an adhesive
+law always, as a JKR contact acts stretched): elsewhere the walk would add zeros to its force, its
+booked work and the walls' sums. The walk is compiled once per machine (`_plain_walls`,
+`_adhesive_walls`) and called from the generated loops, which inline only the test.
 
 The sums have a fixed order, part by part: the row kernel returns the normal, the tangential and
 the rolling parts of the particle's force and moment as three shares (``shares = 3``,
