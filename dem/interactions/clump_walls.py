@@ -14,7 +14,9 @@ of mass of forces applied at the contact points. The springs are kept per member
 keyed wall slots of the member (as a particle keeps its own), and the reactions are booked on the
 walls in the partial sums of the body's chunk. Every array a row writes is its own (its body's
 booked work, its members' rows), so rows run in parallel and the sums do not depend on the
-thread count.
+thread count. A body none of whose members touches a plane or keeps a spring skips the walk
+(`_near_planes`: it would add zeros); the walk is compiled once per machine (`_step_members`) and
+called from the generated loops, which inline only the placement and the test.
 
 The dashpots take the clump's mass (and its smallest principal moment for the rolling one) as a
 sphere takes its own: the damping coefficient of a member's contact is that of a sphere of the
@@ -144,30 +146,58 @@ def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance):
 
 @njit(inline="always")
 def _clump_row(i, h, st, bodies, p, own, walls, advance):
-    """Body ``i``'s members against the planes (`_member_planes`, member by member): ``(F (3),
-    τ (3), power, booked, U_n, U_t, U_r, U_tw)``, the moment about the centre of mass."""
+    """Body ``i``'s members, placed in their scratch rows (`place_members`), against the planes
+    (`_member_planes`, member by member): ``(F (3), τ (3), power, booked, U_n, U_t, U_r, U_tw)``,
+    the moment about the centre of mass."""
     fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
-    if p.member_start[i + 1] > p.member_start[i]:
-        place_members(i, st, p, own)
-        omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
-        inverse_mass = bodies.inverse_mass[i]
-        arm = own.member_arm
-        for m in range(p.member_start[i], p.member_start[i + 1]):
-            row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance)
-            fx, fy, fz = fx + row[0], fy + row[1], fz + row[2]
-            tx += row[3] + (arm[m, 1] * row[2] - arm[m, 2] * row[1])
-            ty += row[4] + (arm[m, 2] * row[0] - arm[m, 0] * row[2])
-            tz += row[5] + (arm[m, 0] * row[1] - arm[m, 1] * row[0])
-            power, booked = power + row[6], booked + row[7]
-            u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
+    omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
+    inverse_mass = bodies.inverse_mass[i]
+    arm = own.member_arm
+    for m in range(p.member_start[i], p.member_start[i + 1]):
+        row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance)
+        fx, fy, fz = fx + row[0], fy + row[1], fz + row[2]
+        tx += row[3] + (arm[m, 1] * row[2] - arm[m, 2] * row[1])
+        ty += row[4] + (arm[m, 2] * row[0] - arm[m, 0] * row[2])
+        tz += row[5] + (arm[m, 0] * row[1] - arm[m, 1] * row[0])
+        power, booked = power + row[6], booked + row[7]
+        u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
     return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+
+
+@njit(inline="always")
+def _near_planes(i, p, own, walls):
+    """Whether a member of body ``i`` (placed) keeps a wall spring or touches a plane. A body
+    whose members do neither adds nothing to its force, its booked work or the walls' sums."""
+    for m in range(p.member_start[i], p.member_start[i + 1]):
+        radius = p.member_radius[m]
+        if radius <= 0.0:
+            continue
+        if holds_wall_springs(own.wall_key, m):
+            return True
+        for w in range(p.planes):
+            if wall_gap(m, w, own.member_position, walls.point, p.wall_normal) < radius:
+                return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _step_members(i, h, st, bodies, p, own, walls):
+    """`_clump_row` stepping the springs: compiled once per machine, out of the loops, which call
+    it only for a body near a plane (`_near_planes`)."""
+    return _clump_row(i, h, st, bodies, p, own, walls, True)
 
 
 @njit(inline="always")
 def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     """Body ``i``'s members' plane contacts: steps their springs, books their work and their
-    reactions on the walls; returns the body's force and moment (zero for a body without members)."""
-    row = _clump_row(i, h, st, bodies, p, own, walls, True)
+    reactions on the walls; returns the body's force and moment (zero for a body without members
+    or away from the planes)."""
+    if p.member_start[i + 1] == p.member_start[i]:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    place_members(i, st, p, own)
+    if not _near_planes(i, p, own, walls):
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    row = _step_members(i, h, st, bodies, p, own, walls)
     own.dissipated[i] += h * row[6]
     own.friction[i] += row[7]
     return row[0], row[1], row[2], row[3], row[4], row[5]
@@ -183,6 +213,7 @@ def clump_pw_energy(st, bodies, contacts, p, own, walls):
                           np.zeros((count, 3)), np.zeros((count, 3)))
     u_n = u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
+        place_members(i, st, p, view)
         row = _clump_row(i, 0.0, st, bodies, p, view, walls, False)
         u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
     return u_n, np.sum(own.dissipated), u_t, np.sum(own.friction), u_r, u_tw
