@@ -318,7 +318,7 @@ def _forces_text(names, parallel):
     w(f"return (index,{''.join(' ' + h + ',' for h in histories)})", 1)
     w()
     w()
-    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
+    w("@njit(cache=True)")  # the passes of _forces run on the threads
     signature = f"h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}"
     w(f"def forces({signature}):")
     # h < 0 is False: a flag known at run time, as the loop's, so that numba compiles one _forces
