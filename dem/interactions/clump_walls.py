@@ -39,7 +39,7 @@ from .friction import (
 )
 from .hertz import normal_code, normal_damping, wall_contact as normal, wall_gap
 from .rolling import WIDTH, spins, wall_contact as rolling, wall_stiffnesses
-from .wall_contact import KEYS, wall_critical_steps
+from .wall_contact import KEYS, near_planes, wall_critical_steps
 from .walls import add_wall_couple, add_wall_load, wall_coefficients
 
 #: the sub-models' parameters, as `dem.interactions.wall_contact.ContactWallParams` names them
@@ -166,17 +166,12 @@ def _clump_row(i, h, st, bodies, p, own, walls, advance):
 
 @njit(inline="always")
 def _near_planes(i, p, own, walls):
-    """Whether a member of body ``i`` (placed) keeps a wall spring or touches a plane. A body
-    whose members do neither adds nothing to its force, its booked work or the walls' sums."""
+    """Whether a member of body ``i`` (placed) keeps a wall spring or touches a plane
+    (`dem.interactions.wall_contact.near_planes`). A body whose members do neither adds nothing to
+    its force, its booked work or the walls' sums."""
     for m in range(p.member_start[i], p.member_start[i + 1]):
-        radius = p.member_radius[m]
-        if radius <= 0.0:
-            continue
-        if holds_wall_springs(own.wall_key, m):
+        if near_planes(m, own.member_position, p.member_radius[m], own.wall_key, p, walls):
             return True
-        for w in range(p.planes):
-            if wall_gap(m, w, own.member_position, walls.point, p.wall_normal) < radius:
-                return True
     return False
 
 

@@ -256,21 +256,27 @@ def _walls(i, h, st, bodies, p, own, walls, advance, adhesive):
 
 
 @njit(inline="always")
-def _near_walls(i, st, bodies, p, own, walls):
-    """Whether particle ``i`` has anything to do with a wall this step: it keeps a wall spring,
-    touches a plane or has a mesh contact. A particle that has not adds nothing to its force, its
-    booked work or the walls' sums (`_walls` would add zeros)."""
-    if p.meshes and walls.mesh_count[i] > 0:
-        return True
-    radius = 0.5 * bodies.diameter[i]
+def near_planes(i, position, radius, keys, p, walls):
+    """Whether sphere ``i`` (centre ``position[i]``, ``radius``; ``keys`` its wall slots) keeps a
+    wall spring or touches a plane of ``p`` (the pipeline's parameters)."""
     if radius <= 0.0:
         return False
-    if holds_wall_springs(own.wall_key, i):
+    if holds_wall_springs(keys, i):
         return True
     for w in range(p.planes):
-        if wall_gap(i, w, st.position, walls.point, p.wall_normal) < radius:
+        if wall_gap(i, w, position, walls.point, p.wall_normal) < radius:
             return True
     return False
+
+
+@njit(inline="always")
+def _near_walls(i, st, bodies, p, own, walls):
+    """Whether particle ``i`` has anything to do with a wall this step: it has a mesh contact,
+    keeps a wall spring or touches a plane (`near_planes`). A particle that has not adds nothing
+    to its force, its booked work or the walls' sums (`_walls` would add zeros)."""
+    if p.meshes and walls.mesh_count[i] > 0:
+        return True
+    return near_planes(i, st.position, 0.5 * bodies.diameter[i], own.wall_key, p, walls)
 
 
 @njit(cache=True, _nrt=False)
