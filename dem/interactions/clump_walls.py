@@ -187,8 +187,6 @@ def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     """Body ``i``'s members' plane contacts: steps their springs, books their work and their
     reactions on the walls; returns the body's force and moment (zero for a body without members
     or away from the planes)."""
-    if p.member_start[i + 1] == p.member_start[i]:
-        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     place_members(i, st, p, own)
     if not _near_planes(i, p, own, walls):
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0

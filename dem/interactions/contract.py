@@ -34,6 +34,8 @@ argument") and returns scalars or tuples of them. Measured (2 cores): the torus 
 in tuples: it allocated arrays per body and step) 0.44 → 0.12 s; results bitwise the same.
 Within a kernel, write a row's own state unconditionally (``own.dissipated[i] += h * power``
 with ``power`` possibly 0): a conditional write made the pass over the bodies five times slower.
+(A kernel may still return early, before any write, for a row its cheap test finds with nothing
+to book, as the wall kernels below do.)
 Inlining costs compile time in every generated loop that uses the kernel (numba copies and types
 the inlined code again at every level of inlining), so keep what runs only sometimes out of line:
 a contact's own arithmetic (once per touching wall, not per row) and a mesh contact's bookkeeping
