@@ -1,5 +1,12 @@
+import os
+
 import pytest
 from hypothesis import settings
+
+# The suite's workers share the cores (pytest-xdist), and the thread tests run numba's OpenMP threads
+# in each: idle threads then sleep instead of spinning through a core the other worker needs
+# (GNU OpenMP reads this when numba first runs a parallel loop, after this import).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The first call of a numba function compiles it; hypothesis' per-example deadline would count it.
 settings.register_profile("dem", deadline=None, max_examples=200, derandomize=True)

@@ -38,7 +38,7 @@ except ImportError:
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra (mpi4py, mpiexec): pip install '.[mpi]'")
 
 TORUS = str(ROOT / "scenes/torus_impact.toml")
-TORUS_SETTINGS = ["simulation.t_end=2.0", "output.vtk_every=500", "output.log_every=20"]
+TORUS_SETTINGS = ["simulation.t_end=1.5", "output.vtk_every=500", "output.log_every=20"]
 GRANULE_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "contact.restitution=0.7",
                     "breakage.tension=0.005", "breakage.shear=0.01", "damping.local=0.1"]
 #: the granule with Coulomb friction, rolling and twisting resistance (pair and wall histories)
@@ -220,12 +220,12 @@ def assert_same_as_one_process(runs, scene, n):
         flow = np.genfromtxt(outputs(many)[0]["flow.csv"].splitlines(), delimiter=",", names=True)
         assert flow["inserted_0"][-1] > 300 and flow["removed_0"][-1] > 0
     if scene == "servo":  # the servo moved the plane, on every rank alike (walls.csv's points are exact)
-        checkpoint = outputs(many)[2]
-        servo = {key: checkpoint[f"interaction.walls.{key}"] for key in ("point", "servo_load")}
-        assert servo["point"][0, 0] > 0.05 and servo["servo_load"][0, 0] < 0
+        logs, _, checkpoint = outputs(many)
+        walls = np.genfromtxt(logs["walls.csv"].splitlines(), delimiter=",", names=True)
+        assert checkpoint["interaction.walls.point"][0, 0] > 0.05 and walls["w0_fx"].min() < 0
     if scene == "moving":  # the plane moved, on every rank alike, and did work on the ring
         checkpoint = outputs(many)[2]
-        assert checkpoint["interaction.walls.point"][0, 0] > 0.5 and checkpoint["interaction.walls.work"][0] < 0
+        assert checkpoint["interaction.walls.point"][0, 0] > 0.4 and checkpoint["interaction.walls.work"][0] < 0
     if scene in ("rough", "sticky", "mixed"):
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["interaction.binder.broken"]) > 0  # bonds broke
