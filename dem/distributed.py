@@ -39,12 +39,13 @@ servo moves alike. A deforming cell (`dem.cell`): every rank's advance hook move
 lattice alike (the hooks run before the rebuild test, as in one process, which counts the
 lattice's motion since the build); the boxes' halos reach across the sliding faces (`Bisection`,
 the tilt either way along x); the rates a servo sets on rank 0's gathered state are broadcast
-(`_report`); a restart builds its first list on the lattice of the interrupted run's last build.
+(`report_due`); a restart builds its first list on the lattice of the interrupted run's last build.
 
-One step: the scheme's ``before_forces`` on the owned bodies, an allreduce (failure, rebuild
-flag) overlapped with the halo exchange (positions, velocities, orientations, angular velocities
-of the ghosts: 13 doubles each, one ``Alltoallv``), at a rebuild the migration of bodies to their new owners
-with their state and contact histories, the new ghosts and the new list, then the forces and
+One step (`RankLoop`, the stages of `dem.step.STEP`): the scheme's ``before_forces`` on the
+owned bodies, the hooks, an allreduce (failure, rebuild flag) overlapped with the halo exchange
+(positions, velocities, orientations, angular velocities of the ghosts: 13 doubles each, one
+``Alltoallv``), at a rebuild the migration of bodies to their new owners with their state and
+contact histories, the new ghosts and the new list (`Decomposition`), then the forces and
 ``after_forces`` of the owned bodies. The communication runs between compiled calls (no MPI in
 the compiled loop), one step at a time. A step with contact sub-steps (`dem.integrators.respa`;
 whether some rank has an active contact is one more allreduce per step) runs the sub-stepped
@@ -84,6 +85,7 @@ from .network import pair_loads, pipeline_name, put_pair_loads
 from .feeding import run_bodies
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
+from .step import STEP, run_step, stage_methods
 
 #: per-body state fields that travel with a body when it migrates (all but the cell)
 STATE_FIELDS = tuple(f for f in StateArrays._fields if f != "cell")
@@ -284,6 +286,110 @@ def _concatenated(pieces, key, like):
     return np.concatenate(arrays) if arrays else np.zeros((0,) + like.shape[1:], like.dtype)
 
 
+class Decomposition:
+    """A rank's share of the system: the boxes that cut space (`Bisection`), its `Part` (owned
+    bodies, ghosts, bonds), the halo plan (which rows go to which rank at every step,
+    `exchange`) and the migration of bodies to the owners of their boxes (`migrate`). ``shared``:
+    the bodies every rank holds (those `GLOBAL` kernels act on); ``bond_start``, ``bond_list``:
+    the bonds of each body (`_bond_table`)."""
+
+    def __init__(self, comm, mpi, cell, shared, bond_start, bond_list):
+        self.comm, self._mpi = comm, mpi
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.cell, self.shared = cell, shared
+        self.bond_start, self.bond_list = bond_start, bond_list
+        self.boxes = self.part = None
+        #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
+        self.migrated = self.rebalanced = 0
+
+    def cut(self, points):
+        """Cut space into the ranks' boxes, balanced by ``points`` (the same on every rank)."""
+        self.boxes = Bisection(points, self.size, self.cell)
+
+    def rebalance(self, owned_positions):
+        """Cut the boxes anew when the most loaded rank owns more than `IMBALANCE` times the
+        mean (from a sample of every rank's ``owned_positions``). Collective."""
+        counts = self.comm.allgather(len(owned_positions))
+        if max(counts) > IMBALANCE * np.mean(counts):
+            step = max(1, len(owned_positions) // SAMPLE)
+            self.cut(np.concatenate(self.comm.allgather(owned_positions[::step])))
+            self.rebalanced += 1
+
+    def migrate(self, owned_ids, rows, reference, histories):
+        """Hand the bodies ``owned_ids`` this rank holds (their ``rows``, ``{key: rows}``, and
+        ``reference`` positions) to the owners of their boxes, with the contact ``histories`` it
+        holds by key (``{name: (keys, values, reference position of each second body)}``: a pair
+        goes to the owners of both bodies). Returns what this rank now owns, in global-id order,
+        ``(ids, rows, reference, {name: (keys, values)})``, and how many bodies it handed to
+        other ranks. Collective."""
+        owners = self.boxes.owners(reference)
+        pieces = []
+        for r in range(self.size):
+            send = owners == r
+            piece = {"ids": owned_ids[send], "reference": reference[send]}
+            piece.update({key: value[send] for key, value in rows.items()})
+            for name, (keys, values, second) in histories.items():
+                first_owner = owners[np.searchsorted(owned_ids, keys[:, 0])] if len(keys) else np.zeros(0, np.int64)
+                to = (first_owner == r) | (self.boxes.owners(second) == r)
+                piece[f"keys.{name}"], piece[f"values.{name}"] = keys[to], values[to]
+            pieces.append(piece)
+        received = self.comm.alltoall(pieces)
+        ids = _concatenated(received, "ids", owned_ids)
+        order = np.argsort(ids)
+        mine = {key: _concatenated(received, key, rows[key])[order] for key in rows}
+        keys = {name: (_concatenated(received, f"keys.{name}", histories[name][0]),
+                       _concatenated(received, f"values.{name}", histories[name][1])) for name in histories}
+        moved = int(np.count_nonzero(owners != self.rank))
+        return ids[order], mine, _concatenated(received, "reference", reference)[order], keys, moved
+
+    def plan_halo(self, ids, ghost_rows, reference, width, intact):
+        """The ghosts: every rank sends the bodies it owns (``ids``, their ``ghost_rows`` and
+        ``reference`` positions) within ``width`` of another's box, and the shared bodies, to
+        it. Makes the rank's `Part` (its bonds: the ``intact`` ones with an owned end) and the
+        halo plan, and returns the pieces received (``ids``, ``reference`` and the rows of each
+        other rank's ghosts). Collective."""
+        shared = np.isin(ids, self.shared)
+        pieces = [{"ids": ids[:0]} for _ in range(self.size)]
+        sends = [np.zeros(0, np.int64)] * self.size
+        for r in range(self.size):
+            if r == self.rank:
+                continue
+            near = self.boxes.near(reference, r, width) | shared if r in self.boxes.neighbours(self.rank, width) \
+                else shared
+            sends[r] = np.flatnonzero(near)
+            pieces[r] = {"ids": ids[near], "reference": reference[near]}
+            pieces[r].update({key: rows[near] for key, rows in ghost_rows.items()})
+        received = self.comm.alltoall(pieces)
+        ghost_ids = [piece["ids"] for piece in received]
+        bodies = np.concatenate([ids] + ghost_ids)
+        order = np.argsort(bodies)
+        owned = np.empty(len(ids), np.int64)
+        owned[:] = np.flatnonzero(order < len(ids))
+        bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
+        self.part = Part(bodies[order], owned, bonds[intact[bonds]])
+        # what goes where at every step, in the same order on both sides
+        self.send_index = [self.part.owned[index] for index in sends]
+        self.receive_index = [self.part.local(g) for g in ghost_ids]
+        self.send_all = np.concatenate(self.send_index).astype(np.int64)
+        self.receive_all = np.concatenate(self.receive_index).astype(np.int64)
+        self.send_counts = np.array([len(index) for index in self.send_index]) * GHOST_WIDTH
+        self.receive_counts = np.array([len(index) for index in self.receive_index]) * GHOST_WIDTH
+        self.send_displacements = np.cumsum(self.send_counts) - self.send_counts
+        self.receive_displacements = np.cumsum(self.receive_counts) - self.receive_counts
+        self.send_buffer = np.empty((len(self.send_all), GHOST_WIDTH))
+        self.receive_buffer = np.empty((len(self.receive_all), GHOST_WIDTH))
+        return received
+
+    def exchange(self, st):
+        """The halo exchange: the ghosts' positions, velocities, orientations and angular
+        velocities (`GHOST_FIELDS`) in the rank's state arrays ``st``, from their owners."""
+        MPI = self._mpi
+        _copy_ghosts(st, self.send_all, self.send_buffer, True)
+        self.comm.Alltoallv([self.send_buffer, (self.send_counts, self.send_displacements), MPI.DOUBLE],
+                            [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
+        _copy_ghosts(st, self.receive_all, self.receive_buffer, False)
+
+
 class DistributedSimulation(Simulation):
     """`dem.simulation.Simulation` over the ranks of ``mpiexec`` (see the module's docstring).
 
@@ -291,7 +397,10 @@ class DistributedSimulation(Simulation):
     part: ``state``, ``bodies``, ``aux`` and ``contacts`` are the rank's (local indices, `Part`);
     `snapshot` gathers the whole state on rank 0. Observers report on rank 0 only; a failure
     (a blow-up, the energy guard) stops every rank at the same step. Kernels run serially on
-    each rank (one rank per core)."""
+    each rank (one rank per core). The rank's share of space and bodies is its `decomposition`
+    (`Decomposition`: the boxes, its `Part`, the halo plan, the migration), and its `loop`
+    (`RankLoop`) runs the steps; of `Simulation` it changes the public methods that see the
+    whole system or every rank (`snapshot`, `sample`, `report_due`, `stop_pending`)."""
 
     def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), restored=None):
         from mpi4py import MPI
@@ -317,12 +426,13 @@ class DistributedSimulation(Simulation):
         #: contact sub-steps per step (`dem.integrators.respa`; 1: the plain map)
         self.substeps = model.interactions[self.fast_law].substeps if substeps_contacts(scheme, names) else 1
         self._first_calls = set()
-        #: bodies that moved to another rank at rebuilds so far (all ranks), and rebalancings
-        self.migrated = self.rebalanced = 0
-        self.bond_start, self.bond_list = _bond_table(model)
-        self.shared = np.unique(np.concatenate(
+        shared = np.unique(np.concatenate(
             [np.zeros(0, np.int64)] + [np.asarray(INTERACTIONS[n].shared_bodies(p), np.int64)
                                        for n, p in model.interactions.items() if INTERACTIONS[n].kind == GLOBAL]))
+        #: the boxes, this rank's part, the halo plan and the migration (`Decomposition`)
+        self.decomposition = Decomposition(self.comm, MPI, self.cell, shared, *_bond_table(model))
+        #: what runs the steps (`RankLoop`)
+        self.loop = RankLoop(self)
         self.own_types = {name: type(own) for name, own in state.interactions.items()}
         #: each bond law's slice of the whole bond table
         self.bond_blocks = {n: model.bonds.block(INTERACTIONS[n].bond_law) for n in names
@@ -336,7 +446,12 @@ class DistributedSimulation(Simulation):
         self.aux_type = type(aux)
         self._take(state, aux, contacts, first=restored is None)
         if restored is None:
-            self._forces(0.0)  # the forces of the initial configuration (no work booked)
+            self.evaluate_forces(0.0)  # the forces of the initial configuration (no work booked)
+
+    @property
+    def part(self):
+        """This rank's bodies and bonds (`Part`)."""
+        return self.decomposition.part
 
     def _take(self, state, aux, contacts, first):
         """Keep this rank's part of the whole ``state``, ``aux`` (the scheme's state) and
@@ -372,7 +487,7 @@ class DistributedSimulation(Simulation):
             values = np.asarray(contacts.get(f"history_values.{name}", np.zeros((0, width))), float)
             held = (keys[:, 0] >= mine[0]) & (keys[:, 0] <= mine[-1]) if len(mine) else np.zeros(len(keys), bool)
             histories[name] = (keys[held], values[held], reference[keys[held, 1]])
-        self.boxes = Bisection(reference, self.size, self.cell)
+        self.decomposition.cut(reference)
         #: the lattice of the first build: a restart's is the interrupted run's last (`dem.cell`)
         self._lattice = lattice_at_build(self.cell) if restarted else None
         bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
@@ -430,69 +545,26 @@ class DistributedSimulation(Simulation):
 
     def _distribute(self, owned_ids, rows, reference, histories, bond_length, build):
         """Hand the bodies ``owned_ids`` this rank holds (their ``rows``, `_rows_of`, and
-        ``reference`` positions) to the owners of their boxes, with the contact ``histories``
-        it holds by key (``{name: (keys, values, reference position of each second body)}``),
-        then make the rank's `Part` (ghosts within the halo width of ``bond_length`` and the
-        interaction range), its arrays and parameters and, with ``build``, its neighbour list
-        at the reference positions. Returns the number of bodies it handed to other ranks."""
-        model = self.model
-        owners = self.boxes.owners(reference)
-        pieces = []
-        for r in range(self.size):
-            send = owners == r
-            piece = {"ids": owned_ids[send], "reference": reference[send]}
-            piece.update({key: value[send] for key, value in rows.items()})
-            for name, (keys, values, second) in histories.items():
-                first_owner = owners[np.searchsorted(owned_ids, keys[:, 0])] if len(keys) else np.zeros(0, np.int64)
-                to = (first_owner == r) | (self.boxes.owners(second) == r)
-                piece[f"keys.{name}"], piece[f"values.{name}"] = keys[to], values[to]
-            pieces.append(piece)
-        received = self.comm.alltoall(pieces)
-        moved = int(np.count_nonzero(owners != self.rank))
-        ids = _concatenated(received, "ids", owned_ids)
-        order = np.argsort(ids)
-        ids = ids[order]
-        mine = {key: _concatenated(received, key, rows[key])[order] for key in rows}
-        reference = _concatenated(received, "reference", reference)[order]
-        keys = {name: (_concatenated(received, f"keys.{name}", histories[name][0]),
-                       _concatenated(received, f"values.{name}", histories[name][1])) for name in histories}
-        # ghosts: owned bodies within the halo width of other boxes, and the shared bodies
+        ``reference`` positions) to the owners of their boxes with the contact ``histories`` it
+        holds (`Decomposition.migrate`), then make the rank's `Part` and halo plan (ghosts within
+        the halo width of ``bond_length`` and the interaction range, `Decomposition.plan_halo`),
+        its arrays and parameters and, with ``build``, its neighbour list at the reference
+        positions. Returns the number of bodies it handed to other ranks."""
+        model, decomposition = self.model, self.decomposition
+        ids, mine, reference, keys, moved = decomposition.migrate(owned_ids, rows, reference, histories)
         largest = self.comm.allreduce(float(bounds(reference, model.diameter[ids])[2]), op=self._mpi.MAX)
         width = max(largest + model.skin if self.neighbors else 0.0, bond_length)
-        shared = np.isin(ids, self.shared)
-        pieces = [{"ids": ids[:0]} for _ in range(self.size)]
-        sends = [np.zeros(0, np.int64)] * self.size
-        for r in range(self.size):
-            if r == self.rank:
-                continue
-            near = self.boxes.near(reference, r, width) | shared if r in self.boxes.neighbours(self.rank, width) \
-                else shared
-            sends[r] = np.flatnonzero(near)
-            pieces[r] = {"ids": ids[near], "reference": reference[near]}
-            pieces[r].update({f"state.{f}": mine[f"state.{f}"][near] for f in GHOST_FIELDS})
-        received = self.comm.alltoall(pieces)
-        ghost_ids = [piece["ids"] for piece in received]
-        bodies = np.concatenate([ids] + ghost_ids)
-        order = np.argsort(bodies)
-        bodies = bodies[order]
-        owned = np.empty(len(ids), np.int64)
-        owned[:] = np.flatnonzero(order < len(ids))
-        # bonds: the intact ones with an owned end
-        bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
-        bonds = bonds[self._intact()[bonds]]
-        part = Part(bodies, owned, bonds)
-        self.part = part
+        received = decomposition.plan_halo(ids, {f"state.{f}": mine[f"state.{f}"] for f in GHOST_FIELDS}, reference,
+                                           width, self._intact())
+        part = decomposition.part
+        bodies, owned = part.bodies, part.owned
         self.parts = {name: part.block(block) for name, block in self.bond_blocks.items()}
-        # the halo plan: what goes where at every step, in the same order on both sides
-        self.send_index = [part.owned[index] for index in sends]
-        self.receive_index = [part.local(g) for g in ghost_ids]
-        self._halo_counts()
 
         def local(owned_rows, ghost_key=None):
             """A rank's array: ``owned_rows`` at the owned bodies, the ghosts' ``ghost_key``."""
             array = np.zeros((len(bodies),) + owned_rows.shape[1:], owned_rows.dtype)
             array[owned] = owned_rows
-            for piece, index in zip(received, self.receive_index):
+            for piece, index in zip(received, decomposition.receive_index):
                 if ghost_key is not None and len(index):
                     array[index] = piece[ghost_key]
             return array
@@ -521,16 +593,6 @@ class DistributedSimulation(Simulation):
                            *histories, *parameters)
         return moved
 
-    def _halo_counts(self):
-        self.send_all = np.concatenate(self.send_index).astype(np.int64)
-        self.receive_all = np.concatenate(self.receive_index).astype(np.int64)
-        self.send_counts = np.array([len(s) for s in self.send_index]) * GHOST_WIDTH
-        self.receive_counts = np.array([len(r) for r in self.receive_index]) * GHOST_WIDTH
-        self.send_displacements = np.cumsum(self.send_counts) - self.send_counts
-        self.receive_displacements = np.cumsum(self.receive_counts) - self.receive_counts
-        self.send_buffer = np.empty((len(self.send_all), GHOST_WIDTH))
-        self.receive_buffer = np.empty((len(self.receive_all), GHOST_WIDTH))
-
     def _build(self, positions, histories):
         """The rank's neighbour list at ``positions`` on the cells of the whole system, with
         the received histories (global keys) put back."""
@@ -552,9 +614,11 @@ class DistributedSimulation(Simulation):
                                                     np.ascontiguousarray(part.local(keys[held]), np.int32),
                                                     np.ascontiguousarray(values[held]), table.histories[name])
 
-    # -- stepping ---------------------------------------------------------------------------------
+    # -- stepping (`RankLoop`) ---------------------------------------------------------------------
 
-    def _forces(self, h):
+    def evaluate_forces(self, h):
+        """The force evaluation of the owned bodies (the list as it is: `RankLoop` rebuilds it
+        when due); the servo walls' load summed over the ranks."""
         self._in_turn("forces", lambda: self.kernels.forces(h, *self._arguments))
         walls = self.state.interactions.get("walls")
         if walls is not None and walls.quantum.any():  # servo walls read the whole load: the ranks'
@@ -562,95 +626,7 @@ class DistributedSimulation(Simulation):
             self.comm.Allreduce(self._mpi.IN_PLACE, total, op=self._mpi.SUM)
             walls.servo_load[...] = total
 
-    def _exchange(self):
-        """The halo exchange: the ghosts' positions, velocities, orientations and angular
-        velocities from their owners."""
-        MPI, st = self._mpi, self._arguments[0]
-        _copy_ghosts(st, self.send_all, self.send_buffer, True)
-        self.comm.Alltoallv([self.send_buffer, (self.send_counts, self.send_displacements), MPI.DOUBLE],
-                            [self.receive_buffer, (self.receive_counts, self.receive_displacements), MPI.DOUBLE])
-        _copy_ghosts(st, self.receive_all, self.receive_buffer, False)
-
-    samples_in_loop = False  # observers report on the gathered state (`_report`)
-
-    def _step(self, n_steps, h, every=0):
-        """``n_steps`` steps (see the module's docstring); returns ``(status, body, steps done,
-        ())`` with ``body`` a global id (no rows: `samples_in_loop`)."""
-        MPI = self._mpi
-        flags = np.empty(2, np.int64)
-        fraction = 1.0 / self.substeps
-        for k in range(n_steps):
-            substepped = self.substeps > 1 and self._active()
-            if substepped:
-                if k == 0:  # later, `forces` left the fast force of the current configuration
-                    self._fast(h)
-                failed = self._sub_steps(h, fraction)
-            else:
-                failed = self._in_turn("before", lambda: self.kernels.before(self.part.owned, h, self._arguments[0],
-                                                                               self.bodies, self.aux))
-                failed = self.part.bodies[failed] if failed >= 0 else NOBODY
-            st = self.state
-            self._in_turn("hooks", lambda: self.kernels.hooks(h, *self._arguments))
-            moved = self.neighbors and build_due(st.position, self.bodies.diameter, self.model.skin,
-                                                 self.contacts.reference_position, self.contacts.counters, self.cell)
-            flags[0] = failed
-            flags[1] = 0 if moved else 1
-            request = self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
-            self._exchange()  # (while the flags travel)
-            request.Wait()
-            if flags[0] != NOBODY:
-                return FAILED, int(flags[0]), k, ()
-            if flags[1] == 0:
-                self._redistribute()
-            self._forces(h)
-            if substepped:
-                self._in_turn("close", lambda: self.kernels.close_stage(h, *self._arguments, self.aux, fraction))
-            else:
-                self._in_turn("after", lambda: self.kernels.after(self.part.owned, h, self._arguments[0], self.bodies,
-                                                                  self.aux))
-        body = first_not_finite(self._arguments[0])
-        body = self.comm.allreduce(int(self.part.bodies[body]) if body >= 0 else NOBODY, op=MPI.MIN)
-        if body != NOBODY:
-            return NOT_FINITE, body, n_steps, ()
-        return OK, -1, n_steps, ()
-
-    # -- contact sub-stepping (dem.integrators.respa) ---------------------------------------------
-
-    def _active(self):
-        """Whether some rank's owned body has an active contact at the last force evaluation."""
-        active = self.state.interactions[self.fast_law].active[self.part.owned]
-        return bool(self.comm.allreduce(int((active > 0).any()), op=self._mpi.MAX))
-
-    def _fast(self, h):
-        self._in_turn("fast", lambda: self.kernels.fast_forces(h, *self._arguments))
-
-    def _sub_steps(self, h, fraction):
-        """The sub-steps of one step up to its last drift, as the serial loop (`dem.engine`): the
-        ghosts' positions exchanged after each drift and the list rebuilt when due, before the
-        fast force is evaluated. Returns the global id of the first owned body whose rotation
-        failed, or `NOBODY`."""
-        MPI = self._mpi
-        failed = self._in_turn("open", lambda: self.kernels.open_stage(
-            h, *self._arguments, self.aux, fraction, self.contacts.reference_position, self.model.skin))
-        failed = self.part.bodies[failed] if failed >= 0 else NOBODY
-        moved = np.empty(1, np.int64)
-        for sub in range(self.substeps - 1):
-            if sub > 0:
-                self._drift(h, fraction, False)
-            moved[0] = self.neighbors and needs_rebuild(self.state.position, self.bodies.diameter, self.model.skin,
-                                                        self.contacts.reference_position)
-            request = self.comm.Iallreduce(MPI.IN_PLACE, moved, op=MPI.MAX)
-            self._exchange()  # (while the flag travels)
-            request.Wait()
-            if moved[0]:
-                self._redistribute()
-            self._fast(h)
-        self._drift(h, fraction, True)
-        return failed
-
-    def _drift(self, h, fraction, last):
-        self._in_turn("drift", lambda: self.kernels.drift_stage(
-            h, *self._arguments, fraction, self.contacts.reference_position, self.model.skin, last))
+    samples_in_loop = False  # observers report on the gathered state (`report_due`)
 
     def _redistribute(self):
         """A rebuild: bring the bonds' state up to date on every rank, rebalance the boxes if
@@ -670,16 +646,11 @@ class DistributedSimulation(Simulation):
         bonds = self.model.bonds
         bond_length = self._bond_length(part.bonds, part.local(bonds.i[part.bonds]), part.local(bonds.j[part.bonds]),
                                         st.position)
-        counts = self.comm.allgather(len(owned))
-        if max(counts) > IMBALANCE * np.mean(counts):
-            step = max(1, len(owned) // SAMPLE)
-            points = np.concatenate(self.comm.allgather(st.position[owned[::step]]))
-            self.boxes = Bisection(points, self.size, self.cell)
-            self.rebalanced += 1
+        self.decomposition.rebalance(st.position[owned])
         self._builds += 1
         moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions),
                                  st.position[owned], histories, bond_length, build=True)
-        self.migrated += self.comm.allreduce(moved)
+        self.decomposition.migrated += self.comm.allreduce(moved)
 
     def _sync_bond_state(self):
         """Every rank's copy of the bond-indexed own state gets the changes of every rank's
@@ -769,7 +740,7 @@ class DistributedSimulation(Simulation):
         view = self.snapshot()
         return self.comm.bcast(view.sample() if view is not None else None, root=0)
 
-    def _report(self, due_only):
+    def report_due(self, due_only):
         """The due observers report on rank 0, on the `snapshot`; an observer that stops the run
         (`SimulationError`) stops it on every rank."""
         due = self._due(due_only)
@@ -813,7 +784,127 @@ class DistributedSimulation(Simulation):
         state.interactions.update(interactions)
         self._take(state, self.aux_type(**aux), contacts, first=False)
 
-    def _stopping(self):
+    def stop_pending(self):
         reasons = [reason for reason in self.comm.allgather(self.stop_requested) if reason]
         self.stop_requested = reasons[0] if reasons else None
         return bool(reasons)
+
+
+class RankLoop:
+    """The steps of an MPI rank (``sim``, a `DistributedSimulation`): the stages of
+    `dem.step.STEP`, a method each, over the owned bodies, with the communication between the
+    compiled calls (see the module's docstring): the halo exchange and the test of a rebuild at
+    the ``check`` stage (and after each inner drift of a sub-stepped step), the rebuild and the
+    bodies' migration at the ``forces`` stage when due."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.stages = stage_methods(self, STEP)
+        self.flags = np.empty(2, np.int64)
+        self.fraction = 1.0 / sim.substeps
+        self.failed = NOBODY
+        self.due = False
+
+    def advance(self, n_steps, h, every):
+        """`dem.simulation.Simulation._step`: ``(status, body, steps done, ())`` with ``body`` a
+        global id (no rows: `DistributedSimulation.samples_in_loop`)."""
+        sim = self.sim
+        if n_steps == 0:
+            sim.evaluate_forces(h)
+            return OK, -1, 0, ()
+        for k in range(n_steps):
+            stop = run_step(self.stages, sim.substeps > 1 and self._active(), k, h)
+            if stop is not None:
+                return stop
+        body = first_not_finite(sim._arguments[0])
+        body = sim.comm.allreduce(int(sim.part.bodies[body]) if body >= 0 else NOBODY, op=sim._mpi.MIN)
+        if body != NOBODY:
+            return NOT_FINITE, body, n_steps, ()
+        return OK, -1, n_steps, ()
+
+    def _global(self, failed):
+        """The global id of the owned body ``failed`` (a local index, −1: none), or `NOBODY`."""
+        return self.sim.part.bodies[failed] if failed >= 0 else NOBODY
+
+    def _before(self, k, h):
+        sim = self.sim
+        self.failed = self._global(sim._in_turn("before", lambda: sim.kernels.before(
+            sim.part.owned, h, sim._arguments[0], sim.bodies, sim.aux)))
+
+    def _open(self, k, h):
+        sim = self.sim
+        if k == 0:  # later, the force evaluation left the fast force of the current configuration
+            self._fast(h)
+        self.failed = self._global(sim._in_turn("open", lambda: sim.kernels.open_stage(
+            h, *sim._arguments, sim.aux, self.fraction, sim.contacts.reference_position, sim.model.skin)))
+
+    def _inner(self, k, h):
+        """The sub-steps up to the last drift, as the serial loop's: the ghosts' positions
+        exchanged after each drift and the list rebuilt when due, before the fast force."""
+        sim, MPI = self.sim, self.sim._mpi
+        moved = np.empty(1, np.int64)
+        for sub in range(sim.substeps - 1):
+            if sub > 0:
+                self._drift(h, False)
+            moved[0] = sim.neighbors and needs_rebuild(sim.state.position, sim.bodies.diameter, sim.model.skin,
+                                                       sim.contacts.reference_position)
+            request = sim.comm.Iallreduce(MPI.IN_PLACE, moved, op=MPI.MAX)
+            sim.decomposition.exchange(sim._arguments[0])  # (while the flag travels)
+            request.Wait()
+            if moved[0]:
+                sim._redistribute()
+            self._fast(h)
+        self._drift(h, True)
+
+    def _hooks(self, k, h):
+        sim = self.sim
+        sim._in_turn("hooks", lambda: sim.kernels.hooks(h, *sim._arguments))
+
+    def _check(self, k, h):
+        """The failure and the rebuild test of every rank, in one allreduce, while the halo
+        exchange runs."""
+        sim, MPI, flags = self.sim, self.sim._mpi, self.flags
+        st = sim.state
+        moved = sim.neighbors and build_due(st.position, sim.bodies.diameter, sim.model.skin,
+                                            sim.contacts.reference_position, sim.contacts.counters, sim.cell)
+        flags[0] = self.failed
+        flags[1] = 0 if moved else 1
+        request = sim.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MIN)
+        sim.decomposition.exchange(sim._arguments[0])  # (while the flags travel)
+        request.Wait()
+        if flags[0] != NOBODY:
+            return FAILED, int(flags[0]), k, ()
+        self.due = flags[1] == 0
+        return None
+
+    def _forces(self, k, h):
+        if self.due:
+            self.sim._redistribute()
+        self.sim.evaluate_forces(h)
+
+    def _after(self, k, h):
+        sim = self.sim
+        sim._in_turn("after", lambda: sim.kernels.after(sim.part.owned, h, sim._arguments[0], sim.bodies, sim.aux))
+
+    def _close(self, k, h):
+        sim = self.sim
+        sim._in_turn("close", lambda: sim.kernels.close_stage(h, *sim._arguments, sim.aux, self.fraction))
+
+    def _sample(self, k, h):
+        """Nothing: the observers report on the gathered state between calls
+        (`DistributedSimulation.report_due`)."""
+
+    def _active(self):
+        """Whether some rank's owned body has an active contact at the last force evaluation."""
+        sim = self.sim
+        active = sim.state.interactions[sim.fast_law].active[sim.part.owned]
+        return bool(sim.comm.allreduce(int((active > 0).any()), op=sim._mpi.MAX))
+
+    def _fast(self, h):
+        sim = self.sim
+        sim._in_turn("fast", lambda: sim.kernels.fast_forces(h, *sim._arguments))
+
+    def _drift(self, h, last):
+        sim = self.sim
+        sim._in_turn("drift", lambda: sim.kernels.drift_stage(
+            h, *sim._arguments, self.fraction, sim.contacts.reference_position, sim.model.skin, last))

@@ -8,7 +8,8 @@ import it and return it. The modules live in the compile cache folder next to nu
 (`dem._numba_cache`), so a scene compiles only what it uses, once per machine. Their text is
 plain Python; ``python -m dem validate SCENE --show-loop`` prints a scene's.
 
-One force evaluation, `forces(h, st, bodies, table, index, *histories, *parameters)`:
+One force evaluation, `forces(h, st, bodies, table, index, *histories, *parameters)`, the stages
+of `dem.step.FORCES`:
 
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
@@ -30,18 +31,19 @@ the interactions', a column shared by several summing them in registry order), t
 (``walls``'s state, `dem.interactions.walls.WallState`). `dem.diagnostics.read_sample` reads it.
 
 One call of `advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, index,
-*histories, *parameters)` runs ``n_steps`` steps: the scheme's ``before_forces`` on every body,
-the interactions' ``advance`` hooks (the walls' prescribed or servo motion to the new time), the
-forces, ``after_forces`` (`dem.integrators`); after each step whose number (``first_step`` the
-number of the state it starts from) is a multiple of ``every`` > 0 it checks that the state is
-finite and samples it into the next row of ``samples``, so that the logs cost no call from
-Python per row. With ``n_steps = 0`` it evaluates the forces of the current configuration (a
-run's start: one compiled function serves both, so a run compiles the force evaluation once; no
-``advance`` hook runs). It returns ``(status, body, steps_done, rows_sampled, index,
-*histories)``; on a status other than `OK` the state is the one where the problem was found.
-Parallel builds run every per-body and per-bond stage over fixed chunks of `CHUNK` rows under
-``prange`` (each chunk writes only its own rows), so the result is the same for any number of
-threads.
+*histories, *parameters)` runs ``n_steps`` steps, each the stages of `dem.step.STEP` (the
+template `ADVANCE`, its step written by `StepWriter`): the scheme's ``before_forces`` on every
+body, the interactions' ``advance`` hooks (the walls' prescribed or servo motion to the new
+time), the check for a failed rotation, the forces, ``after_forces`` (`dem.integrators`); after
+each step whose number (``first_step`` the number of the state it starts from) is a multiple of
+``every`` > 0 it checks that the state is finite and samples it into the next row of
+``samples``, so that the logs cost no call from Python per row. With ``n_steps = 0`` it
+evaluates the forces of the current configuration (a run's start: one compiled function serves
+both, so a run compiles the force evaluation once; no ``advance`` hook runs). It returns
+``(status, body, steps_done, rows_sampled, index, *histories)``; on a status other than `OK`
+the state is the one where the problem was found. Parallel builds run every per-body and
+per-bond stage over fixed chunks of `CHUNK` rows under ``prange`` (each chunk writes only its
+own rows), so the result is the same for any number of threads.
 """
 
 import functools
@@ -66,6 +68,7 @@ from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns
 from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
 from .neighbors import build_kernel, rebuild_due
 from .state import motion
+from .step import FORCES, STEP, Stage, branches, stage_methods
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
 
@@ -97,6 +100,24 @@ class SourceWriter:
 
     def __call__(self, text="", indent=0):
         self.lines.append("    " * indent + text if text else "")
+
+    def hole(self):
+        """A writer of a hole's text, sharing this one's imports."""
+        inner = SourceWriter()
+        inner.imports = self.imports
+        return inner
+
+    def text(self):
+        return "\n".join(self.lines)
+
+    def fill(self, template, **holes):
+        """The lines of ``template`` with its holes (``{name}``) filled; a hole alone on its line
+        that is empty leaves no line."""
+        for line in template.split("\n"):
+            alone = line.strip()
+            if alone.startswith("{") and alone.endswith("}") and holes.get(alone[1:-1]) == "":
+                continue
+            self.lines.extend(line.format(**holes).split("\n"))
 
 
 def _arguments(names):
@@ -241,28 +262,58 @@ def _fast_text(w, interactions, distributed):
     w(f"fast = o_{law}.fast", 2)
 
 
-def _passes_text(w, interactions, parallel, rows_pass, distributed=False):
-    """Steps 2–5 of the force evaluation: the history updates over all rows, ``rows_pass`` (lines
-    that run ``_rows``), the bond kernels colour by colour (those with a ``fast`` kernel also add
-    their fast force into ``fast``, `_fast_text`), the global kernels."""
-    for i in interactions:
-        if i.history:
-            update = w.use(i.update, f"{i.name}_update")
-            _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
-                     f"hist_{i.name})", "0", "n", parallel, 1)
-    rows_pass()
-    if any(i.kind == BOND and i.fast is not None for i in interactions):
-        _fast_text(w, interactions, distributed)
-    for i in interactions:
-        if i.kind == BOND:
-            kernel = w.use(i.forces, f"{i.name}_forces")
-            fast = ", fast" if i.fast is not None else ""
-            _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, o_{i.name}{fast})",
-                       parallel, 1)
-    for i in interactions:
-        if i.kind == GLOBAL:
-            kernel = w.use(i.forces, f"{i.name}_forces")
-            w(f"{kernel}(h, st, bodies, p_{i.name}, o_{i.name})", 1)
+def _passes_text(w, interactions, parallel, refresh, rows_pass, distributed=False):
+    """The force evaluation, the stages of `dem.step.FORCES` in order: ``refresh`` (lines that
+    rebuild the neighbour list when due and name the ``contacts``), the history updates over all
+    rows, ``rows_pass`` (lines that run ``_rows``), the bond kernels colour by colour (those with
+    a ``fast`` kernel also add their fast force into ``fast``, `_fast_text`), the global
+    kernels."""
+
+    def updates():
+        for i in interactions:
+            if i.history:
+                update = w.use(i.update, f"{i.name}_update")
+                _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
+                         f"hist_{i.name})", "0", "n", parallel, 1)
+
+    def bonds():
+        if any(i.kind == BOND and i.fast is not None for i in interactions):
+            _fast_text(w, interactions, distributed)
+        for i in interactions:
+            if i.kind == BOND:
+                kernel = w.use(i.forces, f"{i.name}_forces")
+                fast = ", fast" if i.fast is not None else ""
+                _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, h, st, bodies, p_{i.name}, "
+                           f"o_{i.name}{fast})", parallel, 1)
+
+    def globals_():
+        for i in interactions:
+            if i.kind == GLOBAL:
+                kernel = w.use(i.forces, f"{i.name}_forces")
+                w(f"{kernel}(h, st, bodies, p_{i.name}, o_{i.name})", 1)
+
+    writers = {"refresh": refresh, "updates": updates, "rows": rows_pass, "bonds": bonds, "globals": globals_}
+    for stage in FORCES:
+        writers[stage.name]()
+
+
+#: the force evaluation's text; its holes: the arguments and the stages of `dem.step.FORCES` (``passes``,
+#: `_passes_text`). ``forces`` passes ``h < 0.0``, a False known at run time as the loop's is, so that
+#: numba compiles one ``_forces`` (a constant False would be typed Literal[bool] and compile a
+#: second); it is not parallel itself (the passes of ``_forces`` run on the threads).
+FORCES_TEXT = """\
+@njit(cache=True{parallel})
+def _forces(substepping, h, st, bodies, table, {arguments}):
+    \"\"\"The force evaluation; ``substepping``: whether the step that ends with it is sub-stepped (its closing \
+kick reads the fast force, `_fast_text`).\"\"\"
+    n = st.position.shape[0]
+{passes}
+    return ({results})
+
+
+@njit(cache=True)
+def forces(h, st, bodies, table, {arguments}):
+    return _forces(h < 0.0, h, st, bodies, table, {arguments})"""
 
 
 def _forces_text(names, parallel):
@@ -301,29 +352,22 @@ def _forces_text(names, parallel):
     w(f"return ({''.join(a + ', ' for a in carried.split(', '))})".replace(", )", ",)"), 1)
     w()
     w()
-    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
-    w(f"def _forces(substepping, h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}):")
-    w('"""The force evaluation; ``substepping``: whether the step that ends with it is sub-stepped (its '
-      'closing kick reads the fast force, `_fast_text`)."""', 1)
-    w("n = st.position.shape[0]", 1)
-    if neighbors:
-        w(f"refreshed = _refresh(st, bodies, table, {carried}"
-          f"{''.join(', ' + a for a in listed_parameters(interactions))})", 1)
-        for k, name in enumerate(carried.split(", ")):
-            w(f"{name} = refreshed[{k}]", 1)
-    w("contacts = Contacts(table.start, index, table.owner_start)", 1)
-    _passes_text(w, interactions, parallel, lambda: _chunked(
-        w, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
+    passes = w.hole()
+
+    def refresh():
+        if neighbors:
+            passes(f"refreshed = _refresh(st, bodies, table, {carried}"
+                   f"{''.join(', ' + a for a in listed_parameters(interactions))})", 1)
+            for k, name in enumerate(carried.split(", ")):
+                passes(f"{name} = refreshed[{k}]", 1)
+        passes("contacts = Contacts(table.start, index, table.owner_start)", 1)
+
+    _passes_text(passes, interactions, parallel, refresh, lambda: _chunked(
+        passes, lambda lo, hi: f"_rows({lo}, {hi}, h, st, bodies, contacts{''.join(', ' + a for a in row_arguments)})",
         "0", "n", parallel, 1))
-    w(f"return (index,{''.join(' ' + h + ',' for h in histories)})", 1)
-    w()
-    w()
-    w("@njit(cache=True)")  # the passes of _forces run on the threads
-    signature = f"h, st, bodies, table, index{''.join(', ' + a for a in histories + parameters)}"
-    w(f"def forces({signature}):")
-    # h < 0 is False: a flag known at run time, as the loop's, so that numba compiles one _forces
-    # (a constant False would be typed Literal[bool] and compile a second)
-    w(f"return _forces(h < 0.0, {signature})", 1)
+    w.fill(FORCES_TEXT, parallel=", parallel=True" if parallel else "",
+           arguments="index" + "".join(", " + a for a in histories + parameters), passes=passes.text(),
+           results="index," + "".join(" " + h + "," for h in histories))
     w.use(Contacts, "Contacts")
     return w
 
@@ -368,7 +412,8 @@ def _distributed_text(scheme, names):
         w("st.force[ghosts[k], c] = 0.0", 3)
         w("st.moment[ghosts[k], c] = 0.0", 3)
 
-    _passes_text(w, interactions, False, rows_pass, distributed=True)
+    # (the rank rebuilds its list between compiled calls, `dem.distributed`: no refresh here)
+    _passes_text(w, interactions, False, lambda: None, rows_pass, distributed=True)
     w()
     w()
     for stage, scheme_function, failure in (("before", scheme.module.before_forces, True),
@@ -496,114 +541,189 @@ def _sample_text(names):
     return w
 
 
-def _advance_text(scheme, names, parallel, forces_module, sample_module):
-    w = SourceWriter()
-    histories, parameters = _arguments(names)
-    w.imports["_forces"] = f"from {forces_module} import _forces"
-    w.imports["sample"] = f"from {sample_module} import sample"
-    before = w.use(scheme.module.before_forces, "before_forces")
-    after = w.use(scheme.module.after_forces, "after_forces")
-    w.use(first_not_finite, "first_not_finite")
-    carried = "index" + "".join(", " + h for h in histories)
-    arguments = f"{carried}{''.join(', ' + p for p in parameters)}"
-    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
-    w(f"def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):")
-    w("n = st.position.shape[0]", 1)
-    w("if n_steps == 0:  # the forces of the current configuration, as at the start of a run", 1)
-    w(f"out = _forces(n_steps < 0, h, st, bodies, table, {arguments})  # False, known at run time (`forces`)", 2)
-    w(f"return {OK}, -1, 0, 0, out[0]{''.join(f', out[{k + 1}]' for k in range(len(histories)))}", 2)
-    w("n_chunks = (n + CHUNK - 1) // CHUNK" if parallel else "n_chunks = 1", 1)
-    w("failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch", 1)
-    w("sampled = 0", 1)
-    respa = substeps_contacts(scheme, names)
-    if respa:
-        law = fast_pair_law(names)
-        stages = {name: w.use(getattr(respa_stages, name), name) for name in ("open_kick", "kick_drift", "close_kick")}
-        turn, spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
-        fast = w.use(hertz_pp_fast, "hertz_pp_fast") if parallel else w.use(hertz_pp_fast_pairs, "hertz_pp_fast_pairs")
-        w.use(Contacts, "Contacts")
-        w.imports["_refresh"] = f"from {forces_module} import _refresh"
+#: the stepping loop's text; its holes: the arguments, the set-up of contact sub-stepping (`_setup`)
+#: and one step, the stages of `dem.step.STEP` as `StepWriter` writes them
+ADVANCE = """\
+@njit(cache=True{parallel})
+def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):
+    n = st.position.shape[0]
+    if n_steps == 0:  # the forces of the current configuration, as at the start of a run
+        out = _forces(n_steps < 0, h, st, bodies, table, {arguments})  # False, known at run time (`forces`)
+        return {ok}, -1, 0, 0, {out}
+    n_chunks = {n_chunks}
+    failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch
+    sampled = 0
+{setup}
+    for k in range(n_steps):
+{step}
+    body = first_not_finite(st)
+    if body >= 0:
+        return {not_finite}, body, n_steps, sampled, {carried}
+    return {ok}, -1, n_steps, sampled, {carried}"""
 
-        bonded = fast_bonds(names)
 
-        def fast_pass(indent):
-            """The fast force ``f`` between sub-steps: the Hertz rows set it (serially each pair once,
-            the same bits), the bond laws' ``fast`` kernels add theirs (the force evaluation leaves it
-            too: `_fast_text`)."""
-            contacts = "Contacts(table.start, index, table.owner_start)"
-            if parallel:
-                _chunked(w, lambda lo, hi: f"{fast}({lo}, {hi}, st, bodies, {contacts}, p_{law}, fast)", "0", "n",
-                         parallel, indent)
-            else:
-                w(f"{fast}(st, bodies, {contacts}, p_{law}, fast)", indent)
-            for i in bonded:
-                kernel = w.use(i.fast, f"{i.name}_fast")
-                _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)",
-                           parallel, indent)
+class StepWriter:
+    """The text of one step of the compiled loop: a method per stage of `dem.step.STEP`, each
+    writing its code at an indent (``_before(indent)``, …), over the bodies in chunks under
+    prange (``parallel``) or in one call."""
 
+    def __init__(self, w, scheme, names, parallel, forces_module):
+        self.w, self.names, self.parallel = w, names, parallel
+        histories, parameters = _arguments(names)
+        self.carried = "index" + "".join(", " + h for h in histories)
+        self.arguments = f"{self.carried}{''.join(', ' + p for p in parameters)}"
+        self.results = ["index"] + histories
+        self.scheme_stages = {stage: w.use(getattr(scheme.module, stage), stage) for stage in
+                              ("before_forces", "after_forces")}
+        self.respa = substeps_contacts(scheme, names)
+        if self.respa:
+            self.law = fast_pair_law(names)
+            self.stages = {name: w.use(getattr(respa_stages, name), name)
+                           for name in ("open_kick", "kick_drift", "close_kick")}
+            self.turn, self.spin = w.use(scheme.module.turn, "turn"), w.use(scheme.module.spin, "spin")
+            self.fast = (w.use(hertz_pp_fast, "hertz_pp_fast") if parallel
+                         else w.use(hertz_pp_fast_pairs, "hertz_pp_fast_pairs"))
+            w.use(Contacts, "Contacts")
+            w.imports["_refresh"] = f"from {forces_module} import _refresh"
+
+    def text(self):
+        """The step: the stages of `dem.step.STEP` in order, those of a sub-stepped step and of a
+        plain one under ``if substepped: … else: …``."""
+        w = self.w
+        methods = stage_methods(self, STEP)
+        if self.respa:
+            substepped = w.use(respa_stages.substepped, "substepped_next")
+            w(f"substepped = {substepped}(p_{self.law}, o_{self.law})  # some contact active at the last force "
+              "evaluation", 2)
+        for branch in branches(STEP, self.respa):
+            if isinstance(branch, Stage):
+                methods[branch.name](2)
+                continue
+            w("if substepped:", 2)
+            for stage in branch[0]:
+                methods[stage.name](3)
+            w("else:", 2)
+            for stage in branch[1]:
+                methods[stage.name](3)
+
+    def _chunks(self, call, indent, lo="0", hi="n"):
+        _chunked(self.w, call, lo, hi, self.parallel, indent)
+
+    def _in_chunks(self, indent):
+        """The loop over the chunks whose failures and rebuild flags ``failed`` and ``due`` keep
+        (one chunk when serial); returns the bounds of a chunk's bodies."""
+        self.w("for chunk in prange(n_chunks):" if self.parallel else "for chunk in range(1):", indent)
+        return ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if self.parallel else ("0", "n")
+
+    def _before(self, indent):
+        before = self.scheme_stages["before_forces"]
+        if self.parallel:
+            self.w("for chunk in prange(n_chunks):", indent)
+            self.w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)",
+                   indent + 1)
+        else:
+            self.w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", indent)
+
+    def _fast_pass(self, indent):
+        """The fast force ``f`` between sub-steps: the Hertz rows set it (serially each pair once,
+        the same bits), the bond laws' ``fast`` kernels add theirs (the force evaluation leaves it
+        too: `_fast_text`)."""
+        w, law = self.w, self.law
+        contacts = "Contacts(table.start, index, table.owner_start)"
+        if self.parallel:
+            self._chunks(lambda lo, hi: f"{self.fast}({lo}, {hi}, st, bodies, {contacts}, p_{law}, fast)", indent)
+        else:
+            w(f"{self.fast}(st, bodies, {contacts}, p_{law}, fast)", indent)
+        for i in fast_bonds(self.names):
+            kernel = w.use(i.fast, f"{i.name}_fast")
+            _bond_pass(w, i.name, lambda lo, hi: f"{kernel}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name}, fast)",
+                       self.parallel, indent)
+
+    def _open(self, indent):
+        w = self.w
+        w("if k == 0:  # later, the force evaluation left f (_fast_text)", indent)
+        self._fast_pass(indent + 1)
+        lo, hi = self._in_chunks(indent)
+        w(f"due[chunk] = {self.stages['open_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean, "
+          f"table.reference_position, table.skin)", indent + 1)
+        w(f"failed[chunk] = {self.turn}({lo}, {hi}, h, st, bodies, aux)", indent + 1)
+
+    def _inner(self, indent):
+        w = self.w
+        w("for sub in range(substeps - 1):  # the last sub-step's f comes with the step's forces", indent)
+        w("if sub > 0:", indent + 1)
+        lo, hi = self._in_chunks(indent + 2)
+        w(f"due[chunk] = {self.stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, mean, "
+          f"table.reference_position, table.skin, False)", indent + 3)
+        w("if due.any():  # a body moved more than skin/2 since the list was built", indent + 1)
+        listed = listed_parameters([INTERACTIONS[n] for n in self.names])
+        w(f"refreshed = _refresh(st, bodies, table, {self.carried}{''.join(', ' + a for a in listed)})", indent + 2)
+        for k, name in enumerate(self.results):
+            w(f"{name} = refreshed[{k}]", indent + 2)
+        self._fast_pass(indent + 1)
+        self._chunks(lambda lo, hi: f"{self.stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, "
+                     f"fast, mean, table.reference_position, table.skin, True)", indent)
+
+    def _hooks(self, indent):
+        _hooks_text(self.w, self.names, indent)
+
+    def _check(self, indent):
+        w = self.w
+        w("for chunk in range(n_chunks):", indent)
+        w("if failed[chunk] >= 0:", indent + 1)
+        w(f"return {FAILED}, failed[chunk], k, sampled, {self.carried}", indent + 2)
+
+    def _forces(self, indent):
+        w = self.w
+        w(f"out = _forces({'substepped' if self.respa else 'False'}, h, st, bodies, table, {self.arguments})",
+          indent)
+        for k, name in enumerate(self.results):
+            w(f"{name} = out[{k}]", indent)
+
+    def _after(self, indent):
+        after = self.scheme_stages["after_forces"]
+        self._chunks(lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", indent)
+
+    def _close(self, indent):
+        self._chunks(lambda lo, hi: f"{self.stages['close_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean)",
+                     indent)
+        self._chunks(lambda lo, hi: f"{self.spin}({lo}, {hi}, h, st, bodies, aux)", indent)
+
+    def _sample(self, indent):
+        w = self.w
+        w("if every > 0 and (first_step + k + 1) % every == 0:", indent)
+        w("body = first_not_finite(st)", indent + 1)
+        w("if body >= 0:", indent + 1)
+        w(f"return {NOT_FINITE}, body, k + 1, sampled, {self.carried}", indent + 2)
+        w(f"sample(st, bodies, table, {self.arguments}, samples[sampled])", indent + 1)
+        w("sampled += 1", indent + 1)
+
+    def setup(self, w):
+        """The set-up of contact sub-stepping before the steps, into ``w`` (none without it)."""
+        if not self.respa:
+            return
+        law = self.law
         w(f"substeps = p_{law}.substeps  # contact sub-steps (dem.integrators.respa); 1: the plain map", 1)
         w("fraction = 1.0 / substeps", 1)
         w(f"fast = o_{law}.fast  # the fast force f", 1)
         w("due = np.zeros(n_chunks, np.bool_)", 1)
         w(f"mean = o_{law}.mean  # the drifts' mean velocity, then what the last drift's adds to it", 1)
-    w("for k in range(n_steps):", 1)
-    indent = 2
-    if respa:
-        substepped = w.use(respa_stages.substepped, "substepped_next")
-        w(f"substepped = {substepped}(p_{law}, o_{law})  # some contact active at the last force evaluation",
-          2)
-        w("if substepped:", 2)
-        w("if k == 0:  # later, the force evaluation left f (_fast_text)", 3)
-        fast_pass(4)
-        lo, hi = ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if parallel else ("0", "n")
-        w("for chunk in prange(n_chunks):" if parallel else "for chunk in range(1):", 3)
-        w(f"due[chunk] = {stages['open_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean, "
-          f"table.reference_position, table.skin)", 4)
-        w(f"failed[chunk] = {turn}({lo}, {hi}, h, st, bodies, aux)", 4)
-        w("for sub in range(substeps - 1):  # the last sub-step's f comes with the step's forces", 3)
-        w("if sub > 0:", 4)
-        w("for chunk in prange(n_chunks):" if parallel else "for chunk in range(1):", 5)
-        w(f"due[chunk] = {stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, mean, "
-          f"table.reference_position, table.skin, False)", 6)
-        w("if due.any():  # a body moved more than skin/2 since the list was built", 4)
-        listed = listed_parameters([INTERACTIONS[n] for n in names])
-        w(f"refreshed = _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed)})", 5)
-        for k, name in enumerate(["index"] + histories):
-            w(f"{name} = refreshed[{k}]", 5)
-        fast_pass(4)
-        _chunked(w, lambda lo, hi: f"{stages['kick_drift']}({lo}, {hi}, h * fraction, fraction, st, bodies, fast, "
-                 f"mean, table.reference_position, table.skin, True)", "0", "n", parallel, 3)
-        w("else:", 2)
-        indent = 3
-    if parallel:
-        w("for chunk in prange(n_chunks):", indent)
-        w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)", indent + 1)
-    else:
-        w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", indent)
-    w("for chunk in range(n_chunks):", 2)
-    w("if failed[chunk] >= 0:", 3)
-    w(f"return {FAILED}, failed[chunk], k, sampled, {carried}", 4)
-    _hooks_text(w, names, 2)
-    w(f"out = _forces({'substepped' if respa else 'False'}, h, st, bodies, table, {arguments})", 2)
-    for k, name in enumerate(["index"] + histories):
-        w(f"{name} = out[{k}]", 2)
-    if respa:
-        w("if substepped:", 2)
-        _chunked(w, lambda lo, hi: f"{stages['close_kick']}({lo}, {hi}, h, fraction, st, bodies, fast, mean)", "0", "n",
-                 parallel, 3)
-        _chunked(w, lambda lo, hi: f"{spin}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, 3)
-        w("else:", 2)
-    _chunked(w, lambda lo, hi: f"{after}({lo}, {hi}, h, st, bodies, aux)", "0", "n", parallel, indent)
-    w("if every > 0 and (first_step + k + 1) % every == 0:", 2)
-    w("body = first_not_finite(st)", 3)
-    w("if body >= 0:", 3)
-    w(f"return {NOT_FINITE}, body, k + 1, sampled, {carried}", 4)
-    w(f"sample(st, bodies, table, {arguments}, samples[sampled])", 3)
-    w("sampled += 1", 3)
-    w("body = first_not_finite(st)", 1)
-    w("if body >= 0:", 1)
-    w(f"return {NOT_FINITE}, body, n_steps, sampled, {carried}", 2)
-    w(f"return {OK}, -1, n_steps, sampled, {carried}", 1)
+
+
+def _advance_text(scheme, names, parallel, forces_module, sample_module):
+    w = SourceWriter()
+    w.imports["_forces"] = f"from {forces_module} import _forces"
+    w.imports["sample"] = f"from {sample_module} import sample"
+    w.use(first_not_finite, "first_not_finite")
+    setup, step = w.hole(), w.hole()
+    writer = StepWriter(step, scheme, names, parallel, forces_module)
+    writer.text()
+    writer.setup(setup)
+    histories = len(_arguments(names)[0])
+    w.fill(ADVANCE, parallel=", parallel=True" if parallel else "", arguments=writer.arguments,
+           out="out[0]" + "".join(f", out[{k + 1}]" for k in range(histories)),
+           n_chunks="(n + CHUNK - 1) // CHUNK" if parallel else "1", setup=setup.text(), step=step.text(),
+           carried=writer.carried, ok=OK, not_finite=NOT_FINITE)
     return w
 
 

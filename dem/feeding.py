@@ -341,7 +341,7 @@ def refresh(sim):
     sim.contacts.rebuild(sim.state.position, sim.bodies.diameter, sim.state.cell)
     sim.contacts.counters[N_BUILDS] = builds + 1
     sim._sample = (None, None)
-    sim._step(0, 0.0)
+    sim.recompute_forces()
 
 
 def due_count(source, cumulative, time):

@@ -42,6 +42,7 @@ from .engine import (
 )
 from .interactions import BOND, GLOBAL, INTERACTIONS
 from .interactions.walls import WallState
+from .step import FORCES, STEP, run_step, stage_methods
 
 #: what the GPU loop runs: the interactions, and the schemes (their stages have the same names)
 INTERACTIONS_ON_GPU = ("gravity", "hertz_pp", "hertz_pw", "contact_pp", "adhesive_pp", "adhesive_pw", "contact_pw",
@@ -294,6 +295,8 @@ class DeviceLoop:
         #: the device's copies are then used as they are, and nothing goes up
         self.resident = False
         self._last = None
+        self.stages = stage_methods(self, STEP)
+        self._force_stages = stage_methods(self, FORCES)
 
     def kept(self, value):
         """``value`` (the bodies' arrays or an interaction's parameters: nothing changes them
@@ -320,42 +323,78 @@ class DeviceLoop:
         if not (self.resident and run is not None and run.holds(st, bodies, aux, table, index, rest)):
             run = self._last = _Run(self, st, bodies, aux, table, index, rest)
         if n_steps == 0:  # the forces of the current configuration
-            self._forces(run, h, False, self._check(run)[DUE])
+            self._evaluate(run, h, False, self._flags(run)[DUE])
             return run.finish(OK, -1, 0, 0)
-        kernels, n = self.kernels, run.n
-        sampled = 0
+        run.first_step, run.every, run.samples, run.sampled = first_step, every, samples, 0
         for k in range(n_steps):
-            substepped = run.substepped
-            run.set_flag(FAILED_BODY, n)
-            if substepped:
-                self._substeps(run, h, k == 0)
-            else:
-                self.launch(kernels.before, n, h, run.st, run.bodies, run.aux, (run.flags,))
-            if run.hooked:  # (skipped on the device if a stage failed)
-                kernels.hooks[1, 1]((run.flags,), n, h, run.st, run.bodies, *run.hooked)
-            failed, due = self._check(run)[[FAILED_BODY, DUE]]
-            if failed < n:
-                return run.finish(FAILED, int(failed), k, sampled)
-            self._forces(run, h, substepped, due)
-            if substepped:
-                self.launch(kernels.closing, n, h, run.fraction, run.st, run.bodies, (run.fast,), (run.mean,),
-                            run.aux)
-            else:
-                self.launch(kernels.after, n, h, run.st, run.bodies, run.aux)
-            if every > 0 and (first_step + k + 1) % every == 0:
-                host = run.download()
-                body = _first_not_finite(host.st)
-                if body >= 0:
-                    return run.finish(NOT_FINITE, body, k + 1, sampled)
-                self.sample(host.st, host.bodies, host.table, host.index, *host.histories, *host.parameters,
-                            samples[sampled])
-                sampled += 1
+            run.stepping = run.substepped  # this step's (its force evaluation decides the next one's)
+            stop = run_step(self.stages, run.stepping, run, k, h)
+            if stop is not None:
+                return stop
         host = run.download()
         self.device_bytes = max(self.device_bytes, run.device_bytes())
         body = _first_not_finite(host.st)
-        return run.finish(NOT_FINITE if body >= 0 else OK, body, n_steps, sampled)
+        return run.finish(NOT_FINITE if body >= 0 else OK, body, n_steps, run.sampled)
 
-    def _check(self, run):
+    # the stages of a step (`dem.step.STEP`), each ``(run, k, h)``
+
+    def _before(self, run, k, h):
+        run.set_flag(FAILED_BODY, run.n)
+        self.launch(self.kernels.before, run.n, h, run.st, run.bodies, run.aux, (run.flags,))
+
+    def _open(self, run, k, h):
+        run.set_flag(FAILED_BODY, run.n)
+        if k == 0:  # later, the force evaluation left the fast force
+            self._fast_pass(run)
+        run.set_flag(DUE, 0)
+        self.launch(self.kernels.opening, run.n, h, run.fraction, run.st, run.bodies, (run.fast,), (run.mean,),
+                    run.table, run.aux, (run.flags,))
+
+    def _inner(self, run, k, h):
+        kernels, n = self.kernels, run.n
+        for sub in range(run.substeps - 1):
+            if sub > 0:
+                run.set_flag(DUE, 0)
+                self.launch(kernels.drifting, n, h * run.fraction, run.fraction, run.st, run.bodies, (run.fast,),
+                            (run.mean,), run.table, False, (run.flags,))
+            if run.read_flags()[DUE] and self._flags(run)[DUE]:  # the list's own test decides, as the CPU's
+                run.rebuild()
+            self._fast_pass(run)
+        self.launch(kernels.drifting, n, h * run.fraction, run.fraction, run.st, run.bodies, (run.fast,),
+                    (run.mean,), run.table, True, (run.flags,))
+
+    def _hooks(self, run, k, h):
+        if run.hooked:  # (skipped on the device if a stage failed)
+            self.kernels.hooks[1, 1]((run.flags,), run.n, h, run.st, run.bodies, *run.hooked)
+
+    def _check(self, run, k, h):
+        failed, run.due = self._flags(run)[[FAILED_BODY, DUE]]
+        if failed < run.n:
+            return run.finish(FAILED, int(failed), k, run.sampled)
+        return None
+
+    def _forces(self, run, k, h):
+        self._evaluate(run, h, run.stepping, run.due)
+
+    def _after(self, run, k, h):
+        self.launch(self.kernels.after, run.n, h, run.st, run.bodies, run.aux)
+
+    def _close(self, run, k, h):
+        self.launch(self.kernels.closing, run.n, h, run.fraction, run.st, run.bodies, (run.fast,), (run.mean,),
+                    run.aux)
+
+    def _sample(self, run, k, h):
+        if run.every > 0 and (run.first_step + k + 1) % run.every == 0:
+            host = run.download()
+            body = _first_not_finite(host.st)
+            if body >= 0:
+                return run.finish(NOT_FINITE, body, k + 1, run.sampled)
+            self.sample(host.st, host.bodies, host.table, host.index, *host.histories, *host.parameters,
+                        run.samples[run.sampled])
+            run.sampled += 1
+        return None
+
+    def _flags(self, run):
         """The flags after the neighbour list's test (`dem.neighbors.rebuild_due`), if the list is
         used: the one wait of a plain step for the device."""
         if self.neighbors:
@@ -363,19 +402,32 @@ class DeviceLoop:
             self.launch(self.kernels.due, run.n, run.st, run.bodies, run.table, (run.flags,))
         return run.read_flags()
 
-    def _forces(self, run, h, substepping, due):
-        """The force evaluation (`dem.engine._forces`) once the list's test found it ``due``."""
-        kernels, n = self.kernels, run.n
+    def _evaluate(self, run, h, substepping, due):
+        """The force evaluation (`dem.step.FORCES`, as `dem.engine._forces`) once the list's test
+        found it ``due``; ``substepping``: whether the step that ends with it is sub-stepped."""
+        for stage in FORCES:
+            self._force_stages[stage.name](run, h, substepping, due)
+
+    # the stages of a force evaluation (`dem.step.FORCES`), each ``(run, h, substepping, due)``
+
+    def _refresh(self, run, h, substepping, due):
         if due:
             run.rebuild()
+
+    def _updates(self, run, h, substepping, due):
         for name in self.history_names:
-            self.launch(getattr(kernels, f"update_{name}"), n, h, run.st, run.bodies, run.table, (run.index,),
-                        *run.params[name], (run.histories[name],))
-        self.launch(kernels.rows, n, h, run.st, run.bodies, run.table, (run.index,), *run.row_arguments())
+            self.launch(getattr(self.kernels, f"update_{name}"), run.n, h, run.st, run.bodies, run.table,
+                        (run.index,), *run.params[name], (run.histories[name],))
+
+    def _rows(self, run, h, substepping, due):
+        self.launch(self.kernels.rows, run.n, h, run.st, run.bodies, run.table, (run.index,), *run.row_arguments())
         if run.scratch is not None:
             chunks = run.chunks
-            kernels.wall_chunks[chunks.size, tree()]((run.scratch,), (chunks,))
-            kernels.wall_totals[chunks.size // chunks.shape[0], tree()]((chunks,), (run.params["walls"][1].partial,))
+            self.kernels.wall_chunks[chunks.size, tree()]((run.scratch,), (chunks,))
+            self.kernels.wall_totals[chunks.size // chunks.shape[0], tree()]((chunks,),
+                                                                             (run.params["walls"][1].partial,))
+
+    def _bonds(self, run, h, substepping, due):
         fast = run.no_fast
         if self.respa:
             run.substepped = run.active()  # the next step is sub-stepped
@@ -384,40 +436,24 @@ class DeviceLoop:
         for i in self.interactions:
             if i.kind == BOND:
                 extra = ((fast,),) if i.fast is not None else ()
-                self.bonds(getattr(kernels, f"bond_{i.name}"), run.color_start[i.name], h, run.st, run.bodies,
+                self.bonds(getattr(self.kernels, f"bond_{i.name}"), run.color_start[i.name], h, run.st, run.bodies,
                            *run.params[i.name], *extra)
+
+    def _globals(self, run, h, substepping, due):
         for i in self.interactions:
             if i.kind == GLOBAL and i.body is not None:
-                self.launch(getattr(kernels, f"global_{i.name}"), n, h, run.st, run.bodies, *run.params[i.name])
+                self.launch(getattr(self.kernels, f"global_{i.name}"), run.n, h, run.st, run.bodies,
+                            *run.params[i.name])
             elif i.kind == GLOBAL:
-                getattr(kernels, f"global_{i.name}")[1, 1](h, run.st, run.bodies, *run.params[i.name])
+                getattr(self.kernels, f"global_{i.name}")[1, 1](h, run.st, run.bodies, *run.params[i.name])
 
     def _fast_pass(self, run):
-        """The fast force between sub-steps (`dem.engine._advance_text`)."""
+        """The fast force between sub-steps (`dem.engine.StepWriter`)."""
         self.launch(self.kernels.fast_rows, run.n, run.st, run.bodies, run.table, (run.index,),
                     run.params[self.law][0], (run.fast,))
         for i in fast_bonds(self.names):
             self.bonds(getattr(self.kernels, f"fast_{i.name}"), run.color_start[i.name], run.st, run.bodies,
                        *run.params[i.name], (run.fast,))
-
-    def _substeps(self, run, h, first):
-        """The stages of a sub-stepped step before its forces (`dem.engine._advance_text`)."""
-        kernels, n = self.kernels, run.n
-        if first:  # later, the force evaluation left the fast force
-            self._fast_pass(run)
-        run.set_flag(DUE, 0)
-        self.launch(kernels.opening, n, h, run.fraction, run.st, run.bodies, (run.fast,), (run.mean,), run.table,
-                    run.aux, (run.flags,))
-        for sub in range(run.substeps - 1):
-            if sub > 0:
-                run.set_flag(DUE, 0)
-                self.launch(kernels.drifting, n, h * run.fraction, run.fraction, run.st, run.bodies, (run.fast,),
-                            (run.mean,), run.table, False, (run.flags,))
-            if run.read_flags()[DUE] and self._check(run)[DUE]:  # the list's own test decides, as the CPU's
-                run.rebuild()
-            self._fast_pass(run)
-        self.launch(kernels.drifting, n, h * run.fraction, run.fraction, run.st, run.bodies, (run.fast,),
-                    (run.mean,), run.table, True, (run.flags,))
 
 
 class WatchedKernels:

@@ -58,7 +58,8 @@ class Simulation:
     `PARALLEL_THRESHOLD` bodies; ``parallel`` forces the choice. Results are the same,
     bit for bit, whatever the choice and the number of threads. ``restored`` is what
     `dem.checkpoint.restore` returns, to continue a run. ``device = "cuda"`` runs the steps on a
-    GPU (`dem.gpu`; `dem.gpu.GPUError` where it cannot).
+    GPU (`dem.gpu`; `dem.gpu.GPUError` where it cannot). The steps are run by ``loop``
+    (`CompiledLoop`; under MPI, `dem.distributed.RankLoop`).
     """
 
     def __init__(self, model, state, integrator="rrp2", dt=1e-3, observers=(), parallel=None, restored=None,
@@ -70,10 +71,11 @@ class Simulation:
         self._sample = (None, None)  # (step, the Sample of that step)
         walls = state.interactions["walls"].point.shape[0] if "walls" in model.interactions else 0
         self._sample_width = sample_width(walls)
-        self._engine = None
+        #: what runs the steps (`CompiledLoop`; an MPI rank's, `dem.distributed.RankLoop`)
+        self.loop = CompiledLoop(self)
         if restored is None:
             self.aux = scheme.aux(state, self.bodies)
-            self._step(0, 0.0)  # the forces of the initial configuration (no work booked)
+            self.recompute_forces()
         else:
             # a checkpoint's state carries its forces; the contact table is rebuilt where the
             # interrupted run last built it, so contact sums keep their order
@@ -141,7 +143,7 @@ class Simulation:
         """Ask `run` to stop after the current chunk of steps."""
         self.stop_requested = reason
 
-    def _stopping(self):
+    def stop_pending(self):
         """Whether a stop was requested (`dem.distributed`: by any process)."""
         return bool(self.stop_requested)
 
@@ -187,36 +189,15 @@ class Simulation:
                     observer.record(self, step, step * self.dt, taken)
 
     def _step(self, n_steps, h, every=0):
-        """The compiled loop (`dem.engine`): ``n_steps`` steps of size ``h`` (0 steps: the forces
-        of the current state), sampling after every step whose number is a multiple of ``every``
-        > 0. Returns ``(status, body, steps done, sampled rows)``."""
-        estimate = None
-        if self._engine is None:
-            names = tuple(self.model.interactions)
-            if self.device == "cuda":
-                from .gpu import DeviceLoop
-                self._engine = DeviceLoop(self.scheme, names).advance
-            else:
-                self._engine = advance_module(self.scheme, names, self.parallel).advance
-                estimate = compile_estimate(self.scheme, names, self.parallel)
-            if estimate is not None:
-                log.info("compiling the %s stepping loop for %s, %s (first run of this kind of scene on this "
-                         "machine: about %.0f s; cached for later runs)", self.scheme.name,
-                         ", ".join(names) or "free bodies", "parallel" if self.parallel else "serial", estimate)
-        if self.device == "cuda":  # the state stays on the GPU between the chunks of `run`
-            self._engine.__self__.resident = self._running
-        started = time.perf_counter()
-        histories, parameters = arguments(self.model, self.state, self.contacts)
-        rows = np.empty((n_steps // every + 1 if every > 0 else 0, self._sample_width))
-        status, body, done, sampled, *carried = self._engine(
-            n_steps, h, self.state.step, every, rows, self.state.arrays(), self.bodies, self.aux,
-            self.contacts.arrays(), self.contacts.index, *histories, *parameters,
-        )
-        store_contacts(self.model, self.contacts, carried)
-        if estimate is not None:
-            record_compile_time(self.scheme, tuple(self.model.interactions), self.parallel,
-                                time.perf_counter() - started)
-        return status, body, done, rows[:sampled]
+        """``n_steps`` steps of size ``h`` by the `loop` (0 steps: the forces of the current
+        state), sampling after every step whose number is a multiple of ``every`` > 0. Returns
+        ``(status, body, steps done, sampled rows)``."""
+        return self.loop.advance(n_steps, h, every)
+
+    def recompute_forces(self):
+        """The forces of the current configuration, after a change between steps (no work
+        booked): the start of a run, a body inserted or removed (`dem.feeding`)."""
+        self._step(0, 0.0)
 
     def run(self, end_step, progress=None):
         """Advance to step ``end_step``, letting observers report when due; ``progress`` is an
@@ -227,17 +208,17 @@ class Simulation:
         self._running = True
         try:
             if self.state.step == 0:
-                self._report(due_only=False)
+                self.report_due(due_only=False)
             if progress is not None:
                 progress(self.state.step)
             while self.state.step < end_step:
-                if self._stopping():
+                if self.stop_pending():
                     return False
                 target = min([end_step, self.state.step + self.max_chunk]
                              + [self._next_due(o) for o in self.observers
                                 if not (every and getattr(o, "sampled", False))])
                 self._advance(target - self.state.step, every)
-                self._report(due_only=self.state.step < end_step)
+                self.report_due(due_only=self.state.step < end_step)
                 if progress is not None:
                     progress(self.state.step)
             return True
@@ -265,6 +246,46 @@ class Simulation:
         return [observer for observer in self.observers
                 if not due_only or (observer.every > 0 and self.state.step % observer.every == 0)]
 
-    def _report(self, due_only):
+    def report_due(self, due_only):
+        """Let the observers report: all, or those whose step it is (``due_only``)."""
         for observer in self._due(due_only):
             observer.report(self)
+
+
+class CompiledLoop:
+    """The steps of ``sim`` (a `Simulation`) in one call of the compiled loop (`dem.engine`) or
+    of the GPU's (`dem.gpu.DeviceLoop`), built at the first call (``engine``: its ``advance``)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.engine = None
+
+    def advance(self, n_steps, h, every):
+        """`Simulation._step`."""
+        sim = self.sim
+        names = tuple(sim.model.interactions)
+        estimate = None
+        if self.engine is None:
+            if sim.device == "cuda":
+                from .gpu import DeviceLoop
+                self.engine = DeviceLoop(sim.scheme, names).advance
+            else:
+                self.engine = advance_module(sim.scheme, names, sim.parallel).advance
+                estimate = compile_estimate(sim.scheme, names, sim.parallel)
+            if estimate is not None:
+                log.info("compiling the %s stepping loop for %s, %s (first run of this kind of scene on this "
+                         "machine: about %.0f s; cached for later runs)", sim.scheme.name,
+                         ", ".join(names) or "free bodies", "parallel" if sim.parallel else "serial", estimate)
+        if sim.device == "cuda":  # the state stays on the GPU between the chunks of `run`
+            self.engine.__self__.resident = sim._running
+        started = time.perf_counter()
+        histories, parameters = arguments(sim.model, sim.state, sim.contacts)
+        rows = np.empty((n_steps // every + 1 if every > 0 else 0, sim._sample_width))
+        status, body, done, sampled, *carried = self.engine(
+            n_steps, h, sim.state.step, every, rows, sim.state.arrays(), sim.bodies, sim.aux,
+            sim.contacts.arrays(), sim.contacts.index, *histories, *parameters,
+        )
+        store_contacts(sim.model, sim.contacts, carried)
+        if estimate is not None:
+            record_compile_time(sim.scheme, names, sim.parallel, time.perf_counter() - started)
+        return status, body, done, rows[:sampled]

@@ -65,11 +65,12 @@ def test_nothing_below_the_command_line_imports_it():
 
 
 def test_the_layers_point_down():
-    """Numerics (rotations, interactions, integrators, contacts, engine) import nothing of the
-    scene, the builders, the runner or the observers."""
+    """Numerics (rotations, interactions, integrators, contacts, engine, step order) import nothing
+    of the scene, the builders, the runner or the observers."""
     graph = imports()
     numerics = [n for n in graph if n.startswith(("dem.rotations", "dem.interactions", "dem.integrators",
-                                                  "dem.contacts", "dem.neighbors", "dem.engine", "dem.state"))]
+                                                  "dem.contacts", "dem.neighbors", "dem.engine", "dem.step",
+                                                  "dem.state"))]
     upper = ("dem.scene", "dem.builders", "dem.system", "dem.runner", "dem.observers", "dem.simulation")
     for name in numerics:
         assert not {t for t in graph[name] if t.startswith(upper)}, name

@@ -87,7 +87,7 @@ def speed(case, n, timed):
     began = time.perf_counter()
     sim.advance(timed)
     seconds = time.perf_counter() - began
-    return model.n_bodies, model.n_bodies * timed / seconds, sim._engine.__self__.device_bytes / model.n_bodies
+    return model.n_bodies, model.n_bodies * timed / seconds, sim.loop.engine.__self__.device_bytes / model.n_bodies
 
 
 def profile(case, n, steps):
@@ -101,7 +101,7 @@ def profile(case, n, steps):
     model, state, integrator, dt = build(case, n)
     sim = Simulation(model, state, integrator, dt, device="cuda")
     sim.advance(20)
-    loop = sim._engine.__self__
+    loop = sim.loop.engine.__self__
     times = {}
 
     def timed(name, launch, arguments):

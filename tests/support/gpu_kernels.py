@@ -34,7 +34,7 @@ def record(out, case, n, steps):
     sim = Simulation(model, state, integrator, dt, parallel=False, device="cuda")
     loop = gpu.DeviceLoop(sim.scheme, tuple(model.interactions))
     loop.kernels = gpu.WatchedKernels(loop.kernels, recorded)
-    sim._engine = loop.advance
+    sim.loop.engine = loop.advance
     sim.advance(steps)
     with open(out, "wb") as file:
         pickle.dump((sim.scheme.name, tuple(model.interactions), seen), file)

@@ -26,5 +26,6 @@ for job in json.loads(open(sys.argv[1], encoding="utf-8").read()):
         if job.get("probe"):
             unregister(PROBE.name)
     if distributed.rank() == 0:
-        print(json.dumps({"out": job["out"], "migrated": getattr(sim, "migrated", 0),
-                          "rebalanced": getattr(sim, "rebalanced", 0)}), flush=True)
+        decomposition = getattr(sim, "decomposition", None)  # (None: one process)
+        print(json.dumps({"out": job["out"], "migrated": getattr(decomposition, "migrated", 0),
+                          "rebalanced": getattr(decomposition, "rebalanced", 0)}), flush=True)
