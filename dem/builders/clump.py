@@ -21,7 +21,7 @@ import numpy as np
 from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
 from ..rotations import quat_from_rotvec, quat_matrix
 from ..schema import REQUIRED, Key, at_least, positive, too_many
-from .particles import PackingError, _csv
+from .particles import PackingError, read_points_csv
 
 SHAPES = ("dimer", "trimer", "tetrahedron", "rod")
 PLACEMENTS = ("position", "count", "rows")
@@ -88,8 +88,8 @@ def template(p):
         if p["template_file"] is None:
             raise TemplateError("template_file", "is required with template = file")
         try:
-            centres, diameter, _ = _csv(Path(p["template_file"])) if Path(p["template_file"]).is_file() else \
-                (None, None, None)
+            path = Path(p["template_file"])
+            centres, diameter, _ = read_points_csv(path) if path.is_file() else (None, None, None)
         except PackingError as error:
             raise TemplateError("template_file", f"{p['template_file']}: {error}") from None
         except (OSError, UnicodeDecodeError) as error:

@@ -47,7 +47,9 @@ class PackingError(ValueError):
     """A packing file that cannot be used; the message says why."""
 
 
-def _csv(path):
+def read_points_csv(path):
+    """``(points (n, 3), diameter (n,), velocity (n, 3), zero where not given)`` of a CSV file with
+    a header row (see the module's docstring); raises `PackingError`."""
     with open(path, encoding="utf-8") as file:
         header = file.readline()
     names = [name.strip().lower() for name in header.split(",")]
@@ -128,7 +130,7 @@ def read_packing(path, kind="auto", overlap_tolerance=0.01):
     if kind == "auto":
         kind = "csv" if path.suffix.lower() in (".csv", ".txt") else "vtk"
     try:
-        position, diameter, velocity = (_csv if kind == "csv" else read_vtk_points)(path)
+        position, diameter, velocity = (read_points_csv if kind == "csv" else read_vtk_points)(path)
     except (OSError, UnicodeDecodeError) as error:
         raise PackingError(f"cannot read it ({getattr(error, 'strerror', None) or error})") from None
     if len(position) == 0:
