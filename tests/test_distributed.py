@@ -247,7 +247,7 @@ def assert_same_as_one_process(runs, scene, n):
     if scene == "sticky":  # JKR contacts formed (and some broke) between particles and with the wall
         checkpoint = outputs(many)[2]
         assert np.count_nonzero(checkpoint["contacts.history_values.adhesive_pp"][:, -1]) > 0
-        assert np.count_nonzero(checkpoint["interaction.adhesive_pw.adhered"]) > 0
+        assert np.count_nonzero(checkpoint["interaction.adhesive_contact_pw.adhered"]) > 0
         log = np.genfromtxt(outputs(many)[0]["energy.csv"].splitlines(), delimiter=",", names=True)
         assert log["hysteresis"][-1] > 0
 
