@@ -586,9 +586,9 @@ class StepWriter:
             w.use(Contacts, "Contacts")
             w.imports["_refresh"] = f"from {forces_module} import _refresh"
 
-    def text(self):
-        """The step: the stages of `dem.step.STEP` in order, those of a sub-stepped step and of a
-        plain one under ``if substepped: … else: …``."""
+    def write(self):
+        """Write the step: the stages of `dem.step.STEP` in order, those of a sub-stepped step and
+        of a plain one under ``if substepped: … else: …``."""
         w = self.w
         methods = stage_methods(self, STEP)
         if self.respa:
@@ -717,7 +717,7 @@ def _advance_text(scheme, names, parallel, forces_module, sample_module):
     w.use(first_not_finite, "first_not_finite")
     setup, step = w.hole(), w.hole()
     writer = StepWriter(step, scheme, names, parallel, forces_module)
-    writer.text()
+    writer.write()
     writer.setup(setup)
     histories = len(_arguments(names)[0])
     w.fill(ADVANCE, parallel=", parallel=True" if parallel else "", arguments=writer.arguments,

@@ -2,9 +2,10 @@
 runs the GPU loop's kernels on the CPU, and they give the CPU loop's bits (the same compiled
 functions, in the same order; on a real GPU the compiler's fused multiply-adds make the
 differences round-off, `tools/gpu_check.py`); a run moves between CPU and GPU through its
-checkpoint, bit for bit; every kernel the loop launches compiles for the GPU (PTX, no driver);
-what the GPU does not run is refused in one line naming ``simulation.device``. The simulator
-must be chosen before numba-cuda is imported, so those runs are processes of their own."""
+checkpoint, bit for bit; every kernel the loop launches compiles for the GPU (PTX, no driver; in
+the slow suite); what the GPU does not run is refused in one line naming ``simulation.device``.
+The simulator must be chosen before numba-cuda is imported, so those runs are processes of their
+own."""
 
 import os
 import subprocess
