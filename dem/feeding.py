@@ -274,7 +274,7 @@ class Feeder:
         own.booked[column] += before["total"] - after["total"]
         for c, name in enumerate(("Px", "Py", "Pz", "Lx", "Ly", "Lz")):
             own.momentum[column, c] += (after[name] - before[name]) * (1.0 if column == 0 else -1.0)
-        sim._sample = (None, None)  # (the sample after the change, taken before this booking)
+        sim.forget_sample()  # (the sample after the change, taken before this booking)
         sim.altered = True  # (under MPI the ranks take the changed state from rank 0: `dem.distributed`)
 
     def _remove(self, sim, own, k, region):
@@ -340,7 +340,7 @@ def refresh(sim):
     builds = int(sim.contacts.counters[N_BUILDS])
     sim.contacts.rebuild(sim.state.position, sim.bodies.diameter, sim.state.cell)
     sim.contacts.counters[N_BUILDS] = builds + 1
-    sim._sample = (None, None)
+    sim.forget_sample()
     sim.recompute_forces()
 
 

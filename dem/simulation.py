@@ -135,6 +135,11 @@ class Simulation:
             self._sample = (self.state.step, taken)
         return taken
 
+    def forget_sample(self):
+        """Drop the sample of the current step: the state or its books changed between steps
+        (`dem.feeding`), so `sample` takes it anew."""
+        self._sample = (None, None)
+
     def energy_budget(self):
         """The log row of the current state (`dem.diagnostics.energy_budget`)."""
         return self.sample().budget
