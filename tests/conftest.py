@@ -22,3 +22,14 @@ def no_compile_notice(monkeypatch):
     from dem import _numba_cache
 
     monkeypatch.setattr(_numba_cache, "FRESH", False)
+
+
+#: the files that take longest (the simulated GPU, the finite-difference battery, the MPI runs, the
+#: fuzzing): collected first, so that pytest-xdist's workers, which take whole files in turn, end
+#: together instead of one waiting for the other's last long file
+FIRST = ("test_gpu.py", "test_interactions.py", "test_distributed.py", "test_scene_fuzz.py")
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: k for k, name in enumerate(FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(FIRST)))  # (stable: the others keep their order)
