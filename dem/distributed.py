@@ -800,7 +800,8 @@ class RankLoop:
     def __init__(self, sim):
         self.sim = sim
         self.stages = stage_methods(self, STEP)
-        self.flags = np.empty(2, np.int64)
+        self.flags = np.empty(2, np.int64)  # (the check's failure and rebuild flags)
+        self.moved = np.empty(1, np.int64)  # (an inner sub-step's rebuild flag)
         self.fraction = 1.0 / sim.substeps
         self.failed = NOBODY
         self.due = False
@@ -841,8 +842,7 @@ class RankLoop:
     def _inner(self, k, h):
         """The sub-steps up to the last drift, as the serial loop's: the ghosts' positions
         exchanged after each drift and the list rebuilt when due, before the fast force."""
-        sim, MPI = self.sim, self.sim._mpi
-        moved = np.empty(1, np.int64)
+        sim, MPI, moved = self.sim, self.sim._mpi, self.moved
         for sub in range(sim.substeps - 1):
             if sub > 0:
                 self._drift(h, False)

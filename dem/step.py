@@ -11,6 +11,7 @@ evaluation). docs/theory.md §2 gives the maps (§2.8 the sub-steps); docs/guide
 generated loop", lists the stages.
 """
 
+import functools
 from typing import NamedTuple
 
 #: when a stage runs: in every step, in a plain step only, in a sub-stepped step only
@@ -50,9 +51,10 @@ FORCES = (
 )
 
 
+@functools.cache  # (asked for at every step of a loop that runs its stages from Python)
 def stages(order, substepped):
     """The stages of ``order`` (`STEP` or `FORCES`) that a step runs, plain or ``substepped``."""
-    return [stage for stage in order if stage.runs in (ALWAYS, SUBSTEPPED if substepped else PLAIN)]
+    return tuple(stage for stage in order if stage.runs in (ALWAYS, SUBSTEPPED if substepped else PLAIN))
 
 
 def branches(order, substeps):
