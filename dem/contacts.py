@@ -1,8 +1,10 @@
 """Per-contact state: the particle neighbour list (`dem.neighbors`) and, for every interaction
 that keeps one (``Interaction.history > 0``), a fixed-width history vector per particle pair
-that survives neighbour rebuilds, followed by the interaction's scratch columns
-(``Interaction.loads``: what its ``update`` leaves for the force rows, written anew at every
-force evaluation, neither saved nor carried across a rebuild).
+that survives neighbour rebuilds, and for an interaction with ``Interaction.loads > 0`` an array
+of as many scratch values per pair slot (what its ``update`` leaves for the force rows, written
+anew at every force evaluation, neither saved nor carried across a rebuild). The scratch lives
+apart from the history: the force rows gather it from scattered slots, and a narrow array keeps
+that gather in cache (the pair loads of a frictional pile: 6 of a slot's 13 values).
 
 Storage, O(N): the list is full (each pair appears in both rows, so force rows stay
 independent), but a pair ``(a, b)`` with ``a < b`` is *owned* by row ``a`` and its history is
@@ -206,6 +208,15 @@ def restore_history(start, index, owner_start, keys, values, history):
 
 
 @njit(cache=True)
+def fit_loads(owner_start, loads):
+    """``loads``, or a larger array (zeros) when the list's owner slots outgrew it."""
+    rows = owner_start[-1]
+    if rows > loads.shape[0]:
+        return np.zeros((rows + rows // 16 + 16, loads.shape[1]))
+    return loads
+
+
+@njit(cache=True)
 def compact_history(start, index, owner_start, history, width):
     """Before a rebuild: move the owner slots whose history (the first ``width`` columns) is not
     all zero to the front of ``history`` (in slot order) and return their keys ``(m, 2)``, for
@@ -263,17 +274,38 @@ def spread_history(start, index, owner_start, keys, history):
 
 class ContactTable(NeighborList):
     """The neighbour list of the particles (``skin``: its Verlet skin) with the per-contact
-    histories of the interactions named in ``history_widths`` (``{name: width}``) and their
-    scratch columns ``scratch_widths`` (``{name: loads}``); ``histories`` maps each name to its
-    array ``(≥ owner entries, width + loads)``."""
+    histories of the interactions named in ``history_widths`` (``{name: width}``) and the scratch
+    of those in ``scratch_widths`` (``{name: loads}``, loads > 0); ``histories`` maps each name to
+    its array ``(≥ owner entries, width)``, ``loads`` to its ``(≥ owner entries, loads)``."""
 
     def __init__(self, n_bodies, skin, history_widths=None, scratch_widths=None):
         super().__init__(n_bodies)
         self.skin = float(skin)
         self.owner_start = np.zeros(n_bodies + 1, np.int64)
         self.widths = dict(history_widths or {})
-        scratch = scratch_widths or {}
-        self.histories = {name: np.zeros((16, width + scratch.get(name, 0))) for name, width in self.widths.items()}
+        self.histories = {name: np.zeros((16, width)) for name, width in self.widths.items()}
+        self.loads = {name: np.zeros((16, width)) for name, width in (scratch_widths or {}).items() if width > 0}
+
+    def pair_scratch(self, name):
+        """The pair scratch of ``name``, at least as long as the list's owner slots (a rebuild outside
+        the compiled loop leaves it as it was)."""
+        self.loads[name] = fit_loads(self.owner_start, self.loads[name])
+        return self.loads[name]
+
+    def carried(self):
+        """The arrays the compiled functions take and return after ``index``: each history, then its
+        pair scratch if it has one (`dem.engine`'s ``hist_<name>, load_<name>``)."""
+        return [a for name, history in self.histories.items()
+                for a in ((history, self.pair_scratch(name)) if name in self.loads else (history,))]
+
+    def keep(self, carried):
+        """Keep the arrays a compiled function returned in `carried`'s order (a rebuild may have
+        replaced them)."""
+        carried = iter(carried)
+        for name in self.histories:
+            self.histories[name] = next(carried)
+            if name in self.loads:
+                self.loads[name] = next(carried)
 
     def arrays(self):
         return ContactArrays(self.skin, self.reference_position, self.start, self.cell_start, self.cell_particles,

@@ -587,7 +587,7 @@ class DistributedSimulation(Simulation):
                                      {name: INTERACTIONS[name].loads for name in self.histories})
         if build:
             self._build(local(reference, "reference"), keys)
-        histories = [self.contacts.histories[name] for name in self.histories]
+        histories = self.contacts.carried()
         parameters = [a for name in model.interactions for a in (self.params[name], self.state.interactions.get(name, ()))]
         self._arguments = (self.state.arrays(), self.bodies, self.contacts.contacts(), part.owned, part.ghosts,
                            *histories, *parameters)

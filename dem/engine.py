@@ -59,6 +59,7 @@ from .contacts import (
     Contacts,
     ContactTable,
     compact_history,
+    fit_loads,
     owner_offsets,
     spread_history,
 )
@@ -121,10 +122,18 @@ class SourceWriter:
 
 
 def _arguments(names):
-    """The per-interaction arguments: histories, then ``p_<name>, o_<name>`` of each."""
-    histories = [f"hist_{n}" for n in names if INTERACTIONS[n].history]
+    """The per-interaction arguments: the carried arrays (each history ``hist_<name>``, then its
+    pair scratch ``load_<name>`` if it has one: `dem.contacts.ContactTable.carried`), then
+    ``p_<name>, o_<name>`` of each."""
+    histories = [a for n in names for a in carried_arrays(INTERACTIONS[n])]
     parameters = [a for n in names for a in (f"p_{n}", f"o_{n}")]
     return histories, parameters
+
+
+def carried_arrays(interaction):
+    """The carried arrays of one interaction: its history, then its pair scratch."""
+    name = interaction.name
+    return ((f"hist_{name}",) if interaction.history else ()) + ((f"load_{name}",) if interaction.loads else ())
 
 
 def _chunked(w, call, lo, hi, parallel, indent):
@@ -157,7 +166,7 @@ def _fused(interactions):
 def row_kernel_arguments(interactions):
     """The arguments of ``_rows`` after ``contacts`` (and ``rows``)."""
     rows = [i for i in interactions if i.kind == ROW]
-    arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + ((f"hist_{i.name}",) if i.history else ())]
+    arguments = [a for i in rows for a in (f"p_{i.name}", f"o_{i.name}") + carried_arrays(i)]
     arguments += [a for i in _fused(interactions) for a in (f"p_{i.name}", f"o_{i.name}")]
     if any(i.walls for i in rows):
         if "walls" not in (i.name for i in interactions):
@@ -198,7 +207,7 @@ def _rows_text(w, interactions, listed):
             w("tx, ty, tz = st.moment[i, 0], st.moment[i, 1], st.moment[i, 2]", 2)
         for i in group:
             kernel = w.use(i.forces, f"{i.name}_forces")
-            extra = (f", hist_{i.name}" if i.history else "") + (", o_walls" if i.walls else "")
+            extra = "".join(", " + a for a in carried_arrays(i)) + (", o_walls" if i.walls else "")
             w(f"share = {kernel}(i, h, st, bodies, contacts, p_{i.name}, o_{i.name}{extra})", 2)
             for k in range(0, 6 * i.shares, 6):  # each share in turn (`dem.interactions.contract`)
                 w(f"fx, fy, fz = fx + share[{k}], fy + share[{k + 1}], fz + share[{k + 2}]", 2)
@@ -273,8 +282,9 @@ def _passes_text(w, interactions, parallel, refresh, rows_pass, distributed=Fals
         for i in interactions:
             if i.history:
                 update = w.use(i.update, f"{i.name}_update")
+                carried = ", ".join(carried_arrays(i))
                 _chunked(w, lambda lo, hi: f"{update}({lo}, {hi}, h, st, bodies, contacts, p_{i.name}, o_{i.name}, "
-                         f"hist_{i.name})", "0", "n", parallel, 1)
+                         f"{carried})", "0", "n", parallel, 1)
 
     def bonds():
         if any(i.kind == BOND and i.fast is not None for i in interactions):
@@ -338,7 +348,7 @@ def _forces_text(names, parallel):
           "st.cell):", 1)
         for i in (i for i in interactions if i.history):
             w.use(compact_history, "compact_history")
-            width = i.history if i.history_width is None else f"hist_{i.name}.shape[1] - {i.loads}"
+            width = i.history if i.history_width is None else f"hist_{i.name}.shape[1]"
             w(f"keys_{i.name} = compact_history(table.start, index, table.owner_start, hist_{i.name}, {width})", 2)
         w(f"index = build_kernel(st.position, {diameter}, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
@@ -349,6 +359,9 @@ def _forces_text(names, parallel):
             w.use(spread_history, "spread_history")
             w(f"hist_{name} = spread_history(table.start, index, table.owner_start, keys_{name}, "
               f"hist_{name})", 2)
+            if INTERACTIONS[name].loads:
+                w.use(fit_loads, "fit_loads")
+                w(f"load_{name} = fit_loads(table.owner_start, load_{name})", 2)
     w(f"return ({''.join(a + ', ' for a in carried.split(', '))})".replace(", )", ",)"), 1)
     w()
     w()
@@ -842,7 +855,7 @@ def record_compile_time(scheme, names, parallel, seconds):
 def arguments(model, state, contacts):
     """``(histories, parameters)`` for the generated functions of ``model``'s interactions."""
     names = list(model.interactions)
-    histories = [contacts.histories[n] for n in names if INTERACTIONS[n].history]
+    histories = contacts.carried()
     parameters = [a for n in names for a in (model.interactions[n], state.interactions.get(n, ()))]
     return histories, parameters
 
@@ -857,8 +870,7 @@ def new_contacts(model):
 def store_contacts(model, contacts, carried):
     """Keep what a generated function returned: ``(index, *histories)``."""
     contacts.index = carried[0]
-    for name, history in zip((n for n in model.interactions if INTERACTIONS[n].history), carried[1:]):
-        contacts.histories[name] = history
+    contacts.keep(carried[1:])
 
 
 def compute_forces(model, state, contacts=None, bodies=None, dt=0.0, parallel=False):

@@ -31,6 +31,7 @@ from .engine import (
     NOT_FINITE,
     OK,
     SourceWriter,
+    carried_arrays,
     fast_bonds,
     fast_pair_law,
     forces_module,
@@ -153,8 +154,9 @@ def _kernels_text(scheme, names):
     for i in interactions:
         if i.history:
             update = w.use(i.update, f"{i.name}_update")
-            _kernel(w, f"update_{i.name}", f"h, st, bodies, table, index, p_{i.name}, o_{i.name}, hist_{i.name}",
-                    [f"{update}(i, i + 1, h, st, bodies, {contacts}, p_{i.name}, o_{i.name}, hist_{i.name})"])
+            carried = ", ".join(carried_arrays(i))
+            _kernel(w, f"update_{i.name}", f"h, st, bodies, table, index, p_{i.name}, o_{i.name}, {carried}",
+                    [f"{update}(i, i + 1, h, st, bodies, {contacts}, p_{i.name}, o_{i.name}, {carried})"])
     row_arguments = row_kernel_arguments(interactions)
     lines = []
     if "o_walls" in row_arguments:  # each row's wall loads go to its own slot of `scratch` (`add_wall_load`)
@@ -286,6 +288,8 @@ class DeviceLoop:
         self.law = fast_pair_law(names)
         self.neighbors = any(i.neighbors for i in self.interactions)
         self.history_names = [i.name for i in self.interactions if i.history]
+        #: the carried arrays' argument names (`dem.engine.carried_arrays`: histories and pair scratch)
+        self.carried = [a for i in self.interactions for a in carried_arrays(i)]
         self.threads = 32 if simulated() else THREADS
         #: the most bytes a call's arrays took on the device (its state, contacts and interactions)
         self.device_bytes = 0
@@ -417,7 +421,8 @@ class DeviceLoop:
     def _updates(self, run, h, substepping, due):
         for name in self.history_names:
             self.launch(getattr(self.kernels, f"update_{name}"), run.n, h, run.st, run.bodies, run.table,
-                        (run.index,), *run.params[name], (run.histories[name],))
+                        (run.index,), *run.params[name],
+                        *((run.histories[a],) for a in carried_arrays(INTERACTIONS[name])))
 
     def _rows(self, run, h, substepping, due):
         self.launch(self.kernels.rows, run.n, h, run.st, run.bodies, run.table, (run.index,), *run.row_arguments())
@@ -494,13 +499,13 @@ class _Run:
     walls' row slots)."""
 
     def __init__(self, loop, st, bodies, aux, table, index, rest):
-        k = len(loop.history_names)
+        k = len(loop.carried)
         self.loop = loop
         self.host = _Host(st, bodies, aux, table, index, list(rest[:k]), list(rest[k:]))
         self.n = st.position.shape[0]
         self.st, self.bodies, self.aux, self.table = to_device(st), loop.kept(bodies), to_device(aux), to_device(table)
         self.index = to_device(index)
-        self.histories = {name: to_device(h) for name, h in zip(loop.history_names, rest[:k])}
+        self.histories = {name: to_device(h) for name, h in zip(loop.carried, rest[:k])}  # by argument name
         parameters = rest[k:]
         self.params = {name: (loop.kept(parameters[2 * m]), to_device(parameters[2 * m + 1]))
                        for m, name in enumerate(loop.names)}
@@ -527,7 +532,7 @@ class _Run:
 
     def holds(self, st, bodies, aux, table, index, rest):
         """Whether the host's arrays of a call are those this run came from and went back to."""
-        host, k = self.host, len(self.loop.history_names)
+        host, k = self.host, len(self.loop.carried)
         return (bodies is host.bodies and index is host.index and _same(st, host.st) and _same(aux, host.aux)
                 and _same(table, host.table) and _same(rest[:k], host.histories)
                 and _same(rest[k:], host.parameters))
@@ -537,8 +542,8 @@ class _Run:
         out = []
         for name in row_kernel_arguments(self.loop.interactions):
             kind, interaction = name.split("_", 1)
-            if kind == "hist":
-                out.append((self.histories[interaction],))
+            if kind in ("hist", "load"):
+                out.append((self.histories[name],))
             else:
                 out.append(self.params[interaction][0 if kind == "p" else 1])
         return out + ([(self.scratch,)] if self.scratch is not None else [])
@@ -565,10 +570,17 @@ class _Run:
         """Rebuild the neighbour list on the device (`dem.gpu_neighbors`), carrying the histories."""
         from .gpu_neighbors import build
 
-        widths = {name: INTERACTIONS[name].history for name in self.loop.history_names}
-        self.index, self.histories, cell = build(self.st.position, self.bodies.diameter, self.table, self.index,
-                                                 self.histories, widths, self.st.cell)
+        names = self.loop.history_names
+        widths = {name: INTERACTIONS[name].history for name in names}
+        self.index, carried, cell = build(self.st.position, self.bodies.diameter, self.table, self.index,
+                                          {name: self.histories[f"hist_{name}"] for name in names}, widths,
+                                          self.st.cell)
         self.st = self.st._replace(cell=cell)
+        for name, history in carried.items():
+            self.histories[f"hist_{name}"] = history
+            scratch = self.histories.get(f"load_{name}")
+            if scratch is not None and history.shape[0] > scratch.shape[0]:  # as many slots as the history
+                self.histories[f"load_{name}"] = to_device(np.zeros((history.shape[0], scratch.shape[1])))
 
     def device_bytes(self):
         """The bytes of the arrays on the device."""
@@ -583,7 +595,7 @@ class _Run:
         to_host(self.aux, host.aux)
         to_host(self.table, host.table)
         host.index = to_host(self.index)
-        host.histories = [to_host(self.histories[name]) for name in self.loop.history_names]
+        host.histories = [to_host(self.histories[name]) for name in self.loop.carried]
         for m, name in enumerate(self.loop.names):
             own, host_own = self.params[name][1], host.parameters[2 * m + 1]
             if name == "walls":  # its partial loads are the loop's own scratch (`_Run`)

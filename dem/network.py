@@ -10,7 +10,7 @@ feels its negative), from the last force evaluation:
 
 * where `dem.interactions.contact`'s ``contact_pp`` acts (friction or rolling resistance; or
   ``adhesive_pp``, under an adhesive normal law), its update pass has left the force on ``j`` in
-  the scratch columns of its history, at the pair's slot (`dem.contacts.pair_slot`); it is
+  its pair scratch, at the pair's slot (`dem.contacts.pair_slot`); it is
   read from there, so that it holds everything the
   pipeline added (the normal law, its damping, the friction spring and its dashpot) exactly as
   the particles received it (a JKR contact stretched apart, ``r ≥ R_i + R_j``, is not listed);
@@ -33,7 +33,7 @@ from .interactions.contact import LOADS
 from .interactions.hertz import normal_damped, pair_overlap
 from .interactions.normal import contact_scales, normal_law
 
-#: the particle pipelines whose update leaves each pair's loads in scratch columns
+#: the particle pipelines whose update leaves each pair's loads in its pair scratch (`dem.contacts`)
 PIPELINES = ("contact_pp", "adhesive_pp")
 
 #: The touching pairs (``m`` of them) of a state: bodies ``i < j`` (m,), ``force`` on ``i`` (m, 3),
@@ -77,15 +77,14 @@ def _touching(contacts, position, diameter, cell):
 
 
 @njit(cache=True)
-def _stored_forces(contacts, first, second, history, width):
+def _stored_forces(contacts, first, second, loads):
     """The force on ``first[m]`` of each pair: minus the force on ``second[m]`` that
-    ``contact_pp``'s update left in the columns ``width:width + 3`` of ``history`` at the pair's
-    slot."""
+    ``contact_pp``'s update left in the first three columns of ``loads`` at the pair's slot."""
     force = np.empty((first.shape[0], 3))
     for m in range(first.shape[0]):
         slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, first[m], second[m])
         for c in range(3):
-            force[m, c] = -history[slot, width + c]
+            force[m, c] = -loads[slot, c]
     return force
 
 
@@ -123,9 +122,9 @@ def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
 
 
 @njit(cache=True)
-def _held_loads(contacts, position, diameter, history, width, held, cell):
+def _held_loads(contacts, position, diameter, loads, held, cell):
     """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
-    ``j`` and the scratch columns of their slots (``history[:, width:]``)."""
+    ``j`` and their slots' rows of ``loads``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
     m = 0
@@ -140,19 +139,19 @@ def _held_loads(contacts, position, diameter, history, width, held, cell):
                 if r2 < reach * reach:
                     keys[m, 0], keys[m, 1] = a, b
                     for c in range(LOADS):
-                        values[m, c] = history[slot, width + c]
+                        values[m, c] = loads[slot, c]
                     m += 1
             slot += 1
     return keys[:m].copy(), values[:m].copy()
 
 
 @njit(cache=True)
-def _put_loads(contacts, keys, values, history, width):
-    """``values`` (`_held_loads`'s) into the scratch columns of their pairs' slots."""
+def _put_loads(contacts, keys, values, loads):
+    """``values`` (`_held_loads`'s) into their pairs' slots of ``loads``."""
     for m in range(keys.shape[0]):
         slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, keys[m, 0], keys[m, 1])
         for c in range(LOADS):
-            history[slot, width + c] = values[m, c]
+            loads[slot, c] = values[m, c]
 
 
 def pipeline_name(names):
@@ -162,18 +161,17 @@ def pipeline_name(names):
 
 
 def pair_loads(table, position, diameter, held, cell):
-    """What ``contact_pp``'s update left in the scratch columns for the touching pairs whose second
+    """What ``contact_pp``'s update left in its pair scratch for the touching pairs whose second
     body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
     whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
     ranks hold the loads of the pairs of their own bodies, in their owners' rows)."""
-    history = table.histories[pipeline_name(table.histories)]
-    return _held_loads(table.contacts(), position, diameter, history, history.shape[1] - LOADS, held, cell)
+    return _held_loads(table.contacts(), position, diameter, table.pair_scratch(pipeline_name(table.histories)),
+                       held, cell)
 
 
 def put_pair_loads(table, keys, values):
     """Put `pair_loads`' ``values`` back at their pairs' slots in ``table``."""
-    history = table.histories[pipeline_name(table.histories)]
-    _put_loads(table.contacts(), keys, values, history, history.shape[1] - LOADS)
+    _put_loads(table.contacts(), keys, values, table.pair_scratch(pipeline_name(table.histories)))
 
 
 def separation(state, first, second):
@@ -196,8 +194,7 @@ def contact_network(model, state, contacts):
     name = pipeline_name(model.interactions)
     pipeline, normal_only = model.interactions.get(name), model.interactions.get("hertz_pp")
     if pipeline is not None:
-        history = contacts.histories[name]
-        force = _stored_forces(contacts.contacts(), first, second, history, history.shape[1] - LOADS)
+        force = _stored_forces(contacts.contacts(), first, second, contacts.pair_scratch(name))
     elif normal_only is not None:
         force = _normal_forces(first, second, state.position, state.velocity, model.diameter,
                                model.body_arrays().inverse_mass, normal_only.law, normal_only.stiffness,

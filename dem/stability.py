@@ -53,7 +53,7 @@ def memory_estimate(model, state):
     """Bytes the run will hold: model and state arrays (the interactions' own state too),
     the lgvi momenta, the neighbour list (14 entries per contact body assumed, a dense
     packing's count with its Verlet skin) and the per-contact histories (one slot per listed
-    pair, `dem.contacts`: 7 per contact body, of the history and scratch columns, 1/16 spare)."""
+    pair, `dem.contacts`: 7 per contact body, of the history and its pair scratch, 1/16 spare)."""
     n = model.n_bodies
     arrays = [v for v in vars(model).values() if isinstance(v, np.ndarray)]
     arrays += [v for v in vars(model.bonds).values() if isinstance(v, np.ndarray)]

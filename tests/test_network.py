@@ -98,7 +98,7 @@ def test_frictionless_lines_carry_the_hertz_forces(tmp_path):
 def test_frictional_lines_carry_the_pipeline_forces(tmp_path, adhesion):
     """``contact_pp`` (friction, rolling, twisting, damping; with ``adhesion``, ``adhesive_pp``
     under the DMT law of that work of adhesion): five force evaluations of 0.05 each stretch the
-    tangential springs until some slide; the lines, read from the pipeline's scratch columns, add
+    tangential springs until some slide; the lines, read from the pipeline's pair scratch, add
     up to every particle's force, and a line is flagged sliding exactly where its tangential force
     is at the Coulomb limit μ (F_e + 2 F_pull-off), F_pull-off = 2π w R*."""
     mu = 0.4

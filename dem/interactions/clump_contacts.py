@@ -30,8 +30,8 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the
    pair's moments about the member centres). The row sums its pairs' shares and leaves the sum
    in the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`); the share of
-   ``j`` (the sum over the member pairs) goes to the scratch columns of the pair's own slot,
-   written for every listed pair (zero where none touches).
+   ``j`` (the sum over the member pairs) goes to the pair's own slot of the pair scratch
+   (`dem.contacts`), written for every listed pair (zero where none touches).
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum,
    which it reads back from its force and moment before the row pass sets them.
 
@@ -66,9 +66,9 @@ from .hertz import normal_code, normal_damping
 #: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
 #: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
-#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``, where the
-#: scratch columns begin) and ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop
-#: takes no named tuple nested in its arguments)
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``) and
+#: ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop takes no named tuple nested
+#: in its arguments)
 ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping substeps work ratio fixed friction "
                                                       "rolling twisting rolling_damping member_inertia member_start "
                                                       "member_offset member_radius most width list_diameter")
@@ -113,18 +113,18 @@ def _members(st, p, own):
     members = MemberState(own.position, own.velocity, own.spin, st.cell)
     return members, MemberBodies(own.diameter, own.inverse_mass), \
         ContactParams(p.law, p.stiffness, p.damping, p.substeps, p.work, p.ratio, p.fixed, p.friction, p.rolling,
-                      p.twisting, p.rolling_damping, own.inertia, p.width)
+                      p.twisting, p.rolling_damping, own.inertia)
 
 
 @njit(cache=True, _nrt=False)
-def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     """Pass 1 over the rows ``lo ≤ i < hi`` (one chunk's, or all in one call): each body pair
     ``j > i`` of the row once, member pair by member pair (`dem.interactions.contact.
-    contact_pair`) in the chunk's scratch rows; the share of ``j`` to the scratch columns of the
-    pair's own slot, the row's sum of its shares to the force and moment of ``i``; the work
+    contact_pair`) in the chunk's scratch rows; the share of ``j`` to the pair's own slot of
+    ``loads``, the row's sum of its shares to the force and moment of ``i``; the work
     booked to ``i``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
-    most, loads = p.most, p.width
+    most = p.most
     first = 2 * most * (lo // CHUNK)  # the chunk's scratch rows: the row's members, then a partner's
     other = first + most
     placed, placed_bodies, pm = _members(st, p, own)
@@ -155,8 +155,8 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
                     by += tj[1] - (arm[sb, 2] * f[0] - arm[sb, 0] * f[2])
                     bz += tj[2] - (arm[sb, 0] * f[1] - arm[sb, 1] * f[0])
             fx, fy, fz, tx, ty, tz = fx + gx, fy + gy, fz + gz, tx + ax, ty + ay, tz + az
-            history[slot, loads], history[slot, loads + 1], history[slot, loads + 2] = -gx, -gy, -gz
-            history[slot, loads + 3], history[slot, loads + 4], history[slot, loads + 5] = bx, by, bz
+            loads[slot, 0], loads[slot, 1], loads[slot, 2] = -gx, -gy, -gz
+            loads[slot, 3], loads[slot, 4], loads[slot, 5] = bx, by, bz
             slot += 1
         force, moment = st.force, st.moment
         force[i, 0], force[i, 1], force[i, 2], moment[i, 0], moment[i, 1], moment[i, 2] = fx, fy, fz, tx, ty, tz
@@ -165,16 +165,16 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 
 
 @njit(inline="always")
-def clump_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Pass 2, body ``i``: the shares its pairs ``j < i`` left at their slots (row order,
+def clump_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
+    """Pass 2, body ``i``: the shares its pairs ``j < i`` left at their slots of ``loads`` (row order,
     `dem.contacts.owner_slot`), then the update's sum over its pairs ``j > i``, which it left in
     the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`'s)."""
-    start, owner_start, loads = contacts.start, contacts.owner_start, p.width
+    start, owner_start = contacts.start, contacts.owner_start
     fx = fy = fz = tx = ty = tz = 0.0
     for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
         slot = owner_slot(contacts, k - owner_start[i])
-        fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
-        tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
+        fx, fy, fz = fx + loads[slot, 0], fy + loads[slot, 1], fz + loads[slot, 2]
+        tx, ty, tz = tx + loads[slot, 3], ty + loads[slot, 4], tz + loads[slot, 5]
     force, moment = st.force, st.moment
     return fx + force[i, 0], fy + force[i, 1], fz + force[i, 2], tx + moment[i, 0], ty + moment[i, 1], tz + moment[i, 2]
 

@@ -21,8 +21,9 @@ in the global order):
    `rolling`), then the pair's force and moments are computed once; the owner adds its share to
    its row's sum (in row order), which it leaves in the particle's force and moment (the row
    kernel reads it back as the first of the row pass, ``row_sums``, so no array holds the sums),
-   and writes the share of ``j`` into the scratch columns of the
-   pair's own slot (`LOADS`; zero where the pair carries no load). Each slot is written by its
+   and writes the share of ``j`` into the pair's own slot of the pair
+   scratch (`LOADS` values a slot, apart from the history, `dem.contacts`; zero where the pair
+   carries no load). Each slot is written by its
    own row, so chunks never write the same place. The owner books the pair's work (its friction
    and all its damping power).
 2. the rows: each particle adds the shares of its pairs ``j < i`` (its lower entries, in row
@@ -68,10 +69,9 @@ from .rolling import (
 #: ``law``, ``stiffness``, ``damping`` (γ), ``substeps``, ``work`` (w): the normal law's
 #: (`dem.interactions.hertz`); ``ratio`` (k_t/k_n), ``fixed`` (the linear spring's k_t, 0 for
 #: Mindlin's), ``friction`` (μ), ``rolling``, ``twisting`` (μ_r, μ_t), ``rolling_damping`` (η_r),
-#: ``contact_inertia`` (n, 2): the springs' (`dem.interactions.friction`, `.rolling`); ``loads``:
-#: the history's width, where its scratch columns begin
+#: ``contact_inertia`` (n, 2): the springs' (`dem.interactions.friction`, `.rolling`)
 ContactParams = namedtuple("ContactParams", "law stiffness damping substeps work ratio fixed friction rolling "
-                                            "twisting rolling_damping contact_inertia loads")
+                                            "twisting rolling_damping contact_inertia")
 #: per particle: the booked ``dissipated`` (damping) and ``friction`` (slip, release) work, the
 #: sub-stepping's ``active``, ``fast``, ``mean`` (as `dem.interactions.hertz.HertzState`; no rows
 #: without sub-steps), ``upper (n, UPPER)``: the elastic normal force and the active contacts that
@@ -85,7 +85,7 @@ ContactState = namedtuple("ContactState", "dissipated friction active fast mean 
 SPRINGS = 7
 #: under an adhesive law (`ADHESIVE_PP`) a column more: whether the pair's JKR contact is formed
 FORMED = SPRINGS
-#: scratch columns: the force and moment of a pair on its second body, at the pair's own slot
+#: the pair scratch (`dem.contacts`): the force and moment of a pair on its second body, at the pair's own slot
 LOADS = 6
 #: the update's sums of a row's pairs j > i that contact sub-stepping reads: the elastic normal force (3) and
 #: the active contacts
@@ -252,9 +252,9 @@ def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history):
 
 
 @njit(cache=True, _nrt=False)
-def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
+def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     """Pass 1 over the rows ``lo ≤ i < hi``: each pair ``j > i`` of the row once (`contact_pair`);
-    its share of ``j`` to the scratch columns of the pair's own slot (zero where the pair carries
+    its share of ``j`` to the pair's own slot of ``loads`` (zero where the pair carries
     no load, so that ``j``'s row may add every one), the row's sum of its shares to the force and
     moment of ``i`` (which `contact_pp_forces`, the first of the row kernels, reads back before the
     rows set them: no array of row sums), with contact sub-steps its elastic normal force and
@@ -262,7 +262,6 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
     start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     force, moment = st.force, st.moment
     horizon = 2.0 * h if p.substeps > 1 else -1.0
-    loads = p.loads
     for i in range(lo, hi):
         fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = lost = driven = 0.0
         active = 0
@@ -280,15 +279,15 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
                 fx, fy, fz = fx + f[0], fy + f[1], fz + f[2]
                 tx, ty, tz = tx + ti[0], ty + ti[1], tz + ti[2]
                 ex, ey, ez = ex + e[0], ey + e[1], ez + e[2]
-                history[slot, loads] = -f[0]
-                history[slot, loads + 1] = -f[1]
-                history[slot, loads + 2] = -f[2]
-                history[slot, loads + 3] = tj[0]
-                history[slot, loads + 4] = tj[1]
-                history[slot, loads + 5] = tj[2]
+                loads[slot, 0] = -f[0]
+                loads[slot, 1] = -f[1]
+                loads[slot, 2] = -f[2]
+                loads[slot, 3] = tj[0]
+                loads[slot, 4] = tj[1]
+                loads[slot, 5] = tj[2]
             else:
                 for c in range(LOADS):
-                    history[slot, loads + c] = 0.0
+                    loads[slot, c] = 0.0
             slot += 1
         force[i, 0], force[i, 1], force[i, 2] = fx, fy, fz
         moment[i, 0], moment[i, 1], moment[i, 2] = tx, ty, tz
@@ -304,20 +303,19 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history):
 
 
 @njit(inline="always")
-def contact_pp_forces(i, h, st, bodies, contacts, p, own, history):
-    """Pass 2, particle ``i``: the shares its pairs ``j < i`` left at their slots (every lower
+def contact_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
+    """Pass 2, particle ``i``: the shares its pairs ``j < i`` left at their slots of ``loads`` (every lower
     entry's, in row order: zero where a pair carries no load), then the update's sum over its
     pairs ``j > i``, which it left in the force and moment of ``i``; with contact sub-stepping
     also the elastic normal force of the pairs ``j < i`` that touch and the active contacts
     (``fast_pairs``)."""
     start, owner_start, upper, force, moment = contacts.start, contacts.owner_start, own.upper, st.force, st.moment
-    loads = p.loads
     first, last = start[i] - owner_start[i], upper_entries(contacts, i) - owner_start[i]  # its lower slots
     fx = fy = fz = tx = ty = tz = 0.0
     for lower in range(first, last):
         slot = owner_slot(contacts, lower)
-        fx, fy, fz = fx + history[slot, loads], fy + history[slot, loads + 1], fz + history[slot, loads + 2]
-        tx, ty, tz = tx + history[slot, loads + 3], ty + history[slot, loads + 4], tz + history[slot, loads + 5]
+        fx, fy, fz = fx + loads[slot, 0], fy + loads[slot, 1], fz + loads[slot, 2]
+        tx, ty, tz = tx + loads[slot, 3], ty + loads[slot, 4], tz + loads[slot, 5]
     if p.substeps > 1:
         position, velocity, diameter, index = st.position, st.velocity, bodies.diameter, contacts.neighbors
         radius = 0.5 * diameter[i]
@@ -450,8 +448,7 @@ def _setup(adhesion):
                              contact_substeps(model), float(contact["work_of_adhesion"]),
                              stiffness_ratio(contact["poisson_ratio"]), fixed, float(contact["friction"]),
                              float(contact["rolling_friction"]), float(contact["twisting_friction"]),
-                             float(contact["rolling_damping"]), contact_inertia(model),
-                             SPRINGS + 1 if adhesion else SPRINGS)
+                             float(contact["rolling_damping"]), contact_inertia(model))
 
     return setup
 

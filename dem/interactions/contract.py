@@ -66,12 +66,13 @@ generated ``sample`` (`dem.engine`), at every log row. An interaction with per-c
 history array ``(n_owner_entries, history)`` of the contact table in ``forces``, ``energy`` and
 its ``update(lo, hi, h, st, bodies, contacts, params, own, history)`` kernel, which the loop
 runs over the rows before the forces (it may write only the rows' owner entries, see
-`dem.contacts`; `dem.interactions.contact` is the pair law that does). With ``loads`` > 0 the
-history array has that many scratch columns after the history: ``update`` may leave there what
-each pair does to its bodies for the row kernels to read, in slots of its own choosing that no
-other pair's update writes (`dem.interactions.contact` writes a pair's load on its second body at
-the pair's own slot); they are written anew at every evaluation before they are read, and
-rebuilds, checkpoints and MPI migrations carry the history alone. An update may also leave each
+`dem.contacts`; `dem.interactions.contact` is the pair law that does). With ``loads`` > 0 its
+``update`` and ``forces`` also get, after the history, a scratch array ``(n_owner_entries,
+loads)``: ``update`` may leave there what each pair does to its bodies for the row kernels to
+read, in slots of its own choosing that no other pair's update writes
+(`dem.interactions.contact` writes a pair's load on its second body at the pair's own slot);
+they are written anew at every evaluation before they are read, and rebuilds, checkpoints and
+MPI migrations carry the history alone. An update may also leave each
 row's own sums in the row's force and moment (``row_sums``; `dem.interactions.contact` does, so
 that it keeps no array of row sums), for its row kernel to read back before the row pass sets
 them: its row kernel must then be the first `ROW` kernel of the registry (`dem.engine.row_loops`
@@ -205,7 +206,7 @@ class Interaction:
             raise ValueError(f"interaction {self.name!r}: per-contact history needs a row kernel over the "
                              f"neighbour list and an update kernel")
         if self.loads and not self.history:
-            raise ValueError(f"interaction {self.name!r}: scratch columns come after a per-contact history")
+            raise ValueError(f"interaction {self.name!r}: per-pair scratch needs a per-contact history")
         if self.row_sums and self.update is None:
             raise ValueError(f"interaction {self.name!r}: row sums are left by an update kernel")
         if self.walls and self.kind != ROW:
