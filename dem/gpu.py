@@ -94,7 +94,7 @@ def _refusal(model, integrator):
 def _loose(name):
     """Arrays that a kernel takes outside a named tuple go in a 1-tuple (the simulator hands a
     bare array to the kernel as its own wrapper, which the compiled functions cannot take)."""
-    return name in ("flags", "index", "scratch", "partial", "fast", "mean") or name.startswith("hist_")
+    return name in ("flags", "index", "scratch", "partial", "fast", "mean") or name.startswith(("hist_", "load_"))
 
 
 def _kernel(w, name, arguments, lines, over="n"):
