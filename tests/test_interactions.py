@@ -113,7 +113,7 @@ def clumps_near_walls(rng, wall_friction=None, **contact):
 def clumps_around_a_mesh(rng):
     """`three_clumps` pressed onto the convex polyhedron of `spheres_around_a_mesh` from outside,
     each moved along a random direction from the mesh's centre until a member touches, then
-    further in, so that members overlap its faces, edges and corners (no damping, no springs:
+    further in, so that members overlap its faces and edges (no damping, no springs:
     the normal law alone)."""
     from support.reference_laws import closest_on_mesh
 
