@@ -624,8 +624,9 @@ def test_a_frictionless_clump_bouncing_on_a_tilted_mesh_keeps_its_momentum_along
     """A tetrahedral clump tumbling over a tilted floor of 72 jittered triangles under g = 10,
     frictionless and elastic, bounces on one member after another on several triangles: floor
     and gravity push it along the floor's normal ``n`` only, so its momentum along the floor and
-    its angular momentum about ``n`` stay put (to 1e-12 of their size), and its energy stays
-    within 1e-4 of its start (the Hertz law's onset at dt/dt_crit ≈ 0.08)."""
+    its angular momentum about ``n`` stay put (to 1e-12 of their size; measured 1.4e-13 and
+    2.4e-13), and its energy stays within 1e-4 of its start (measured 3.5e-5: the Hertz law's
+    onset at dt/dt_crit ≈ 0.08)."""
     from support.surfaces import floor_mesh
 
     n = TILT @ (0.0, 0.0, 1.0)
@@ -675,8 +676,9 @@ def test_a_turning_mesh_sweeping_clumps_takes_their_loads_and_closes_the_budget(
     """The paddle of `paddle_scene` sweeps the two clumps over the rough floor, its member contacts
     sliding and rolling on its face and its edges: at every sample the clumps' force and moment
     (about the origin) less their weight's are minus the loads booked on the floor and the paddle
-    (what the clumps gain the walls lose, to 1e-12); the paddle's work ('walls') closes the budget,
-    ``total`` constant to 1e-2 of it, falling as h (the dashpots and the slip)."""
+    (what the clumps gain the walls lose, to 1e-12; measured 8e-16); the paddle's work ('walls')
+    closes the budget, ``total`` constant to 5e-3 of it, falling as h (the dashpots and the slip;
+    measured 2.3e-3, 1.1e-3, 5.6e-4 of 3.2 at h = 5e-4, 2.5e-4, 1.25e-4)."""
     from dem.runner import prepare
 
     path = clump_scene(tmp_path, FLOOR + paddle_scene(tmp_path))
@@ -702,7 +704,7 @@ def test_a_turning_mesh_sweeping_clumps_takes_their_loads_and_closes_the_budget(
         assert worst < 1e-12, worst
         assert swept > 10 and row["walls"] < -0.1 and row["friction"] > 0.0   # the paddle pushed the clumps
         errors.append(error)
-    assert errors[0] < 1e-2 * abs(row["walls"]), errors
+    assert errors[0] < 5e-3 * abs(row["walls"]), errors
     assert errors[1] < 0.6 * errors[0], errors
 
 
