@@ -37,6 +37,8 @@ particle: mesh ``wall`` index, ``feature``, ``gap``, unit ``normal`` from the me
 particle, world frame), in a pass over the particles before the forces; a contact law reads them
 as it reads a plane's gap and normal. ``feature`` is ``f`` for face ``f``, ``n_faces + e`` for
 edge ``e`` and ``n_faces + n_edges + v`` for vertex ``v`` (numbered over all meshes together).
+The member spheres of clumps find theirs the same way (`sphere_contacts`), into slots of their
+clump interaction's own (`dem.interactions.clump_walls`).
 
 Grid: cubic cells in the mesh frame, of edge the larger of the largest particle diameter and
 the median triangle edge (raised if the grid would pass `MAX_CELLS`); a triangle is listed in
@@ -434,8 +436,9 @@ def _vertex_contact(x, v, radius, mesh):
 
 @njit(cache=True)
 def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls):
-    """Store a contact (normal in the mesh frame, turned to the world's) unless this mesh already
-    has one at the same point; returns the new count."""
+    """Store a contact (normal in the mesh frame, turned to the world's) in row ``i`` of the
+    ``mesh_*`` arrays of ``walls`` unless this mesh already has one at the same point; returns the
+    new count."""
     n = quat_rotate_one(rotation, (nx, ny, nz))
     same = (SAME_POINT * radius) ** 2
     for k in range(min(count, walls.mesh_gap.shape[1])):
@@ -456,8 +459,9 @@ def _record(i, count, w, feature, distance, nx, ny, nz, rotation, radius, walls)
 
 
 @njit(inline="always")
-def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
-    """Record particle ``i``'s contacts (centre ``x``, radius ``radius``) with mesh ``m``."""
+def _mesh_contacts_of(i, x, radius, m, walls, mesh, count, found):
+    """Record sphere ``i``'s contacts (centre ``x``, radius ``radius``) with mesh ``m`` (its pose:
+    the walls' state ``walls``) in row ``i`` of ``found`` (`_record`)."""
     w = mesh.wall[m]
     rotation = walls.rotation[w]
     xl = quat_rotate_inverse_one(rotation, (x[0] - walls.point[w, 0], x[1] - walls.point[w, 1],
@@ -488,7 +492,7 @@ def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
                 inside = False
         if inside:
             sign = 1.0 if s0 >= 0.0 else -1.0
-            count = _record(i, count, w, f, abs(s0), sign * n[0], sign * n[1], sign * n[2], rotation, radius, walls)
+            count = _record(i, count, w, f, abs(s0), sign * n[0], sign * n[1], sign * n[2], rotation, radius, found)
         for e in range(3):
             edge = mesh.face_edge[f, e]
             if mesh.edge_face[mesh.edge_face_start[edge]] != f:
@@ -497,7 +501,7 @@ def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
             if distance > 0.0:
                 scale = 1.0 / distance
                 count = _record(i, count, w, n_faces + edge, distance, (xl[0] - q[0]) * scale,
-                                (xl[1] - q[1]) * scale, (xl[2] - q[2]) * scale, rotation, radius, walls)
+                                (xl[1] - q[1]) * scale, (xl[2] - q[2]) * scale, rotation, radius, found)
         for corner in range(3):
             v = mesh.face[f, corner]
             if mesh.vertex_owner[v] != f:
@@ -507,20 +511,27 @@ def _mesh_contacts_of(i, x, radius, m, walls, mesh, count):
                 p = mesh.vertex[v]
                 scale = 1.0 / distance
                 count = _record(i, count, w, n_faces + n_edges + v, distance, (xl[0] - p[0]) * scale,
-                                (xl[1] - p[1]) * scale, (xl[2] - p[2]) * scale, rotation, radius, walls)
+                                (xl[1] - p[1]) * scale, (xl[2] - p[2]) * scale, rotation, radius, found)
     return count
 
 
 @njit(inline="always")
+def sphere_contacts(i, x, radius, mesh, walls, found):
+    """Write the mesh contacts of the sphere ``i`` (centre ``x``, radius ``radius``; none for
+    radius 0) into row ``i`` of ``found``'s ``mesh_*`` arrays (the walls' state for a particle,
+    `mesh_contacts`; a clump's own rows for its members, `dem.interactions.clump_walls`), the
+    meshes posed as ``walls`` (the walls' state) has them: its slots, ``mesh_count[i]`` (which may
+    exceed the slots) and ``mesh_most[i]``, the most it has been (the caller reports that)."""
+    count = 0
+    if radius > 0.0:
+        for m in range(mesh.wall.shape[0]):
+            count = _mesh_contacts_of(i, x, radius, m, walls, mesh, count, found)
+    found.mesh_count[i] = count
+    found.mesh_most[i] = max(found.mesh_most[i], count)
+
+
+@njit(inline="always")
 def mesh_contacts(lo, hi, st, bodies, mesh, walls):
-    """Write the mesh contacts of particles ``lo ≤ i < hi`` into ``walls`` (each row its own
-    slots; ``mesh_count[i]`` may exceed the slots, and ``mesh_most[i]`` keeps the most it has
-    been: the caller reports that)."""
+    """Write the mesh contacts of particles ``lo ≤ i < hi`` into ``walls`` (`sphere_contacts`)."""
     for i in range(lo, hi):
-        radius = 0.5 * bodies.diameter[i]
-        count = 0
-        if radius > 0.0:
-            for m in range(mesh.wall.shape[0]):
-                count = _mesh_contacts_of(i, st.position[i], radius, m, walls, mesh, count)
-        walls.mesh_count[i] = count
-        walls.mesh_most[i] = max(walls.mesh_most[i], count)
+        sphere_contacts(i, st.position[i], 0.5 * bodies.diameter[i], mesh, walls, walls)

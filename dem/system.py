@@ -291,7 +291,7 @@ def _check_cell(model, cell):
 def _check_clumps(model):
     """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
     through their members without a word: sources and outlets, adhesive contact laws, contact
-    sub-steps, mesh walls. (Plane walls: `dem.interactions.clump_walls`; particles:
+    sub-steps. (Walls, planes and meshes: `dem.interactions.clump_walls`; particles:
     `dem.interactions.clump_contacts`.)"""
     if not model.has_clumps:
         return
@@ -307,12 +307,7 @@ def _check_clumps(model):
     if contact["k_pp"] > 0.0 and contact["substeps"] > 1:
         raise SceneError("contact.substeps: the contacts of clumps are not sub-stepped (they run the plain map): set "
                          "contact.substeps = 1 (or 0) in a scene with clumps")
-    if contact["k_pw"] <= 0.0:
-        return
-    if model.inputs.get("walls", {}).get("meshes"):
-        raise SceneError("mesh.0: clumps do not touch mesh walls yet (their member spheres would pass through the mesh "
-                         "unseen): use plane walls ([[walls]]) in a scene with clumps")
-    if adhesive(contact):
+    if contact["k_pw"] > 0.0 and adhesive(contact):
         raise SceneError(f"contact.normal: clumps touch walls through non-adhesive normal laws only, not yet "
                          f"'{contact['normal']}'")
 

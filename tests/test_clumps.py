@@ -323,8 +323,6 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     ("contact.k_pp=100.0;contact.substeps=3", "contact.substeps: the contacts of clumps are not sub-stepped"),
     ('contact.k_pp=100.0;contact.k_pw=0.0;contact.normal="jkr";contact.work_of_adhesion=0.1',
      "contact.normal: clumps touch particles through non-adhesive normal laws only"),
-    ('mesh=[{file = "MESH", rotate = [1.5707963267948966, 0.0, 0.0], translate = [0.0, 0.0, 5.0]}]',
-     "mesh.0: clumps do not touch mesh walls yet"),
     ('outlet=[{shape = "box", min = [-9, -9, -9], max = [-8, -8, -8]}]', "outlet.0: sources and outlets do not act "
      "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1',
@@ -332,21 +330,31 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     ("contact.k_pp=100.0;output.contacts=true", "output.contacts: the contact network and fabric of clumps"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps and adhesive laws between particles, mesh walls, outlets, adhesive wall
-    laws and the contact network: one line naming the key, rather than members passing through
-    what they should touch (or a network without them)."""
+    """Contact sub-steps and adhesive laws between particles, outlets, adhesive wall laws (on
+    planes and meshes) and the contact network: one line naming the key, rather than members
+    passing through what they should touch (or a network without them); several MPI processes:
+    one line saying so. Planes and meshes are walls clumps touch."""
     from pathlib import Path
 
+    from dem.interactions import INTERACTIONS
+    from dem.interactions.contract import MPIError
     from dem.runner import prepare
     from dem.schema import SceneError
 
     path = clump_scene(tmp_path, '[contact]\nk_pw = 100.0\n'
                                  '[[clump]]\ntemplate = "dimer"\nposition = [0, 0, 1]\n'
                                  '[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n')
-    prepare(path)   # plane walls: clump_pw
     mesh = Path(__file__).resolve().parents[1] / "scenes" / "meshes" / "tube.stl"
-    with pytest.raises(SceneError, match=key):
-        prepare(path, setting.replace("MESH", str(mesh)).split(";"))
+    tube = f'mesh=[{{file = "{mesh}", rotate = [1.5707963267948966, 0.0, 0.0], translate = [0.0, 0.0, 5.0]}}]'
+    for walls in ([], [tube]):   # planes, and a mesh too: clump_pw
+        model = prepare(path, walls)[1]
+        assert "clump_pw" in model.interactions and model.interactions["clump_pw"].meshes == bool(walls)
+    with pytest.raises(MPIError, match="^clumps touching walls do not run on several processes yet") as error:
+        INTERACTIONS["clump_pw"].localize(model.interactions["clump_pw"], None)
+    assert "\n" not in str(error.value)
+    with pytest.raises(SceneError, match=key) as error:
+        prepare(path, setting.replace("MESH", str(mesh)).split(";") + [tube])
+    assert "\n" not in str(error.value)
 
 
 def test_vtk_writes_every_member_sphere_with_its_clump(tmp_path):
@@ -460,10 +468,23 @@ def test_an_elastic_frictionless_dimer_bouncing_on_the_floor_keeps_its_energy(tm
     assert contacts > 0 and worst < 1e-4 * energy0
 
 
+def raised_step(tmp_path, x, y, height, n=12, jitter=0.02):
+    """The ``[[mesh]]`` table of a flat step of ``2 n²`` jittered triangles over ``x[0] … x[1]``,
+    ``y[0] … y[1]`` at ``height`` above the floor, its file written into ``tmp_path``."""
+    from support.surfaces import floor_mesh, write_surface
+
+    points, faces = floor_mesh(n=n, size=1.0, jitter=jitter, seed=4)
+    points = np.column_stack((x[0] + (x[1] - x[0]) * (points[:, 0] + 0.5), y[0] + (y[1] - y[0]) * (points[:, 1] + 0.5),
+                              np.full(len(points), height)))
+    write_surface(tmp_path / "step.stl", points, faces)
+    return '[[mesh]]\nfile = "step.stl"\n'
+
+
 def test_clumps_on_the_floor_are_the_same_bits_on_threads(tmp_path):
     """4 200 dimers (three chunks of rows) at random orientations and velocities dropped on a rough
-    floor, touching the floor and one another (friction, rolling and twisting resistance): the
-    serial and the parallel loop give the same bits."""
+    floor, a third of them onto a step raised 0.02 above it (a mesh), touching the floor, the step,
+    its edge and one another (friction, rolling and twisting resistance): the serial and the
+    parallel loop give the same bits."""
     rng = np.random.default_rng(5)
     grid = np.stack(np.meshgrid(np.arange(70), np.arange(60), indexing="ij"), axis=-1).reshape(-1, 2) * 1.6
     turns = rng.standard_normal((len(grid), 4))
@@ -471,23 +492,32 @@ def test_clumps_on_the_floor_are_the_same_bits_on_threads(tmp_path):
                             rng.uniform(-1.0, 1.0, size=(len(grid), 2)), np.zeros(len(grid))])
     np.savetxt(tmp_path / "rows.csv", rows, delimiter=",", header="x,y,z,qw,qx,qy,qz,vx,vy,vz", comments="")
     overrides = ["contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "contact.k_pp=2e4"]
+    step = raised_step(tmp_path, (-1.0, 36.0), (-1.0, 96.0), 0.02)
     runs = []
     for parallel in (False, True):
-        model, state, sim = on_the_floor(tmp_path, DIMER + 'rows = "rows.csv"\nvelocity = [0.3, 0.0, -1.0]\n',
+        model, state, sim = on_the_floor(tmp_path, DIMER + 'rows = "rows.csv"\nvelocity = [0.3, 0.0, -1.0]\n' + step,
                                          overrides, parallel=parallel)
         sim.advance(1000)
         runs.append(state)
         assert sim.energy_budget()["hertz_pp"] > 0.0   # dimers in contact
+        own, walls = state.interactions["clump_pw"], state.interactions["walls"]
+        assert (own.wall_key == 0).any() and (own.wall_key == 1).any()   # springs on the floor and on the step
+        assert np.abs(walls.load[:, 2]).min() > 0.0
     assert model.n_bodies == 4200 and np.any(runs[0].angular_velocity != 0.0)
     for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+    for name in ("clump_pw", "walls"):
+        for field, one, other in zip(runs[0].interactions[name]._fields, runs[0].interactions[name],
+                                     runs[1].interactions[name]):
+            assert np.array_equal(one, other), (name, field)
 
 
 def test_clumps_on_the_floor_restart_exactly(tmp_path):
-    """Tetrahedra and rods poured on a rough floor with a moving wall, touching it and one
-    another: a run stopped half-way and restarted from its checkpoint (the members' wall springs
-    and the member pairs' springs in it) ends with the same bits as a run straight through
-    (energy.csv, the state, the interactions' arrays)."""
+    """Tetrahedra and rods poured on a rough floor, half of it under a raised step (a mesh), with a
+    moving wall, touching them and one another: a run stopped half-way and restarted from its
+    checkpoint (the members' wall springs, on planes and mesh contacts, and the member pairs'
+    springs in it) ends with the same bits as a run straight through (energy.csv, the state, the
+    interactions' arrays)."""
     from dem.checkpoint import load_checkpoint
     from dem.runfiles import read_snapshot, snapshot_spheres
     from dem.runner import run
@@ -497,7 +527,8 @@ def test_clumps_on_the_floor_restart_exactly(tmp_path):
                        '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ncount = 10\nmin = [-2.5, -2.5, 0.2]\n'
                        'max = [2.5, 2.5, 5]\nattempts = 1000\nvelocity = [0.3, 0, -1]\n'
                        '[[clump]]\ntemplate = "rod"\nspheres = 4\naspect = 3.0\nradius = 0.4\ncount = 5\n'
-                       'min = [-3, -3, 4.5]\nmax = [3, 3, 7]\nseed = 2\n')
+                       'min = [-3, -3, 4.5]\nmax = [3, 3, 7]\nseed = 2\n'
+                       + raised_step(tmp_path, (-8.0, 0.0), (-8.0, 8.0), 0.1, n=6))
     settings = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
                 "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "contact.k_pp=2e4"]
     straight, pieces = tmp_path / "straight", tmp_path / "pieces"
@@ -511,11 +542,191 @@ def test_clumps_on_the_floor_restart_exactly(tmp_path):
     for name in first:
         if name.startswith(("state_", "interaction.", "scheme.")):
             assert np.array_equal(first[name], second[name]), name
-    assert sim.energy_budget()["friction"] > 0 and (sim.state.interactions["clump_pw"].wall_key >= 0).any()
+    keys = sim.state.interactions["clump_pw"].wall_key
+    assert sim.energy_budget()["friction"] > 0 and (keys >= 0).any() and (keys == 2).any()   # (the step: wall 2)
+    assert "interaction.clump_pw.mesh_contact" in first and (first["interaction.clump_pw.mesh_contact"] != 0).any()
     # `dem repose` reads a heap of clumps as their member spheres
     position, diameter = snapshot_spheres(straight, read_snapshot(straight))
     assert np.allclose(position, member_positions(sim.model, sim.state), rtol=0.0, atol=1e-12)
     assert np.array_equal(diameter, 2.0 * sim.model.site_radius)
+
+
+# ---------------------------------------------------------------------------------------------
+# clumps on mesh walls (dem.interactions.clump_walls with dem.meshes)
+# ---------------------------------------------------------------------------------------------
+
+#: a floor's contact: damped (restitution 0.5), frictional, with rolling and twisting resistance
+#: (their dashpots too)
+ROUGH = {"k_pw": 2e4, "restitution": 0.5, "friction": 0.3, "rolling_friction": 0.05, "twisting_friction": 0.05,
+         "poisson_ratio": 0.22}
+#: a tilted frame, so that the floor's geometry carries round-off
+TILT = quat_matrix(quat_from_rotvec(np.array([0.3, -0.4, 0.2])))
+#: ``rotation_vector`` that turns the tetrahedral template's corner (1, 1, 1) to +z: a face down
+FACE_DOWN = (0.6755108588560398, -0.6755108588560398, 0.0)
+
+
+def clump_over(surface, template, start, turn, velocity=(0.0, 0.0, 0.0), spin=(0.0, 0.0, 0.0), frame=np.eye(3),
+               contact=ROUGH, gravity=1.0):
+    """One clump of ``template`` (density 1) at ``start`` with its template frame turned by the
+    rotation vector ``turn``, moving at ``velocity`` and spinning at ``spin``, over the plane
+    z = 0 (``surface`` None) or the mesh ``surface``, under ``gravity`` along −z; the whole turned
+    by ``frame``: ``(model, state)``."""
+    system = SystemBuilder()
+    system.add_clumps(template, (frame @ np.asarray(start, float))[None],
+                      orientation=quat_from_rotvec(frame @ np.asarray(turn, float)),
+                      velocity=frame @ np.asarray(velocity, float), angular_velocity=frame @ np.asarray(spin, float))
+    sections = {"contact": contact, "fields": {"gravity": frame @ (0.0, 0.0, -gravity)}}
+    if surface is None:
+        return system.finish([dict(point=(0.0, 0.0, 0.0), normal=frame @ (0.0, 0.0, 1.0))], **sections)
+    points, faces = surface
+    return system.finish([], [dict(vertices=points @ frame.T, faces=faces)], **sections)
+
+
+@pytest.mark.parametrize("template, start, turn", [
+    (built_in("dimer", 0.5, 0.5), (-0.6, -0.5, 0.56), (0.0, 0.15, 0.3)),   # tilted: one member lands first
+    (built_in("tetrahedron", 0.5, 0.5), (-0.6, -0.5, 0.61), FACE_DOWN),    # lands on a face of three members
+], ids=["dimer", "tetrahedron"])
+def test_a_clump_on_a_floor_of_two_triangles_moves_as_on_the_plane(template, start, turn):
+    """A dimer and a tetrahedral clump thrown spinning onto a flat floor of two triangles (the
+    square z = 0 split along x + y = 0), with damping, friction, rolling and twisting resistance:
+    they land, slide (a member slides across the shared edge) and roll on. Their positions,
+    velocities and spins equal those over the plane z = 0 to 1e-12 of their scale at every
+    recorded step (the same bits: a member's mesh springs step from the gap of a step ago as its
+    plane springs do, `dem.interactions.wall_contact.mesh_springs`)."""
+    from support.surfaces import floor_mesh
+
+    runs = []
+    for surface in (None, floor_mesh(n=1, size=6.0)):
+        model, state = clump_over(surface, template, start, turn, (0.8, 0.6, -0.2), (0.2, -0.3, 0.5))
+        sim = Simulation(model, state, "lgvi", 5e-4)
+        rows, crossings = [], []
+        for _ in range(600):
+            sim.advance(10)
+            rows.append(np.concatenate((state.position[0], state.velocity[0], state.angular_velocity[0])))
+            members = member_positions(model, state)
+            below = members - [0.0, 0.0, 0.5]  # the points of the floor under each member
+            slip = state.velocity[0, :2] + np.cross(state.angular_velocity[0], below - state.position[0])[:, :2]
+            crossings.append((below[:, 0] + below[:, 1] > 0.0, members[:, 2] < 0.5, np.hypot(*slip.T)))
+        runs.append(np.array(rows))
+        assert sim.energy_budget()["friction"] > 0.0
+    plane, mesh = runs
+    side = np.array([c[0] for c in crossings])
+    crossed = (side[1:] != side[:-1]) & np.array([c[1] for c in crossings])[1:] \
+        & (np.array([c[2] for c in crossings])[1:] > 0.3)
+    assert np.array([c[1] for c in crossings])[:40].any()   # it landed by t = 0.2
+    assert crossed.any()   # a member crossed the shared edge touching the floor, sliding at more than 0.3
+    assert np.abs(plane[-1, 6:]).max() > 0.05   # still turning at t = 3
+    worst = np.abs(mesh - plane).max() / np.abs(plane).max()
+    assert worst <= 1e-12, worst
+
+
+def test_a_frictionless_clump_bouncing_on_a_tilted_mesh_keeps_its_momentum_along_it_and_its_energy():
+    """A tetrahedral clump tumbling over a tilted floor of 72 jittered triangles under g = 10,
+    frictionless and elastic, bounces on one member after another on several triangles: floor
+    and gravity push it along the floor's normal ``n`` only, so its momentum along the floor and
+    its angular momentum about ``n`` stay put (to 1e-12 of their size; measured 1.4e-13 and
+    2.4e-13), and its energy stays within 1e-4 of its start (measured 3.5e-5: the Hertz law's
+    onset at dt/dt_crit ≈ 0.08)."""
+    from support.surfaces import floor_mesh
+
+    n = TILT @ (0.0, 0.0, 1.0)
+    model, state = clump_over(floor_mesh(n=6, size=6.0, jitter=0.3), built_in("tetrahedron", 0.5, 0.5),
+                              (-1.5, -1.0, 0.7), (0.4, 0.9, -0.3), (1.2, 0.8, -0.2), (1.5, -2.0, 1.0), TILT,
+                              {"k_pw": 2e4}, gravity=10.0)
+    sim = Simulation(model, state, "lgvi", 5e-4)
+
+    def invariants():
+        row = sim.energy_budget()
+        momentum = np.array([row[k] for k in ("Px", "Py", "Pz")])
+        return momentum - (momentum @ n) * n, np.array([row[k] for k in ("Lx", "Ly", "Lz")]) @ n, row
+
+    along0, about0, row0 = invariants()
+    worst = np.zeros(3)
+    touched = set()
+    for step in range(4000):
+        sim.advance(1)
+        own = state.interactions["clump_pw"]
+        touched.update(own.mesh_feature[own.mesh_count > 0, 0].tolist())
+        if step % 20 == 19:
+            along, about, row = invariants()
+            errors = np.abs(along - along0).max(), abs(about - about0), abs(row["total"] - row0["total"])
+            worst = np.maximum(worst, errors)
+    assert len(touched) >= 4   # on several triangles
+    assert worst[0] < 1e-12 * np.linalg.norm(along0) and worst[1] < 1e-12 * abs(about0), worst
+    assert worst[2] < 1e-4 * row0["total"], worst
+
+
+def paddle_scene(tmp_path):
+    """The tables, after `FLOOR`'s, of a paddle (a vertical plate of 18 jittered triangles from the
+    z axis out to x = 3, 1.5 high: a mesh, its file written into ``tmp_path``) that turns about z
+    at 0.4 and drifts along x, and a dimer and a tetrahedral clump resting in its way."""
+    from support.surfaces import floor_mesh, write_surface
+
+    points, faces = floor_mesh(n=3, size=1.0, jitter=0.05, seed=2)
+    points = np.column_stack((3.0 * (points[:, 0] + 0.5), 0.0 * points[:, 2], 1.5 * (points[:, 1] + 0.5)))
+    write_surface(tmp_path / "paddle.stl", points, faces)
+    return (DIMER + 'position = [2.11, 1.15, 0.5]\nrotation_vector = [0, 0, 0.7]\n'
+            '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ndistance = 0.5\nposition = [1.02, 0.95, 0.61]\n'
+            f'rotation_vector = {list(FACE_DOWN)}\n'
+            '[[mesh]]\nfile = "paddle.stl"\ncenter = [0.0, 0.0, 0.0]\nangular_velocity = [0.0, 0.0, 0.4]\n'
+            'velocity = [0.05, 0.0, 0.0]\nrolling_friction = 0.1\n')
+
+
+def test_a_turning_mesh_sweeping_clumps_takes_their_loads_and_closes_the_budget(tmp_path):
+    """The paddle of `paddle_scene` sweeps the two clumps over the rough floor, its member contacts
+    sliding and rolling on its face and its edges: at every sample the clumps' force and moment
+    (about the origin) less their weight's are minus the loads booked on the floor and the paddle
+    (what the clumps gain the walls lose, to 1e-12; measured 8e-16); the paddle's work ('walls')
+    closes the budget, ``total`` constant to 5e-3 of it, falling as h (the dashpots and the slip;
+    measured 2.3e-3, 1.1e-3, 5.6e-4 of 3.2 at h = 5e-4, 2.5e-4, 1.25e-4)."""
+    from dem.runner import prepare
+
+    path = clump_scene(tmp_path, FLOOR + paddle_scene(tmp_path))
+    errors = []
+    for dt in (5e-4, 2.5e-4):
+        _, model, state, _ = prepare(path)
+        sim = Simulation(model, state, "lgvi", dt)
+        start, error, worst, swept = sim.energy_budget()["total"], 0.0, 0.0, 0
+        weight = model.mass[:, None] * np.array([0.0, 0.0, -1.0])
+        for _ in range(40):
+            sim.advance(int(round(0.075 / dt)))
+            walls = state.interactions["walls"]
+            force = (state.force - weight).sum(axis=0)
+            moment = (state.moment + np.cross(state.position, state.force - weight)).sum(axis=0)
+            load = walls.load[:, :3].sum(axis=0)
+            wall_moment = (walls.load[:, 3:6] + np.cross(walls.point, walls.load[:, :3])).sum(axis=0)
+            scale = np.abs(walls.load[:, :3]).max()
+            worst = max(worst, np.abs(force + load).max() / scale, np.abs(moment + wall_moment).max() / scale)
+            error = max(error, abs(sim.energy_budget()["total"] - start))
+            own = state.interactions["clump_pw"]
+            swept += bool((own.mesh_count > 0).any())
+        row = sim.energy_budget()
+        assert worst < 1e-12, worst
+        assert swept > 10 and row["walls"] < -0.1 and row["friction"] > 0.0   # the paddle pushed the clumps
+        errors.append(error)
+    assert errors[0] < 5e-3 * abs(row["walls"]), errors
+    assert errors[1] < 0.6 * errors[0], errors
+
+
+def test_a_member_touching_too_many_mesh_features_stops_the_run(tmp_path, capsys):
+    """A fan of many thin triangles round a vertex, an upright dimer's lower member on the vertex:
+    more contacts than slots is an error that names the clump and its member, as for a
+    particle."""
+    from support.surfaces import write_surface
+
+    from dem.cli import main
+    from dem.meshes import MAX_CONTACTS
+
+    angles = np.linspace(0.0, 2 * np.pi, 4 * MAX_CONTACTS, endpoint=False)
+    rim = np.column_stack((np.cos(angles), np.sin(angles), 0.8 + 0.0 * angles))  # a cone: every face concave
+    faces = np.array([(0, 1 + k, 1 + (k + 1) % len(rim)) for k in range(len(rim))])
+    write_surface(tmp_path / "cone.stl", np.concatenate(([[0.0, 0.0, 0.0]], rim)), faces)
+    path = clump_scene(tmp_path, FLOOR.replace("[[walls]]\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 0.0, 1.0]\n", "")
+                       + DIMER + 'position = [0.0, 0.0, 0.7]\nrotation_vector = [0.0, 1.5707963267948966, 0.0]\n'
+                       '[[mesh]]\nfile = "cone.stl"\n')
+    code = main(["run", str(path), "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and f"clump 0's member 1 touched {len(faces)} mesh features at once" in err, err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -110,6 +110,39 @@ def clumps_near_walls(rng, wall_friction=None, **contact):
     return system.finish(walls, contact={"k_pw": 30.0, **contact})
 
 
+def clumps_around_a_mesh(rng):
+    """`three_clumps` pressed onto the convex polyhedron of `spheres_around_a_mesh` from outside,
+    each moved along a random direction from the mesh's centre until a member touches, then
+    further in, so that members overlap its faces and edges (no damping, no springs:
+    the normal law alone)."""
+    from support.reference_laws import closest_on_mesh
+
+    vertices, faces, _ = convex_mesh(rng)
+    system = three_clumps(rng, 0.0)
+    model, state = system.finish([], [dict(vertices=vertices, faces=faces)], contact={"k_pw": 30.0})
+    centre = vertices.mean(axis=0)
+    corner = vertices[faces[:, 0]]
+    outward = np.cross(vertices[faces[:, 1]] - corner, vertices[faces[:, 2]] - corner)
+    outward *= np.sign(np.sum((corner - centre) * outward, axis=1))[:, None]
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(model.site_start))
+    arms = np.einsum("nij,nj->ni", quat_matrix(state.orientation[owner]), model.site_offset)
+
+    def clear(body, x):  # whether the body's members, its centre at x, are all outside and off the surface
+        return all((np.sum((x + arms[m] - corner) * outward, axis=1) > 0).any()
+                   and closest_on_mesh(x + arms[m], vertices, faces)[0] > model.site_radius[m]
+                   for m in np.flatnonzero(owner == body))
+
+    for body in range(model.n_bodies):
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        lo, hi = 0.0, 6.0  # bisection for the distance along u at which a member touches
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if clear(body, centre + mid * u) else (mid, hi)
+        state.position[body] = centre + (hi - rng.uniform(0.02, 0.15)) * u
+    return model, state
+
+
 def clumps_touching(rng, **contact):
     """`three_clumps` and two spheres, close enough that members of different bodies overlap (the
     members of one clump overlap too, and do not touch)."""
@@ -135,10 +168,10 @@ def with_springs(name, make, **contact):
     return configure
 
 
-def spheres_around_a_mesh(rng):
-    """Spheres pressed onto a convex polyhedron (the hull of a cube's corners and random points:
-    coplanar triangles on the cube's faces) from outside, near its faces, edges and corners,
-    the mesh turned and moved away from the origin."""
+def convex_mesh(rng):
+    """``(vertices, faces, reach)`` of a convex polyhedron: the hull of a cube's corners and random
+    points (coplanar triangles on the cube's faces), turned and moved away from the origin;
+    ``reach`` the largest coordinate of its points before they were turned and moved."""
     from scipy.spatial import ConvexHull
 
     points = np.concatenate((np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T,
@@ -146,12 +179,17 @@ def spheres_around_a_mesh(rng):
     hull = ConvexHull(points)
     used = np.unique(hull.simplices)
     turn = quat_matrix(random_quaternions(rng, 1)[0])
-    vertices = points[used] @ turn.T + (0.5, -0.3, 0.2)
-    faces = np.searchsorted(used, hull.simplices)
+    return points[used] @ turn.T + (0.5, -0.3, 0.2), np.searchsorted(used, hull.simplices), points[used].max()
+
+
+def spheres_around_a_mesh(rng):
+    """Spheres pressed onto a convex polyhedron (`convex_mesh`) from outside, near its faces,
+    edges and corners."""
+    vertices, faces, reach = convex_mesh(rng)
     system = SystemBuilder()
     for k in range(8):  # every third one towards a corner, the others anywhere
         direction = rng.normal(size=3) if k % 3 else vertices[k] - vertices.mean(axis=0) + 0.05 * rng.normal(size=3)
-        x = hull.points[used].max() * 1.6 * direction / np.linalg.norm(direction)
+        x = reach * 1.6 * direction / np.linalg.norm(direction)
         system.add_body(x, mass=1.0, inertia=1.0, diameter=1.0, orientation=random_quaternions(rng, 1)[0])
     model, state = system.finish([], [dict(vertices=vertices, faces=faces)], contact={"k_pw": 30.0})
     # put each sphere at a random overlap with the surface, along its direction from the centre
@@ -269,6 +307,7 @@ CASES = {
                                          wall_friction={"friction": 0.25, "rolling_friction": 0.2}, **law)
                     for normal, law in NORMAL_VARIANTS.items()},
                  "no springs": functools.partial(clumps_near_walls, k_pw=3000.0, restitution=0.7),
+                 "mesh": clumps_around_a_mesh,
                  "friction": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4, restitution=0.7),
                  "linear_history": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4,
                                                 restitution=0.7, tangential="linear_history",

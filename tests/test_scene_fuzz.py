@@ -64,8 +64,8 @@ RANDOM_ONLY = ("packing_fraction", "n_particles", "distribution", "diameter_sigm
 def base_scene(variant):
     """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
     dozen particles), the drum's bed to a small box (its mesh file named by its full path), the
-    column and the poured silo, drum and column to 60 spheres, the clump heap to 20 clumps of each
-    shape, the rigs' specimens to a loose cylinder 4
+    column and the poured silo, drum and column to 60 spheres, the clump heap and column to 20 clumps
+    of each shape, the rigs' specimens to a loose cylinder 4
     across and 4 high, the periodic cells (the gas, the shear, the tension RVE) to cubes of edge 6."""
     name, _, flavour = variant.partition(":")
     data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
@@ -75,7 +75,7 @@ def base_scene(variant):
         data["assembly"][0].update(size=[3.0, 3.0, 3.0], center=[0.0, 0.0, -6.0])
     if name == "column_collapse":
         data["assembly"][0]["n_particles"] = 60
-    if name == "clump_heap":
+    if name in ("clump_heap", "clump_column"):
         for table in data["clump"]:
             table["count"] = 20
     if name in ("silo_discharge", "drum_filling", "column_collapse_poured"):

@@ -1,28 +1,36 @@
-"""Clumps against plane walls (`CLUMP_PW`; docs/theory.md §3b.11): every member sphere of a clump
-(`dem.clumps`) touches the planes as a particle does, through the sub-models of the particle–wall
-pipeline `dem.interactions.wall_contact` (the normal law and its dashpot of
-`dem.interactions.hertz`, the tangential spring of `dem.interactions.friction`, the rolling and
-twisting springs of `dem.interactions.rolling`), called on the member.
+"""Clumps against walls (`CLUMP_PW`; docs/theory.md §3b.11): every member sphere of a clump
+(`dem.clumps`) touches the planes and the triangle meshes (`dem.meshes`) as a particle does,
+through the sub-models of the particle–wall pipeline `dem.interactions.wall_contact` (the normal
+law and its dashpot of `dem.interactions.hertz`, the tangential spring of
+`dem.interactions.friction`, the rolling and twisting springs of `dem.interactions.rolling`),
+called on the member.
 
 A clump's row (a `ROW` kernel, one body) first puts its members where the body is: the member
 ``m`` at ``x + R s_m`` moving at ``v + Ω × R s_m`` and spinning at ``Ω`` (``s_m`` its centre in the
-body frame, `dem.state.Model.site_offset`), in scratch rows of its own. Each member then walks
-the planes in wall order; the member's force ``f_m`` and moment ``τ_m`` about its centre (the
-tangential force's lever and the rolling couple) go to the body as ``Σ f_m`` and
-``Σ (τ_m + R s_m × f_m)``, summed over the members in member order: the moment about the centre
-of mass of forces applied at the contact points. The springs are kept per member and wall, in
-keyed wall slots of the member (as a particle keeps its own), and the reactions are booked on the
-walls in the partial sums of the body's chunk. Every array a row writes is its own (its body's
-booked work, its members' rows), so rows run in parallel and the sums do not depend on the
-thread count. A body none of whose members touches a plane or keeps a spring skips the walk
-(`_near_planes`: it would add zeros); the walk is compiled once per machine (`_step_members`) and
-called from the generated loops, which inline only the placement and the test.
+body frame, `dem.state.Model.site_offset`), in scratch rows of its own. Where there are meshes it
+then finds each member's mesh contacts (`dem.meshes.sphere_contacts`, the geometry the walls'
+pass finds a particle's with) into scratch rows of its own too, on a grid over the triangles
+built for the members' radii (the walls' grid is the particles'). Each member then walks the
+planes in wall order and its mesh contacts: the normal law of each, then the springs of the mesh
+contacts (`dem.interactions.wall_contact.mesh_springs`, the particles' walk). The member's force
+``f_m`` and moment ``τ_m`` about its centre (the tangential force's lever and the rolling couple)
+go to the body as ``Σ f_m`` and ``Σ (τ_m + R s_m × f_m)``, summed over the members in member
+order: the moment about the centre of mass of forces applied at the contact points. The springs
+are kept per member and wall (a plane) or per member and mesh contact (up to `MAX_CONTACTS` per
+mesh, matched from step to step by their normals as a particle's are), in keyed wall slots of the
+member (as a particle keeps its own), and the reactions are booked on the walls in the partial
+sums of the body's chunk. Every array a row writes is its own (its body's booked work, its
+members' rows), so rows run in parallel and the sums do not depend on the thread count. A body
+none of whose members touches a plane, has a mesh contact or keeps a spring skips the walk
+(`_near_walls`: it would add zeros); the contact search and the walk are compiled once per
+machine (`_find_mesh_contacts`, `_step_members`) and called from the generated loops, which
+inline only the placement and the test.
 
 The dashpots take the clump's mass (and its smallest principal moment for the rolling one) as a
 sphere takes its own: the damping coefficient of a member's contact is that of a sphere of the
 clump's mass, so an off-centre impact of a clump rebounds with a restitution that differs from
 the nominal one (the mass at a contact point off the line of the centre of mass is smaller).
-Not yet: mesh walls, adhesive normal laws, MPI (the member rows do not travel with their body).
+Not yet: adhesive normal laws, MPI (the member rows do not travel with their body).
 """
 
 from collections import namedtuple
@@ -31,6 +39,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
+from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, sphere_contacts
 from ..rotations import quat_matrix, quat_rotate_one
 from .contract import ROW, Interaction, MPIError
 from .friction import (
@@ -39,21 +48,35 @@ from .friction import (
 )
 from .hertz import normal_code, normal_damping, wall_contact as normal, wall_gap
 from .rolling import WIDTH, spins, wall_contact as rolling, wall_stiffnesses
-from .wall_contact import KEYS, near_planes, wall_critical_steps
+from .wall_contact import KEYS, mesh_springs, near_planes, wall_critical_steps
 from .walls import add_wall_couple, add_wall_load, wall_coefficients
 
 #: the sub-models' parameters, as `dem.interactions.wall_contact.ContactWallParams` names them
-#: (``walls (w, 6)``: each plane's normal, μ, μ_r, μ_t; ``first``: where the rolling springs begin in
-#: a slot), and the members: ``member_start (n + 1)``, ``member_offset (M, 3)`` (body frame, from the
-#: centre of mass), ``member_radius (M,)`` (0: a point site, which touches nothing) and
-#: ``member_inertia (M, 2)``, the owner's inverse moments for the rolling dashpot
+#: (``walls (w, 6)``: each wall's normal (planes; 0 for meshes), μ, μ_r, μ_t; ``first``: where the
+#: rolling springs begin in a slot; ``meshes``: whether there are mesh walls, ``springs``: whether
+#: a mesh has friction or rolling resistance), the members: ``member_start (n + 1)``,
+#: ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius (M,)`` (0: a
+#: point site, which touches nothing) and ``member_inertia (M, 2)``, the owner's inverse moments
+#: for the rolling dashpot; then the fields of the meshes' `dem.meshes.MeshArrays`, their grids
+#: built for the members' radii (flat, as the walls' parameters hold them; empty without meshes)
 ClumpWallParams = namedtuple("ClumpWallParams", "law stiffness damping wall_normal work ratio fixed rolling_damping "
-                             "walls planes first member_start member_offset member_radius member_inertia")
+                             "walls planes first meshes springs member_start member_offset member_radius "
+                             "member_inertia " + " ".join(MeshArrays._fields))
 #: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work; per
-#: member its wall slots ``wall_key (M, s)`` and springs ``wall_spring (M, s, width)`` and the scratch
-#: rows ``member_position``, ``member_velocity``, ``member_arm`` (M, 3) each force evaluation writes
+#: member its wall slots ``wall_key (M, s)``, springs ``wall_spring (M, s, width)`` and the normal
+#: and gap of each mesh slot's contact when its springs last stepped ``mesh_contact (M, s, 4)``
+#: (`dem.interactions.friction`), the most mesh contacts it has had at once ``mesh_most (M,)``
+#: (more than `MAX_CONTACTS` stops the run, `dem.observers.csv_log.WallLog`); the scratch rows
+#: each force evaluation writes: ``member_position``, ``member_velocity``, ``member_arm`` (M, 3),
+#: the member's mesh contacts ``mesh_count (M,)``, ``mesh_wall``, ``mesh_feature``, ``mesh_gap (M,
+#: MAX_CONTACTS)``, ``mesh_normal (M, MAX_CONTACTS, 3)`` (as `dem.interactions.walls.WallState`
+#: has a particle's) and ``mesh_load (M, s, 9)``, a mesh slot's reactions until they are booked
+#: (`dem.interactions.wall_contact.mesh_springs`). The mesh fields have no rows without meshes.
 ClumpWallState = namedtuple("ClumpWallState", "dissipated friction wall_key wall_spring member_position "
-                            "member_velocity member_arm")
+                            "member_velocity member_arm mesh_contact mesh_load mesh_count mesh_wall mesh_feature "
+                            "mesh_gap mesh_normal mesh_most")
+#: the wall pipeline's parts (`dem.interactions.wall_contact._walls`) before a member's mesh springs add theirs
+_NO_PARTS = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @njit(inline="always")
@@ -145,9 +168,41 @@ def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance):
 
 
 @njit(inline="always")
+def _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, row):
+    """Member ``m`` of body ``i`` against its mesh contacts (found by `_find_mesh_contacts`):
+    ``row`` (`_member_planes`'s) with theirs added, the normal law's and then the springs'
+    (`dem.interactions.wall_contact.mesh_springs`); with ``advance`` the springs take the step and
+    the reactions go to the walls (as `dem.interactions.wall_contact`'s meshes)."""
+    position, velocity, wall_point = own.member_position, own.member_velocity, walls.point
+    fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw = row
+    radius = p.member_radius[m]
+    for c in range(min(own.mesh_count[m], MAX_CONTACTS)):
+        w = own.mesh_wall[m, c]
+        n = (own.mesh_normal[m, c, 0], own.mesh_normal[m, c, 1], own.mesh_normal[m, c, 2])
+        force, power, u, px, py, pz, k = normal(m, w, own.mesh_gap[m, c], n[0], n[1], n[2], radius, power, position,
+                                                velocity, inverse_mass, p.law, p.stiffness,
+                                                p.damping if advance else 0.0, walls)
+        if advance:
+            add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
+        fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
+        u_n += u
+    if p.springs:
+        parts = mesh_springs(m, i, h, radius, inverse_mass, (p.member_inertia[m, 0], p.member_inertia[m, 1]),
+                             (velocity[m, 0], velocity[m, 1], velocity[m, 2]), omega, position, velocity, p, own, own,
+                             walls, advance, _NO_PARTS, True)
+        fx, fy, fz = fx + parts[4], fy + parts[5], fz + parts[6]
+        tx, ty, tz = tx + parts[7] + parts[13], ty + parts[8] + parts[14], tz + parts[9] + parts[15]
+        u_t, u_r, u_tw = u_t + parts[10], u_r + parts[16], u_tw + parts[17]
+        booked, power = booked + parts[11] + parts[18], power + parts[12] + parts[19]
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+
+
+@njit(inline="always")
 def _clump_row(i, h, st, bodies, p, own, walls, advance):
-    """Body ``i``'s members, placed in their scratch rows (`place_members`), against the planes
-    (`_member_planes`, member by member): ``(F (3), τ (3), power, booked, U_n, U_t, U_r, U_tw)``,
+    """Body ``i``'s members, placed in their scratch rows (`place_members`) with their mesh
+    contacts found (`_find_mesh_contacts`), against the planes and the meshes (`_member_planes`,
+    `_member_meshes`, member by member): ``(F (3), τ (3), power, booked, U_n, U_t, U_r, U_tw)``,
     the moment about the centre of mass."""
     fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
     omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
@@ -155,6 +210,8 @@ def _clump_row(i, h, st, bodies, p, own, walls, advance):
     arm = own.member_arm
     for m in range(p.member_start[i], p.member_start[i + 1]):
         row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance)
+        if p.meshes:
+            row = _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, row)
         fx, fy, fz = fx + row[0], fy + row[1], fz + row[2]
         tx += row[3] + (arm[m, 1] * row[2] - arm[m, 2] * row[1])
         ty += row[4] + (arm[m, 2] * row[0] - arm[m, 0] * row[2])
@@ -164,12 +221,23 @@ def _clump_row(i, h, st, bodies, p, own, walls, advance):
     return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
 
 
-@njit(inline="always")
-def _near_planes(i, p, own, walls):
-    """Whether a member of body ``i`` (placed) keeps a wall spring or touches a plane
-    (`dem.interactions.wall_contact.near_planes`). A body whose members do neither adds nothing to
-    its force, its booked work or the walls' sums."""
+@njit(cache=True, _nrt=False)
+def _find_mesh_contacts(i, p, own, walls):
+    """Find the mesh contacts of body ``i``'s members (placed) into their scratch rows
+    (`dem.meshes.sphere_contacts`, the meshes where the walls' state has them): compiled once
+    per machine, out of the loops."""
     for m in range(p.member_start[i], p.member_start[i + 1]):
+        sphere_contacts(m, own.member_position[m], p.member_radius[m], p, walls, own)
+
+
+@njit(inline="always")
+def _near_walls(i, p, own, walls):
+    """Whether a member of body ``i`` (placed, its mesh contacts found) has a mesh contact, keeps
+    a wall spring or touches a plane (`dem.interactions.wall_contact.near_planes`). A body whose
+    members do none of these adds nothing to its force, its booked work or the walls' sums."""
+    for m in range(p.member_start[i], p.member_start[i + 1]):
+        if p.meshes and own.mesh_count[m] > 0:
+            return True
         if near_planes(m, own.member_position, p.member_radius[m], own.wall_key, p, walls):
             return True
     return False
@@ -178,17 +246,19 @@ def _near_planes(i, p, own, walls):
 @njit(cache=True, _nrt=False)
 def _step_members(i, h, st, bodies, p, own, walls):
     """`_clump_row` stepping the springs: compiled once per machine, out of the loops, which call
-    it only for a body near a plane (`_near_planes`)."""
+    it only for a body near a wall (`_near_walls`)."""
     return _clump_row(i, h, st, bodies, p, own, walls, True)
 
 
 @njit(inline="always")
 def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
-    """Body ``i``'s members' plane contacts: steps their springs, books their work and their
+    """Body ``i``'s members' wall contacts: steps their springs, books their work and their
     reactions on the walls; returns the body's force and moment (zero for a body without members
-    or away from the planes)."""
+    or away from the walls)."""
     place_members(i, st, p, own)
-    if not _near_planes(i, p, own, walls):
+    if p.meshes:
+        _find_mesh_contacts(i, p, own, walls)
+    if not _near_walls(i, p, own, walls):
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     row = _step_members(i, h, st, bodies, p, own, walls)
     own.dissipated[i] += h * row[6]
@@ -199,22 +269,27 @@ def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
 @njit(cache=True)
 def clump_pw_energy(st, bodies, contacts, p, own, walls):
     """``(hertz_pw, dissipated, tangential, friction, rolling, twisting)``: the members' normal
-    law and springs' energies at ``st`` (the members placed anew, in rows of this kernel's own)
-    and the booked work."""
+    law and springs' energies at ``st`` (the members placed and their mesh contacts found anew, in
+    rows of this kernel's own) and the booked work."""
     count = p.member_radius.shape[0]
     view = ClumpWallState(own.dissipated, own.friction, own.wall_key, own.wall_spring, np.zeros((count, 3)),
-                          np.zeros((count, 3)), np.zeros((count, 3)))
+                          np.zeros((count, 3)), np.zeros((count, 3)), own.mesh_contact, np.zeros_like(own.mesh_load),
+                          np.zeros_like(own.mesh_count), np.zeros_like(own.mesh_wall),
+                          np.zeros_like(own.mesh_feature), np.zeros_like(own.mesh_gap), np.zeros_like(own.mesh_normal),
+                          np.zeros_like(own.mesh_most))
     u_n = u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
         place_members(i, st, p, view)
+        if p.meshes:
+            _find_mesh_contacts(i, p, view, walls)
         row = _clump_row(i, 0.0, st, bodies, p, view, walls, False)
         u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
     return u_n, np.sum(own.dissipated), u_t, np.sum(own.friction), u_r, u_tw
 
 
 def clump_walls_act(model):
-    """Whether clumps touch plane walls in ``model``: clumps, planes and ``k_pw`` > 0."""
-    return bool(model.has_clumps and model.sections["contact"]["k_pw"] > 0.0 and len(model.wall_normal))
+    """Whether clumps touch walls in ``model``: clumps, walls (planes or meshes) and ``k_pw`` > 0."""
+    return bool(model.has_clumps and model.sections["contact"]["k_pw"] > 0.0 and "walls" in model.inputs)
 
 
 def _setup(model):
@@ -222,15 +297,18 @@ def _setup(model):
         return None
     contact = model.sections["contact"]
     planes = len(model.wall_normal)
-    walls = np.ascontiguousarray(wall_coefficients(model)[:planes])
-    radius = model.site_radius
+    walls = np.ascontiguousarray(wall_coefficients(model))
+    radius = np.ascontiguousarray(model.site_radius, dtype=float)
     inertia = member_inertia(model, np.repeat(np.arange(model.n_bodies), np.diff(model.site_start)), radius)
+    meshes = model.inputs["walls"]["meshes"]
+    grids = mesh_arrays([(mesh["vertices"], mesh["faces"]) for mesh in meshes], np.arange(len(meshes)) + planes,
+                        float(radius.max(initial=0.0)))
     return ClumpWallParams(normal_code(contact), float(contact["k_pw"]), normal_damping(contact), model.wall_normal,
                            float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
                            float(contact["tangential_stiffness"]) if contact["tangential"] == "linear_history" else 0.0,
                            float(contact["rolling_damping"]), walls, planes, 3 if (walls[:, 3] > 0).any() else 0,
-                           np.asarray(model.site_start, np.int64), np.ascontiguousarray(model.site_offset),
-                           np.ascontiguousarray(radius, dtype=float), inertia)
+                           bool(meshes), bool((walls[planes:, 3:] > 0).any()), np.asarray(model.site_start, np.int64),
+                           np.ascontiguousarray(model.site_offset), radius, inertia, *grids)
 
 
 def member_inertia(model, owner, radius):
@@ -247,11 +325,15 @@ def member_inertia(model, owner, radius):
 def _state(model, params):
     count = len(params.member_radius)
     width = params.first + (WIDTH if (params.walls[:, 4:] > 0).any() else 0)
-    keys, springs, _ = wall_slots(SimpleNamespace(n_bodies=count), width, (params.walls[:, 3:] > 0).any(axis=1),
-                                  params.planes)
+    keys, springs, previous = wall_slots(SimpleNamespace(n_bodies=count), width,
+                                         (params.walls[:, 3:] > 0).any(axis=1), params.planes)
     n = model.n_bodies
+    found = count if params.meshes else 0  # (no rows without meshes: `dem.checkpoint.restore` skips such fields)
     return ClumpWallState(np.zeros(n), np.zeros(n), keys, springs, np.zeros((count, 3)), np.zeros((count, 3)),
-                          np.zeros((count, 3)))
+                          np.zeros((count, 3)), previous[:found], np.zeros((found,) + previous.shape[1:2] + (9,)),
+                          np.zeros(found, np.int64), np.zeros((found, MAX_CONTACTS), np.int64),
+                          np.zeros((found, MAX_CONTACTS), np.int64), np.zeros((found, MAX_CONTACTS)),
+                          np.zeros((found, MAX_CONTACTS, 3)), np.zeros(found, np.int64))
 
 
 def member_bodies(model, state, p):
@@ -282,9 +364,11 @@ def _localize(params, part):
 
 CLUMP_PW = Interaction(
     name="clump_pw", kind=ROW, internal=False, walls=True, keys=KEYS,
-    doc="Clumps against plane walls: every member sphere of a clump touches the planes through the particle–wall "
-        "sub-models (normal law, damping, friction, rolling, twisting); the forces act at the contact points.",
+    doc="Clumps against walls: every member sphere of a clump touches the planes and the meshes through the "
+        "particle–wall sub-models (normal law, damping, friction, rolling, twisting); the forces act at the contact "
+        "points.",
     columns=("hertz_pw", "dissipated", "tangential", "friction", "rolling", "twisting"),
     setup=_setup, state=_state, forces=clump_pw_forces, energy=clump_pw_energy, critical_step=_critical_step,
-    localize=_localize, scratch_state=("member_position", "member_velocity", "member_arm"),
+    localize=_localize, scratch_state=("member_position", "member_velocity", "member_arm", "mesh_load", "mesh_count",
+                                       "mesh_wall", "mesh_feature", "mesh_gap", "mesh_normal"),
 )

@@ -180,14 +180,15 @@ def wall_contact(i, w, slot, n, old, gap, gap_old, turn, h, spin, radius, invers
 
 
 @njit(inline="always")
-def release_ended(i, p, keys, springs, previous, walls, radius, tangential, first, booked_t, booked_r):
-    """Drop particle ``i``'s mesh slots whose contact ended (`ended_mesh_slots`; ``walls`` the
-    walls' state): ``(booked_t, booked_r)`` with the elastic energies added that their tangential
+def release_ended(i, p, keys, springs, previous, found, radius, tangential, first, booked_t, booked_r):
+    """Drop sphere ``i``'s mesh slots whose contact ended (`ended_mesh_slots`; ``found`` holds the
+    sphere's mesh contacts, ``mesh_*``: the walls' state for a particle, `dem.meshes`):
+    ``(booked_t, booked_r)`` with the elastic energies added that their tangential
     springs (with ``tangential``: components 0–2, μ in column 3 of ``p.walls``) and their rolling
     and twisting springs (components ``first … first + 3``; μ_r, μ_t in the last two columns)
     release."""
     table = p.walls
-    ended = ended_mesh_slots(i, keys, previous, walls.mesh_count, walls.mesh_wall, walls.mesh_normal, p.planes)
+    ended = ended_mesh_slots(i, keys, previous, found.mesh_count, found.mesh_wall, found.mesh_normal, p.planes)
     for s in range(keys.shape[1]):
         if (ended >> s) & 1:
             w = keys[i, s]

@@ -20,7 +20,9 @@ are claimed where either spring acts. A particle walks its walls only when it is
 (`_near_walls`: it keeps a wall spring, touches a plane or has a mesh contact; under an adhesive
 law always, as a JKR contact acts stretched): elsewhere the walk would add zeros to its force, its
 booked work and the walls' sums. The walk is compiled once per machine (`_plain_walls`,
-`_adhesive_walls`) and called from the generated loops, which inline only the test.
+`_adhesive_walls`) and called from the generated loops, which inline only the test. The walk
+over a sphere's mesh springs (`mesh_springs`) serves the member spheres of clumps too
+(`dem.interactions.clump_walls`).
 
 The sums have a fixed order, part by part: the row kernel returns the normal, the tangential and
 the rolling parts of the particle's force and moment as three shares (``shares = 3``,
@@ -47,7 +49,7 @@ from .contact import pipeline_critical_step
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
     KEYS as FRICTION_KEYS, find_wall_slot, friction_critical_step, gap_before,
-    holds_wall_springs, mesh_spring, release_slot, released, spring_squares, stiffness_ratio,
+    holds_wall_springs, mesh_gap_before, mesh_spring, release_slot, released, spring_squares, stiffness_ratio,
     wall_contact as tangential, wall_slots,
 )
 from .hertz import (
@@ -166,22 +168,16 @@ def _planes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
 
 @njit(inline="always")
 def _meshes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
-    """The mesh contacts of particle ``i`` (see `_walls`): ``parts`` with theirs added."""
-    position, velocity = st.position, st.velocity
-    keys, springs, previous, table, pending = own.wall_key, own.wall_spring, own.mesh_contact, p.walls, own.mesh_load
-    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
-    mesh_count, mesh_wall, mesh_gap, mesh_normal = walls.mesh_count, walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
+    """The mesh contacts of particle ``i`` (see `_walls`): ``parts`` with theirs added, the normal
+    law's (with ``advance``; its reactions booked at once), then the springs' (`mesh_springs`)."""
+    position, velocity, wall_point = st.position, st.velocity, walls.point
+    mesh_wall, mesh_gap, mesh_normal = walls.mesh_wall, walls.mesh_gap, walls.mesh_normal
     (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
      booked_r, power_r, lost) = parts
     radius, inverse_mass, inverse, v, omega = _particle(i, st, bodies, p)
-    if p.springs and advance:  # contacts that ended: their elastic energy leaves with them
-        booked_t, booked_r = release_ended(i, p, keys, springs, previous, walls, radius, True, p.first, booked_t,
-                                           booked_r)
-    taken = order = 0
-    acting = 0
-    for c in range(min(mesh_count[i], MAX_CONTACTS)):
-        w = mesh_wall[i, c]
-        if advance:  # the normal law, its reaction booked at once
+    if advance:
+        for c in range(min(walls.mesh_count[i], MAX_CONTACTS)):
+            w = mesh_wall[i, c]
             n = (mesh_normal[i, c, 0], mesh_normal[i, c, 1], mesh_normal[i, c, 2])
             touching = True
             if adhesive:  # (DMT: JKR does not act on meshes)
@@ -196,13 +192,51 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
                 add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
                               py - wall_point[w, 1], pz - wall_point[w, 2], k)
                 nx_, ny_, nz_ = nx_ + force * n[0], ny_ + force * n[1], nz_ + force * n[2]
-        if not p.springs:
-            continue
+    parts = (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
+             u_tw, booked_r, power_r, lost)
+    if p.springs:
+        parts = mesh_springs(i, i, h, radius, inverse_mass, inverse, v, omega, position, velocity, p, own, walls,
+                             walls, advance, parts, False)
+    return parts
+
+
+@njit(inline="always")
+def mesh_springs(i, b, h, radius, inverse_mass, inverse, v, omega, position, velocity, p, own, found, walls, advance,
+                 parts, estimated):
+    """The tangential, rolling and twisting springs of the mesh contacts of sphere ``i`` (of
+    ``radius``, inverse mass and inverse moments ``inverse`` for its dashpots, moving at ``v``
+    and spinning at ``omega``; ``position[i]`` and ``velocity[i]`` its centre's): ``parts`` (as
+    `_walls`'s) with theirs added. The sphere is row ``i`` of ``own``'s wall slots (``wall_key``,
+    ``wall_spring``, ``mesh_contact``, ``mesh_load``) and of ``found``'s mesh contacts
+    (``mesh_count``, ``mesh_wall``, ``mesh_gap``, ``mesh_normal``): for a particle both are rows
+    of its own and of the walls' state, for a clump's member rows of the clump interaction's
+    state (`dem.interactions.clump_walls`). With ``advance`` contacts that ended are dropped
+    first, the springs take the step and their reactions are booked on the walls after the walk,
+    the tangential ones and then the rolling couples, in the partial sums of row ``b``'s chunk
+    (the particle's; a member's clump's). The springs step from the gap their contact had when
+    they last stepped (the slot keeps it), or with ``estimated`` (a constant of each caller) from
+    the gap a step ago as a plane's contact estimates it, ``gap − h (v − u)·n``
+    (`dem.interactions.friction.mesh_gap_before`): a clump's member takes that on meshes as on
+    planes (`dem.interactions.clump_walls`), so that a flat mesh is the plane to it as well (its
+    centre turns with its clump, and the estimate is not the gap it had)."""
+    keys, springs, previous, table, pending = own.wall_key, own.wall_spring, own.mesh_contact, p.walls, own.mesh_load
+    wall_point, wall_velocity, wall_spin = walls.point, walls.velocity, walls.angular_velocity
+    mesh_wall, mesh_gap, mesh_normal = found.mesh_wall, found.mesh_gap, found.mesh_normal
+    (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r, u_tw,
+     booked_r, power_r, lost) = parts
+    if advance:  # contacts that ended: their elastic energy leaves with them
+        booked_t, booked_r = release_ended(i, p, keys, springs, previous, found, radius, True, p.first, booked_t,
+                                           booked_r)
+    taken = order = 0
+    acting = 0
+    for c in range(min(found.mesh_count[i], MAX_CONTACTS)):
         w, n, gap, old, gap_old, slot, taken = mesh_spring(i, c, h, keys, previous, mesh_wall, mesh_gap, mesh_normal,
                                                            table, taken, advance, position, velocity, wall_point,
                                                            wall_velocity, wall_spin)
         if slot < 0:
             continue
+        if estimated:
+            gap_old = mesh_gap_before(i, w, h, n, gap, position, velocity, wall_point, wall_velocity, wall_spin)
         order |= slot << (3 * acting)
         acting += 1
         if table[w, 3] != 0.0:
@@ -227,13 +261,13 @@ def _meshes(i, h, st, bodies, p, own, walls, advance, adhesive, parts):
             s = (order >> (3 * a)) & 7
             w = keys[i, s]
             if table[w, 3] != 0.0:
-                add_wall_load(walls, i, w, pending[i, s, 0], pending[i, s, 1], pending[i, s, 2], pending[i, s, 3],
+                add_wall_load(walls, b, w, pending[i, s, 0], pending[i, s, 1], pending[i, s, 2], pending[i, s, 3],
                               pending[i, s, 4], pending[i, s, 5], 0.0)
         for a in range(acting):
             s = (order >> (3 * a)) & 7
             w = keys[i, s]
             if table[w, 4] != 0.0 or table[w, 5] != 0.0:
-                add_wall_couple(walls, i, w, pending[i, s, 6], pending[i, s, 7], pending[i, s, 8])
+                add_wall_couple(walls, b, w, pending[i, s, 6], pending[i, s, 7], pending[i, s, 8])
     return (nx_, ny_, nz_, power_n, fx_t, fy_t, fz_t, tx_t, ty_t, tz_t, u_t, booked_t, power_t, tx_r, ty_r, tz_r, u_r,
             u_tw, booked_r, power_r, lost)
 

@@ -102,8 +102,8 @@ def wall_columns(model):
 
 class WallLog(CsvLog):
     """``walls.csv`` (`wall_columns`), for a model with walls. Stops the run (`SimulationError`)
-    when a particle has touched more mesh features at once than it has contact slots for (at
-    any step before the state's: ``mesh_most``)."""
+    when a particle or a clump's member sphere has touched more mesh features at once than it has
+    contact slots for (at any step before the state's: ``mesh_most``)."""
 
     def header(self, model):
         return wall_columns(model)
@@ -112,11 +112,18 @@ class WallLog(CsvLog):
         from ..simulation import SimulationError
 
         walls = sim.state.interactions["walls"]
-        if len(walls.mesh_most) and walls.mesh_most.max() > MAX_CONTACTS:
-            i = int(np.argmax(walls.mesh_most))
-            raise SimulationError(f"by step {sim.state.step}: particle {i} touched {walls.mesh_most[i]} mesh features at "
-                                  f"once, more than the {MAX_CONTACTS} it has room for: the mesh is too fine for the "
-                                  f"particles (coarsen it) or the particle is crushed into it (reduce simulation.dt)")
+        members = sim.state.interactions.get("clump_pw")
+        for most, who in ((walls.mesh_most, "particle"), (getattr(members, "mesh_most", ()), "member")):
+            if len(most) and most.max() > MAX_CONTACTS:
+                i = int(np.argmax(most))
+                if who == "member":  # (a clump's member sphere: named by its clump and its place in it)
+                    start = sim.model.interactions["clump_pw"].member_start
+                    body = int(np.searchsorted(start, i, side="right")) - 1
+                    who, i = f"clump {body}'s member", i - int(start[body])
+                raise SimulationError(f"by step {sim.state.step}: {who} {i} touched {most.max()} mesh features at "
+                                      f"once, more than the {MAX_CONTACTS} it has room for: the mesh is too fine for "
+                                      f"the particles (coarsen it) or the particle is crushed into it (reduce "
+                                      f"simulation.dt)")
         n_planes = len(sim.model.inputs["walls"]["planes"])
         out = []
         for w, values in enumerate(sample.walls.tolist()):  # point, then the force and moment

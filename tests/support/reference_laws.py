@@ -576,8 +576,8 @@ REFERENCE.update(contact_pp=contact_pp, contact_pw=contact_pw, adhesive_contact_
 def member_spheres(model, state):
     """The clumps' members as free spheres: ``(model, state, owner, arm)`` of a system of one
     sphere per member at ``x + R s`` (rotated with scipy), moving at ``v + Ω × R s`` and spinning
-    at ``Ω``, with its clump's mass and smallest principal moment, among the same walls under the
-    same ``[contact]``; ``owner`` the clump of each, ``arm`` its ``R s``."""
+    at ``Ω``, with its clump's mass and smallest principal moment, among the same walls (planes and
+    meshes, at rest) under the same ``[contact]``; ``owner`` the clump of each, ``arm`` its ``R s``."""
     from dem import SystemBuilder
 
     p = model.interactions["clump_pw"]
@@ -587,7 +587,9 @@ def member_spheres(model, state):
     system.add_bodies(state.position[owner] + arm, mass=model.mass[owner], inertia=model.inertia.min(axis=1)[owner],
                       diameter=2.0 * p.member_radius, velocity=state.velocity[owner] + np.cross(
                           state.angular_velocity[owner], arm), angular_velocity=state.angular_velocity[owner])
-    spheres, moving = system.finish(model.inputs["walls"]["planes"], contact=model.sections["contact"])
+    meshes = [dict(vertices=mesh["vertices"] + mesh["center"], faces=mesh["faces"], center=mesh["center"])
+              for mesh in model.inputs["walls"]["meshes"]]
+    spheres, moving = system.finish(model.inputs["walls"]["planes"], meshes, contact=model.sections["contact"])
     return spheres, moving, owner, arm
 
 
