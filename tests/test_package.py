@@ -1,7 +1,10 @@
 """The package's layering: no import cycles between `dem`'s modules, nothing below the command
-line imports it, and the public API is what `dem/__init__.py` exports."""
+line imports it, the command line imports no package that only some commands use, and the public
+API is what `dem/__init__.py` exports."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import dem
@@ -74,6 +77,17 @@ def test_the_layers_point_down():
     upper = ("dem.scene", "dem.builders", "dem.system", "dem.runner", "dem.observers", "dem.simulation")
     for name in numerics:
         assert not {t for t in graph[name] if t.startswith(upper)}, name
+
+
+def test_the_command_line_leaves_out_what_only_some_commands_use():
+    """``python -m dem``'s imports leave out scipy's spatial and sparse packages (0.1 s; the sources
+    of `dem.feeding`, the fragments of bonded runs and some builders import them when they run),
+    matplotlib (plots), dask (sweeps) and mpi4py (runs under MPI)."""
+    leave_out = ("scipy.spatial", "scipy.sparse", "matplotlib", "dask", "mpi4py")
+    code = f"import sys, dem.cli; print(*sorted(m for m in sys.modules if m.startswith({leave_out!r})))"
+    imported = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert imported == []
 
 
 def test_the_public_api():

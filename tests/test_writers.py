@@ -1,5 +1,6 @@
 """ParaView output (`dem.observers.vtk`) read back with the vtk package, and the energy plot."""
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from xml.etree import ElementTree
@@ -7,10 +8,11 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 from vtkmodules.util.numpy_support import vtk_to_numpy
+from vtkmodules.vtkCommonCore import vtkSMPTools
 from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
 from dem.builders.tetra_chain import TETRAHEDRON
-from dem.observers.vtk import VTKWriter
+from dem.observers.vtk import VTKWriter, _settle_thread_count
 from dem.plotting import SCENE_UNITS, plot_energy, units_of
 from dem.plotting import components as budget_components
 from dem.rotations import quat_from_rotvec_one, quat_matrix, quat_matrix_one
@@ -78,6 +80,20 @@ def test_refilled_snapshots_equal_fresh_ones(tmp_path):
         for series in ("particles", "bonds"):
             name = f"vtk/{series}_{sim.state.step:09d}.vtp"
             assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / f"new{k}" / name).read_bytes(), name
+
+
+def test_the_writers_leave_vtks_threads_as_they_found_them(torus_run):
+    """The writers give VTK's std::thread backend the thread count it takes by default, the
+    processors' (or ``VTK_SMP_MAX_THREADS``); the backend in use and its count stay."""
+    before = vtkSMPTools.GetBackend(), vtkSMPTools.GetEstimatedNumberOfThreads()
+    _settle_thread_count.__wrapped__()
+    assert (vtkSMPTools.GetBackend(), vtkSMPTools.GetEstimatedNumberOfThreads()) == before
+    assert vtkSMPTools.SetBackend("STDThread")
+    try:
+        given = int(os.environ.get("VTK_SMP_MAX_THREADS") or os.cpu_count())
+        assert vtkSMPTools.GetEstimatedNumberOfThreads() == min(given, os.cpu_count())
+    finally:
+        vtkSMPTools.SetBackend(before[0])
 
 
 def test_log_rows_sampled_in_the_loop_are_the_budget_of_the_state_at_their_step(tmp_path):
