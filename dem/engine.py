@@ -20,8 +20,10 @@ of `dem.step.FORCES`:
 4. the `BOND` kernels add their loads colour by colour;
 5. the `GLOBAL` kernels add theirs, serially.
 
-It returns ``(index, *histories)``: a rebuild may have replaced them. ``parameters`` is
-``params, own`` of each interaction (``own`` its state, an empty tuple when it has none).
+It returns ``(index, *histories)``: a rebuild may have replaced them. ``histories`` are the
+carried arrays (`carried_arrays`, `dem.contacts.ContactTable.carried`): each history, followed by
+its pair scratch where the interaction has one. ``parameters`` is ``params, own`` of each
+interaction (``own`` its state, an empty tuple when it has none).
 
 One call of `sample(st, bodies, table, index, *histories, *parameters, row)` (`sample_module`)
 writes what the logs record of the current state into ``row`` (`sample_width` values): the
