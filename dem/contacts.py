@@ -143,6 +143,13 @@ def free_wall_slot(keys, values, i, w):
 
 
 @njit(inline="always")
+def _room(rows):
+    """The rows of an array grown to hold ``rows`` slots: 1/16 and 16 spare, so that a list that
+    grows slowly is rarely reallocated."""
+    return rows + rows // 16 + 16
+
+
+@njit(inline="always")
 def _live_slots(owner_start, history, width):
     """The number of owner slots whose history (the first ``width`` columns of ``history``) is
     not all zero."""
@@ -196,7 +203,7 @@ def restore_history(start, index, owner_start, keys, values, history):
     reused, or a larger one)."""
     rows = owner_start[-1]
     if rows > history.shape[0]:
-        history = np.zeros((rows + rows // 16 + 16, history.shape[1]))
+        history = np.zeros((_room(rows), history.shape[1]))
     else:
         history[:rows] = 0.0
     for m in range(keys.shape[0]):
@@ -212,7 +219,7 @@ def fit_loads(owner_start, loads):
     """``loads``, or a larger array (zeros) when the list's owner slots outgrew it."""
     rows = owner_start[-1]
     if rows > loads.shape[0]:
-        return np.zeros((rows + rows // 16 + 16, loads.shape[1]))
+        return np.zeros((_room(rows), loads.shape[1]))
     return loads
 
 
@@ -247,7 +254,7 @@ def spread_history(start, index, owner_start, keys, history):
                 history[kept, c] = history[m, c]
             kept += 1
     if rows > history.shape[0]:
-        grown = np.zeros((rows + rows // 16 + 16, width))
+        grown = np.zeros((_room(rows), width))
         grown[:kept] = history[:kept]
         history = grown
     longest = 0

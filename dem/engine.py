@@ -350,8 +350,8 @@ def _forces_text(names, parallel):
           "st.cell):", 1)
         for i in (i for i in interactions if i.history):
             w.use(compact_history, "compact_history")
-            width = i.history if i.history_width is None else f"hist_{i.name}.shape[1]"
-            w(f"keys_{i.name} = compact_history(table.start, index, table.owner_start, hist_{i.name}, {width})", 2)
+            w(f"keys_{i.name} = compact_history(table.start, index, table.owner_start, hist_{i.name}, "
+              f"hist_{i.name}.shape[1])", 2)
         w(f"index = build_kernel(st.position, {diameter}, table.skin, {parallel}, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
         if histories:
