@@ -4,6 +4,7 @@ host copies standing for them)."""
 
 import functools
 import os
+import sys
 
 import numpy as np
 
@@ -27,7 +28,12 @@ def cuda():
         from numba import cuda as numba_cuda
     except ImportError as error:
         raise GPUError("device = 'cuda' needs numba-cuda: pip install '.[gpu]'") from error
-    if not simulated():
+    if simulated():
+        # the simulator runs each GPU thread of a block as a Python thread, and its block runner
+        # polls them in a loop that holds the interpreter lock: a switch interval of 0.5 ms instead
+        # of 5 ms hands the lock to the simulated threads sooner (a simulated pile steps 1.5-2x faster)
+        sys.setswitchinterval(5e-4)
+    else:
         if not numba_cuda.is_available():
             raise GPUError("device = 'cuda': no CUDA GPU found (numba-cuda sees none); run on the CPU "
                            "(device = 'cpu') or set NUMBA_ENABLE_CUDASIM=1 to simulate one")

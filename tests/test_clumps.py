@@ -497,7 +497,7 @@ def test_clumps_on_the_floor_are_the_same_bits_on_threads(tmp_path):
     for parallel in (False, True):
         model, state, sim = on_the_floor(tmp_path, DIMER + 'rows = "rows.csv"\nvelocity = [0.3, 0.0, -1.0]\n' + step,
                                          overrides, parallel=parallel)
-        sim.advance(1000)
+        sim.advance(400)
         runs.append(state)
         assert sim.energy_budget()["hertz_pp"] > 0.0   # dimers in contact
         own, walls = state.interactions["clump_pw"], state.interactions["walls"]

@@ -37,18 +37,18 @@ def simulated(*arguments, cwd=ROOT):
 
 @needs_numba_cuda
 def test_restart_moves_between_cpu_and_gpu(tmp_path):
-    """The torus (bonds, contact sub-steps, a plane) run a third on the CPU, a third on the GPU from
-    its checkpoint and a third on the CPU again: every log line, snapshot and checkpoint array as
-    the CPU's run alone."""
-    settings = ["output.vtk_every=10", "output.log_every=5"]
+    """The torus (bonds, contact sub-steps, a plane) run 20 steps on the CPU, 5 on the GPU from its
+    checkpoint and 10 on the CPU again: every log line, snapshot and checkpoint array as the CPU's
+    run alone."""
+    settings = ["output.vtk_every=5", "output.log_every=5"]
     alone = tmp_path / "alone"
-    run(TORUS, ["simulation.t_end=0.06", *settings], alone, quiet=True)
+    run(TORUS, ["simulation.t_end=0.035", *settings], alone, quiet=True)
     moved = tmp_path / "moved"
     run(TORUS, ["simulation.t_end=0.02", *settings], moved, quiet=True)
-    simulated("-m", "dem", "run", TORUS, "--quiet", "--device", "cuda", "--set", "simulation.t_end=0.04",
+    simulated("-m", "dem", "run", TORUS, "--quiet", "--device", "cuda", "--set", "simulation.t_end=0.025",
               *[word for setting in settings for word in ("--set", setting)], "--out", str(moved), "--restart",
               str(moved / "checkpoint.npz"))
-    run(TORUS, ["simulation.t_end=0.06", *settings], moved, quiet=True, restart=moved / "checkpoint.npz")
+    run(TORUS, ["simulation.t_end=0.035", *settings], moved, quiet=True, restart=moved / "checkpoint.npz")
     assert_same_run(outputs(alone), outputs(moved))
 
 
@@ -56,12 +56,12 @@ def test_restart_moves_between_cpu_and_gpu(tmp_path):
 @pytest.mark.parametrize("case", ["periodic", pytest.param("sticky", marks=pytest.mark.slow)])
 def test_frictional_pile_is_the_cpus(tmp_path, case):
     """The frictional pile of `tools/bench.py`, periodic in x and y (Mindlin friction, rolling and
-    twisting springs in the pair and wall histories, a floor, gravity, nearest images), 20 steps
+    twisting springs in the pair and wall histories, a floor, gravity, nearest images), 12 steps
     from its start (the springs are loaded by then): its neighbour list built on the device, its
     histories carried, the same bits as the CPU's; in the slow suite the pile with JKR adhesion,
     40 steps (walled: the formed flags, the hysteresis)."""
     files = {device: tmp_path / f"{device}.npz" for device in ("cpu", "cuda")}
-    steps = "20" if case == "periodic" else "40"
+    steps = "12" if case == "periodic" else "40"
     for device, path in files.items():
         simulated("tools/gpu_check.py", "--case", case, "--device", device, "--n", "60", "--steps", steps,
                   "--start", "0", "--save", str(path))

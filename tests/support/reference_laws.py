@@ -161,22 +161,24 @@ def hertz_pp(model, state):
 
 def closest_on_mesh(x, vertices, faces):
     """``(distance, point)`` of the surface ``(vertices, faces)`` closest to ``x``, by brute
-    force: each triangle's plane projection if it falls inside (barycentric coordinates), else
-    the closest point of its three sides."""
-    best = (np.inf, None)
-    for a, b, c in vertices[faces]:
-        normal = np.cross(b - a, c - a)
-        normal /= np.linalg.norm(normal)
-        foot = x - np.dot(x - a, normal) * normal
-        weights = np.linalg.solve(np.column_stack((b - a, c - a, normal)), foot - a)[:2]
-        candidates = [foot] if weights.min() >= 0 and weights.sum() <= 1 else []
-        for p, q in ((a, b), (b, c), (c, a)):
-            t = np.clip(np.dot(x - p, q - p) / np.dot(q - p, q - p), 0.0, 1.0)
-            candidates.append(p + t * (q - p))
-        for point in candidates:
-            if np.linalg.norm(x - point) < best[0]:
-                best = (np.linalg.norm(x - point), point)
-    return best
+    force over every triangle at once: its plane projection if it falls inside (barycentric
+    coordinates), else the closest point of its three sides; the first closest candidate in
+    triangle order (projection, then the sides ab, bc, ca)."""
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    foot = x - np.einsum("fi,fi->f", x - a, normal)[:, None] * normal
+    weights = np.linalg.solve(np.stack((b - a, c - a, normal), axis=2), (foot - a)[:, :, None])[:, :2, 0]
+    inside = (weights.min(axis=1) >= 0) & (weights.sum(axis=1) <= 1)
+    candidates = [foot]
+    for p, q in ((a, b), (b, c), (c, a)):
+        t = np.clip(np.einsum("fi,fi->f", x - p, q - p) / np.einsum("fi,fi->f", q - p, q - p), 0.0, 1.0)
+        candidates.append(p + t[:, None] * (q - p))
+    points = np.stack(candidates, axis=1)                      # (faces, 4, 3)
+    distance = np.linalg.norm(x - points, axis=2)
+    distance[:, 0] = np.where(inside, distance[:, 0], np.inf)
+    best = np.unravel_index(np.argmin(distance), distance.shape)
+    return distance[best], points[best]
 
 
 def hertz_pw(model, state):
