@@ -24,10 +24,13 @@ def no_compile_notice(monkeypatch):
     monkeypatch.setattr(_numba_cache, "FRESH", False)
 
 
-#: the files that take longest (the simulated GPU, the finite-difference battery, the MPI runs, the
-#: fuzzing): collected first, so that pytest-xdist's workers, which take whole files in turn, end
-#: together instead of one waiting for the other's last long file
-FIRST = ("test_gpu.py", "test_interactions.py", "test_distributed.py", "test_scene_fuzz.py")
+#: the files that take longest, longest first (the ParaView pictures, the simulated GPU, the fuzzing,
+#: the MPI runs, the finite-difference battery, …): collected first, so that pytest-xdist's workers,
+#: which take whole files in turn (in collection order: pyproject.toml's ``--no-loadscope-reorder``;
+#: xdist would otherwise order the files by their number of tests), end together instead of one
+#: waiting for the other's last long file
+FIRST = ("test_docs.py", "test_gpu.py", "test_scene_fuzz.py", "test_distributed.py", "test_interactions.py",
+         "test_clumps.py", "test_sweep.py", "test_walls.py", "test_deforming.py", "test_restart.py")
 
 
 def pytest_collection_modifyitems(items):
