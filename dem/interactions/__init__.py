@@ -129,6 +129,13 @@ def history_width(name, params):
     return interaction.history if interaction.history_width is None else interaction.history_width(params)
 
 
+def loads_width(name, params):
+    """The width of interaction ``name``'s pair scratch with parameters ``params``
+    (`Interaction.loads_width`, else `Interaction.loads`)."""
+    interaction = INTERACTIONS[name]
+    return interaction.loads if interaction.loads_width is None else interaction.loads_width(params)
+
+
 def list_diameters(model, bodies):
     """The diameters the neighbour list of ``model`` is built with: an acting interaction's
     ``list_diameter`` (`Interaction.list_diameter`), else ``bodies.diameter``."""
@@ -150,6 +157,6 @@ __all__ = [
     "BOND", "CHUNK", "CORE_COLUMNS", "DRIVEN_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS",
     "ROW",
     "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "history_width", "initial_states",
-    "lennard_jones", "list_diameters",
+    "lennard_jones", "list_diameters", "loads_width",
     "ortolan_saccon", "register", "section_keys", "setup_interactions", "unregister",
 ]

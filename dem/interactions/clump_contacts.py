@@ -31,7 +31,10 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    pair's moments about the member centres). The row sums its pairs' shares and leaves the sum
    in the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`); the share of
    ``j`` (the sum over the member pairs) goes to the pair's own slot of the pair scratch
-   (`dem.contacts`), written for every listed pair (zero where none touches).
+   (`dem.contacts`), written for every listed pair (zero where none touches). Where the run
+   writes the contact network (`keep_member_loads`: ``[output] contacts``), the slot also holds
+   each member pair's loads (`MEMBER_LOADS` columns from `LOADS` on, in member-pair order: zero
+   where the pair carries none), which `dem.network` reads.
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum,
    which it reads back from its force and moment before the row pass sets them.
 
@@ -68,10 +71,15 @@ from .hertz import normal_code, normal_damping
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
 #: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``) and
 #: ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop takes no named tuple nested
-#: in its arguments)
+#: in its arguments); ``network``: whether the update keeps each member pair's loads for the contact
+#: network (`keep_member_loads`)
 ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping substeps work ratio fixed friction "
                                                       "rolling twisting rolling_damping member_inertia member_start "
-                                                      "member_offset member_radius most width list_diameter")
+                                                      "member_offset member_radius most width list_diameter network")
+#: a member pair's loads in the pair scratch (`keep_member_loads`): whether it carries a load (1 or 0),
+#: the force on the member of ``i`` (3), the moments on the members of ``i`` and of ``j`` about
+#: their centres (3 each)
+MEMBER_LOADS = 10
 #: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
 #: and each chunk's
 #: scratch of ``2 most`` members (a row's own from ``2 most · chunk`` on, then a partner's from
@@ -137,6 +145,9 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
             j = index[k]
             partners = _place(j, other, st, bodies, p, own)
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
+            if p.network:
+                for c in range(LOADS, LOADS + most * most * MEMBER_LOADS):
+                    loads[slot, c] = 0.0
             for a in range(count):
                 for b in range(partners):
                     loaded, f, ti, tj, _, _, work, dissipation, _, _ = contact_pair(
@@ -146,6 +157,13 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
                     if not loaded:
                         continue
                     power += dissipation
+                    if p.network:
+                        c = LOADS + (a * most + b) * MEMBER_LOADS
+                        loads[slot, c] = 1.0
+                        for e in range(3):
+                            loads[slot, c + 1 + e] = f[e]
+                            loads[slot, c + 4 + e] = ti[e]
+                            loads[slot, c + 7 + e] = tj[e]
                     sa, sb = first + a, other + b
                     gx, gy, gz = gx + f[0], gy + f[1], gz + f[2]
                     ax += ti[0] + (arm[sa, 1] * f[2] - arm[sa, 2] * f[1])
@@ -252,7 +270,16 @@ def _setup(model):
                               TANGENTIAL_MODELS[contact["tangential"]].fixed(contact), float(contact["friction"]),
                               float(contact["rolling_friction"]), float(contact["twisting_friction"]),
                               float(contact["rolling_damping"]), member_inertia(model, owner, radius), start, offset,
-                              radius, most, width, 2.0 * reach)
+                              radius, most, width, 2.0 * reach, False)
+
+
+def keep_member_loads(model):
+    """Make the clump contacts of ``model`` keep each member pair's loads in their pair scratch
+    (`MEMBER_LOADS` columns a member pair, `dem.network` reads them): for a run that writes the
+    contact network, before its contact table is made. The forces do not change."""
+    params = model.interactions.get("clump_pp")
+    if params is not None:
+        model.interactions["clump_pp"] = params._replace(network=True)
 
 
 def _state(model, params):
@@ -283,6 +310,7 @@ CLUMP_PP = Interaction(
     columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
     keys=CONTACT_PP.keys, setup=_setup, state=_state, forces=clump_pp_forces, energy=clump_pp_energy, neighbors=True,
     history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
-    history_width=lambda p: p.width, list_diameter=True,
+    history_width=lambda p: p.width, loads_width=lambda p: LOADS + (p.most * p.most * MEMBER_LOADS if p.network else 0),
+    list_diameter=True,
     scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"), row_sums=True,
 )
