@@ -321,15 +321,13 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
 
 @pytest.mark.parametrize("setting, key", [
     ("contact.k_pp=100.0;contact.substeps=3", "contact.substeps: the contacts of clumps are not sub-stepped"),
-    ('contact.k_pp=100.0;contact.k_pw=0.0;contact.normal="jkr";contact.work_of_adhesion=0.1',
-     "contact.normal: clumps touch particles through non-adhesive normal laws only"),
     ('outlet=[{shape = "box", min = [-9, -9, -9], max = [-8, -8, -8]}]', "outlet.0: sources and outlets do not act "
      "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1',
      "contact.normal: clumps touch walls through non-adhesive normal laws only"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps and adhesive laws between particles, outlets, adhesive wall laws (on
+    """Contact sub-steps, outlets, adhesive wall laws (on
     planes and meshes): one line naming the key, rather than members passing through what they
     should touch; several MPI processes:
     one line saying so. Planes and meshes are walls clumps touch."""
@@ -868,11 +866,11 @@ poisson_ratio = 0.22
 """
 
 
-def pressed_pile(seed, tmp_path):
+def pressed_pile(seed, tmp_path, overrides=()):
     """Twelve clumps (dimers, tetrahedra, trimers) and four spheres, their centres at random in a
     2.4-wide box so that members of different bodies overlap, moving and spinning at random; only
-    the contacts act (no gravity, no walls). ``(model, state)`` with the member pairs' loads kept
-    (`keep_member_loads`, as a run writing the network)."""
+    the contacts act (no gravity, no walls); ``overrides`` of the scene's keys. ``(model, state)``
+    with the member pairs' loads kept (`keep_member_loads`, as a run writing the network)."""
     from dem.interactions.clump_contacts import keep_member_loads
     from dem.runner import prepare
 
@@ -886,7 +884,7 @@ def pressed_pile(seed, tmp_path):
                       f'rotation_vector = {rng.normal(size=3).tolist()}\n'
         else:
             tables += f'[[sphere]]\nposition = {x.tolist()}\ndiameter = 0.9\n'
-    _, model, state, _ = prepare(clump_scene(tmp_path, PILE + tables), [])
+    _, model, state, _ = prepare(clump_scene(tmp_path, PILE + tables), list(overrides))
     keep_member_loads(model)
     state.velocity[:] = rng.normal(size=(16, 3))
     state.angular_velocity[:] = rng.normal(size=(16, 3))
@@ -909,21 +907,24 @@ def read_lines(path):
     return points[ends[:, 0]], points[ends[:, 1]], arrays
 
 
-def test_clump_network_lines_carry_each_bodys_contact_force_and_moment(tmp_path):
+@pytest.mark.parametrize("adhesion", [[], ['contact.normal="jkr"', "contact.work_of_adhesion=2.0"]],
+                         ids=["hertz", "jkr"])
+def test_clump_network_lines_carry_each_bodys_contact_force_and_moment(tmp_path, adhesion):
     """Five force evaluations (dt 0.01) of a pressed pile of clumps and spheres, frictional, rolling,
-    twisting, damped: the VTK lines (member pair by member pair, between the member centres) read
-    back add up to each body's contact force (``force`` on the member of ``i``, its negative on
-    that of ``j``) and to its moment about its centre of mass (``(c − x) × f`` plus each member's
-    own ``moment_i``/``moment_j``), to 1e-12 of the largest; the lines are exactly the member pairs
-    of different bodies closer than their radii sum (computed here from the template geometry),
-    their overlaps those of the member spheres; some slide, at the Coulomb limit."""
+    twisting, damped (and under the JKR law, `adhesive_clump_pp`): the VTK lines (member pair by
+    member pair, between the member centres) read back add up to each body's contact force
+    (``force`` on the member of ``i``, its negative on that of ``j``) and to its moment about its
+    centre of mass (``(c − x) × f`` plus each member's own ``moment_i``/``moment_j``), to 1e-12 of
+    the largest; the lines are exactly the member pairs of different bodies closer than their
+    radii sum (computed here from the template geometry), their overlaps those of the member
+    spheres; some slide, at the Coulomb limit."""
     from types import SimpleNamespace
 
     from dem.engine import compute_forces
     from dem.observers.vtk import VTKWriter
 
-    model, state = pressed_pile(3, tmp_path)
-    assert list(model.interactions) == ["clump_pp"]
+    model, state = pressed_pile(3, tmp_path, adhesion)
+    assert list(model.interactions) == ["adhesive_clump_pp" if adhesion else "clump_pp"]
     contacts = compute_forces(model, state, dt=0.01)
     for _ in range(4):
         contacts = compute_forces(model, state, contacts, dt=0.01)
@@ -1007,3 +1008,131 @@ def test_a_clump_run_writes_its_contact_network(tmp_path):
     assert (arrays["normal_force"] > 0.0).all() and np.allclose(first[:, 2] - second[:, 2], -1.0, atol=1e-3)
     rows = list(csv.DictReader(open(tmp_path / "run" / "fabric.csv")))
     assert len(rows) == 6 and float(rows[-1]["contacts"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# adhesive clumps (dem.interactions.clump_contacts.ADHESIVE_CLUMP_PP)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("law, factor", [("jkr", 1.5), ("dmt", 2.0)])
+def test_dimers_pulled_apart_quasi_statically_reach_the_pull_off_force(law, factor):
+    """Two dimers end to end along x (members of radius 0.5, 0.5 apart), only their nearest
+    members touching (R* = 0.25), pulled apart in small steps: the least force is the pull-off
+    force of those two spheres, 1.5 π w R* (JKR) or 2 π w R* (DMT), to 1 %, along the axis
+    through both centres of mass (no moment). A JKR member pair holds, stretched, until ξ_c
+    (`jkr_theory`) and breaks there; pushed back, it does not form again before the members
+    touch, and then at once on the JKR branch (−8/9 of the pull-off force at ξ = 0)."""
+    from test_contact_models import assert_pull_off_curve, jkr_theory
+
+    from dem.engine import compute_forces
+
+    stiffness, work, radius = 1e4, 2.0, 0.5
+    reach, reduced = 2.0 * radius, 0.5 * radius
+    system = SystemBuilder()
+    system.add_clumps(built_in("dimer", radius), [[0.0, 0.0, 0.0], [3 * radius - 0.02, 0.0, 0.0]])
+    model, state = system.finish(contact={"normal": law, "k_pp": stiffness, "work_of_adhesion": work})
+    assert list(model.interactions) == ["adhesive_clump_pp"]
+    xi_break = jkr_theory(stiffness, reach, reduced, work)[3]
+    overlaps = np.linspace(0.02, 1.5 * xi_break, 2001)
+    forces, contacts = [], None
+
+    def pull(xi):
+        state.position[1, 0] = 3 * radius - xi   # the members at ±radius/2 about each centre of mass
+        found = compute_forces(model, state, contacts)
+        assert state.force[0, 0] == -state.force[1, 0] and not state.force[:, 1:].any()
+        assert np.abs(state.moment).max() <= 1e-12 * abs(state.force[1, 0])
+        return found
+
+    for xi in overlaps:
+        contacts = pull(xi)
+        forces.append(state.force[1, 0])   # on the second dimer, away from the first: positive in compression
+    pull_off = factor * np.pi * work * reduced
+    assert_pull_off_curve(law, overlaps, np.array(forces), pull_off, xi_break)
+    if law == "dmt":
+        return
+    for xi in (0.5 * xi_break, -1e-9 * reach):   # back towards touch: apart, it stays broken
+        contacts = pull(xi)
+        assert state.force[1, 0] == 0.0
+    pull(reach * 1e-12)
+    assert state.force[1, 0] == pytest.approx(-8 / 9 * pull_off, rel=1e-6)
+
+
+def test_adhesive_clumps_colliding_keep_their_momenta_and_close_the_budget(tmp_path):
+    """The dimer, the tetrahedron and the sphere of `COLLISION` thrown together under the JKR law
+    (w = 0.05, elastic, frictionless): member pairs form, hold stretched and snap off; linear
+    momentum is kept to 1e-12 of its size and angular momentum to 1e-11, and the energy budget
+    (kinetic + Hertz + adhesion + the booked hysteresis) stays within 1e-3 of the kinetic energy
+    at the start throughout (the hysteresis is the energy the JKR contacts lost forming and
+    breaking, booked as they do)."""
+    overrides = ['contact.normal="jkr"', "contact.work_of_adhesion=0.05", "contact.friction=0.0",
+                 "contact.restitution=1.0"]
+    model, state, budgets = collide(tmp_path, overrides, 2e-4, samples=100)
+    assert list(model.interactions) == ["adhesive_clump_pp"]
+    first = budgets[0]
+    momentum = np.linalg.norm([first[k] for k in ("Px", "Py", "Pz")])
+    angular = np.linalg.norm([first[k] for k in ("Lx", "Ly", "Lz")])
+    kinetic = first["kinetic_translational"] + first["kinetic_rotational"]
+    for row in budgets:
+        assert max(abs(row[k] - first[k]) for k in ("Px", "Py", "Pz")) < 1e-12 * momentum
+        assert max(abs(row[k] - first[k]) for k in ("Lx", "Ly", "Lz")) < 1e-11 * angular
+        assert abs(row["total"] - first["total"]) < 1e-3 * kinetic, row
+    assert min(row["adhesion"] for row in budgets) < 0.0 and budgets[-1]["hysteresis"] > 0.0
+
+
+def test_adhesive_clumps_are_the_same_bits_on_threads(tmp_path):
+    """2 400 dimers (two chunks of rows) in a block, each touching its neighbours end to end and
+    side by side, moving at random under the JKR law with friction and rolling resistance: 100
+    steps of the serial and the parallel loop give the same bits, and the same hysteresis (the
+    per-chunk scratch rows left out: the serial loop runs its rows in one call)."""
+    from dem.interactions import INTERACTIONS
+    from dem.runner import prepare
+
+    rng = np.random.default_rng(7)
+    grid = np.stack(np.meshgrid(np.arange(10), np.arange(15), np.arange(16), indexing="ij"), axis=-1).reshape(-1, 3)
+    position = grid * (1.48, 0.99, 0.99)
+    rows = np.column_stack([position, rng.uniform(-0.5, 0.5, size=(len(grid), 3))])
+    np.savetxt(tmp_path / "rows.csv", rows, delimiter=",", header="x,y,z,vx,vy,vz", comments="")
+    scene = clump_scene(tmp_path, PILE + DIMER + 'rows = "rows.csv"\n')
+    overrides = ['contact.normal="jkr"', "contact.work_of_adhesion=5.0"]
+    runs = []
+    for parallel in (False, True):
+        _, model, state, _ = prepare(scene, overrides)
+        sim = Simulation(model, state, "lgvi", 5e-4, parallel=parallel)
+        sim.advance(100)
+        runs.append((state, sim.energy_budget()))
+    assert model.n_bodies == 2400
+    (first, budget), (second, _) = runs
+    assert budget["adhesion"] < 0.0 and budget["hysteresis"] > 0.0 and budget["friction"] > 0.0
+    for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+        assert np.array_equal(getattr(first, name), getattr(second, name)), name
+    for field, one, other in zip(first.interactions["adhesive_clump_pp"]._fields,
+                                 first.interactions["adhesive_clump_pp"], second.interactions["adhesive_clump_pp"]):
+        assert field in INTERACTIONS["adhesive_clump_pp"].scratch_state or np.array_equal(one, other), field
+
+
+def test_adhesive_clumps_restart_exactly(tmp_path):
+    """The collision of `COLLISION` under the JKR law (w = 0.5, damped, frictional) stopped at
+    t = 0.25 while a member pair's JKR contact is formed (its flag in the checkpoint) and
+    restarted from its checkpoint ends at t = 0.3 with the same bits as a run straight through
+    (energy.csv, the state, the interactions' arrays, the hysteresis booked)."""
+    from dem.checkpoint import load_checkpoint
+    from dem.runner import run
+
+    path = clump_scene(tmp_path, COLLISION)
+    settings = ["simulation.dt=2e-4", "simulation.t_end=0.3", "output.log_every=250", "output.vtk_every=0",
+                'contact.normal="jkr"', "contact.work_of_adhesion=0.5"]
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    run(path, settings, straight, quiet=True)
+    run(path, settings + ["simulation.t_end=0.25"], pieces, quiet=True)
+    stopped = load_checkpoint(pieces / "checkpoint.npz")
+    most = 4   # (the tetrahedron's members: a member pair's formed flag is the last of its 8 columns)
+    flags = stopped["contacts.history_values.adhesive_clump_pp"].reshape(-1, most * most, 8)[:, :, 7]
+    assert (flags == 1.0).any() and stopped["interaction.adhesive_clump_pp.hysteresis"].sum() > 0.0
+    sim, _ = run(path, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    assert (straight / "energy.csv").read_text() == (pieces / "energy.csv").read_text()
+    first, second = load_checkpoint(straight / "checkpoint.npz"), load_checkpoint(pieces / "checkpoint.npz")
+    assert first.keys() == second.keys()
+    for name in first:
+        if name.startswith(("state_", "interaction.", "scheme.", "contacts.history")):
+            assert np.array_equal(first[name], second[name]), name
+    assert sim.energy_budget()["hysteresis"] > 0.0

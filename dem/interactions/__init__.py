@@ -14,7 +14,7 @@ import numpy as np
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
-from .clump_contacts import CLUMP_PP
+from .clump_contacts import ADHESIVE_CLUMP_PP, CLUMP_PP
 from .clump_walls import CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
@@ -33,8 +33,8 @@ from .walls import WALLS
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, HERTZ_PW, ADHESIVE_PW,
-                        CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, ADHESIVE_CLUMP_PP, HERTZ_PW,
+                        ADHESIVE_PW, CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
                         APPLIED_FORCE, WALLS, DEFORMATION, INSERTION, DAMPING)
 }
 
