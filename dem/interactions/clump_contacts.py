@@ -75,7 +75,7 @@ from .normal import LAWS, is_adhesive
 #: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
 #: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
-#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``) and
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``) and
 #: ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop takes no named tuple nested
 #: in its arguments); ``network``: whether the update keeps each member pair's loads for the contact
 #: network (`keep_member_loads`); ``stride`` a member pair's history columns (``SPRINGS``, one more
