@@ -67,7 +67,7 @@ from .contacts import (
 )
 from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
-from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns, history_width
+from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns, history_width, loads_width
 from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
 from .neighbors import build_kernel, rebuild_due
 from .state import motion
@@ -866,7 +866,8 @@ def new_contacts(model):
     """An empty `dem.contacts.ContactTable` for ``model`` (with the histories its interactions keep)."""
     kept = [INTERACTIONS[name] for name in model.interactions if INTERACTIONS[name].history]
     return ContactTable(model.n_bodies, model.skin, {i.name: history_width(i.name, model.interactions[i.name])
-                                                     for i in kept}, {i.name: i.loads for i in kept})
+                                                     for i in kept},
+                        {i.name: loads_width(i.name, model.interactions[i.name]) for i in kept})
 
 
 def store_contacts(model, contacts, carried):

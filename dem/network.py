@@ -20,6 +20,18 @@ feels its negative), from the last force evaluation:
   evaluated the damping with the velocities of its force evaluation (half a kick earlier, in
   the velocity-Verlet schemes), so with damping the pair forces of a run's snapshot differ from
   those the particles received by O(dt); without damping they are the same.
+
+With clumps (`dem.clumps`; `dem.interactions.clump_contacts`'s ``clump_pp`` acts, every other
+particle a clump of one member) a contact is a member pair: the network lists each member pair
+that carried a load in the last force evaluation (its spheres touch, ``r < r_a + r_b`` between the
+member centres; under the JKR law also a formed contact stretched apart), in owner order (bodies
+``i < j``, then the members of ``i``, then those of ``j``, in template order), with the force on
+the member of ``i``, the moments on each member about its centre (``moment_i``, ``moment_j``) and
+the member centres the line joins, all as the update applied them (kept in the pair scratch by
+`dem.interactions.clump_contacts.keep_member_loads`, which a run writing the network calls). The
+normal ``n`` and the overlap are those of the two member spheres; ``i`` and ``j`` are the bodies.
+The fabric counts contacts, not touching body pairs: two clumps touching at two member pairs
+make two contacts, each with its own normal (the usual multi-sphere convention: `fabric`).
 """
 
 from collections import namedtuple
@@ -29,9 +41,11 @@ from numba import njit
 
 from .cell import cell_image, image_velocity
 from .contacts import pair_slot
+from .interactions.clump_contacts import MEMBER_LOADS, NAMES as CLUMP_PIPELINES
 from .interactions.contact import LOADS
 from .interactions.hertz import normal_damped, pair_overlap
 from .interactions.normal import contact_scales, normal_law
+from .rotations import quat_rotate_one
 
 #: the particle pipelines whose update leaves each pair's loads in its pair scratch (`dem.contacts`)
 PIPELINES = ("contact_pp", "adhesive_pp")
@@ -39,14 +53,20 @@ PIPELINES = ("contact_pp", "adhesive_pp")
 #: The touching pairs (``m`` of them) of a state: bodies ``i < j`` (m,), ``force`` on ``i`` (m, 3),
 #: ``normal`` ``n = (x_i − x_j)/r`` (m, 3), ``normal_force`` ``F·n`` (positive in compression),
 #: ``tangential_force`` ``|F − (F·n) n|``, ``overlap`` ``R_i + R_j − r`` and ``sliding`` (1 where the
-#: friction force is at its Coulomb limit, `SLIDING`; else 0), each (m,).
-Network = namedtuple("Network", "i j force normal normal_force tangential_force overlap sliding")
+#: friction force is at its Coulomb limit, `SLIDING`; else 0), each (m,). With clumps (module
+#: docstring) a contact is a member pair: ``member_i``, ``member_j`` (m,) the members' indices in
+#: their bodies, ``centre_i``, ``centre_j`` (m, 3) their centres (``x_i``, ``n``, ``r`` above are
+#: theirs), ``moment_i``, ``moment_j`` (m, 3) the moments on each member about its centre; for
+#: spheres the members are 0 and the centres the bodies' positions, the moments None.
+Network = namedtuple("Network", "i j force normal normal_force tangential_force overlap sliding member_i member_j "
+                                "centre_i centre_j moment_i moment_j")
 #: a pair slides when its tangential force is at least this fraction of its Coulomb limit ``μ F_e``
 #: (``F_e`` the elastic normal force, the limit the friction spring slips at; the spring is held
 #: at the limit to round-off)
 SLIDING = 1.0 - 1e-9
-#: The network's statistics (`fabric`): ``contacts`` ``N_c`` (touching pairs), ``particles``
-#: ``N_p`` (bodies with a diameter), ``coordination`` ``Z = 2 N_c / N_p``, ``mechanical``
+#: The network's statistics (`fabric`): ``contacts`` ``N_c`` (touching pairs; with clumps touching
+#: member pairs), ``particles`` ``N_p`` (bodies with a diameter; with clumps bodies with members),
+#: ``coordination`` ``Z = 2 N_c / N_p``, ``mechanical``
 #: ``Z_m = (2 N_c − N_1)/(N_p − N_0 − N_1)`` (Thornton 2000; ``N_0``, ``N_1``: particles with 0
 #: and 1 contacts), ``rattlers`` ``N_0 + N_1``, ``tensor`` the fabric tensor ``φ = (1/N_c) Σ n⊗n``
 #: (3, 3), ``anisotropy`` ``a = (15/2) √(⅔ φ':φ')`` (``φ'`` its deviatoric part).
@@ -154,6 +174,84 @@ def _put_loads(contacts, keys, values, loads):
             loads[slot, c] = values[m, c]
 
 
+@njit(cache=True)
+def _member_pairs(contacts, member_start, most, loads):
+    """``(i, j, a, b, values (m, MEMBER_LOADS − 1))``: the member pairs that carried a load (the
+    first of their `MEMBER_LOADS` columns set), in owner order, with their force and moments."""
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    size = owner_start[-1] * most * most
+    first, second = np.empty(size, np.int64), np.empty(size, np.int64)
+    member_a, member_b = np.empty(size, np.int64), np.empty(size, np.int64)
+    values = np.empty((size, MEMBER_LOADS - 1))
+    m = 0
+    for i in range(start.shape[0] - 1):
+        slot = owner_start[i]
+        for k in range(start[i + 1] - (owner_start[i + 1] - owner_start[i]), start[i + 1]):  # the entries j > i
+            j = index[k]
+            for a in range(member_start[i + 1] - member_start[i]):
+                for b in range(member_start[j + 1] - member_start[j]):
+                    c = LOADS + (a * most + b) * MEMBER_LOADS
+                    if loads[slot, c] != 0.0:
+                        first[m], second[m], member_a[m], member_b[m] = i, j, a, b
+                        for e in range(MEMBER_LOADS - 1):
+                            values[m, e] = loads[slot, c + 1 + e]
+                        m += 1
+            slot += 1
+    return first[:m].copy(), second[:m].copy(), member_a[:m].copy(), member_b[:m].copy(), values[:m].copy()
+
+
+@njit(cache=True)
+def _member_centres(body, member, position, orientation, member_offset):
+    """``x + R s`` of the members ``member`` (global indices) of the bodies ``body``, rotated as
+    the contact kernels rotate them (`dem.interactions.clump_walls.member_motion`)."""
+    centre = np.empty((body.shape[0], 3))
+    for m in range(body.shape[0]):
+        s = member_offset[member[m]]
+        arm = quat_rotate_one(orientation[body[m]], (s[0], s[1], s[2]))
+        for c in range(3):
+            centre[m, c] = position[body[m], c] + arm[c]
+    return centre
+
+
+def _clump_pipeline_name(model):
+    """The clumps' contact interaction acting in ``model`` (``clump_pp`` or, under an adhesive law,
+    ``adhesive_clump_pp``), or None."""
+    return next((name for name in CLUMP_PIPELINES if name in model.interactions), None)
+
+
+def _clump_pipeline(model):
+    """The parameters of the clumps' contact interaction of ``model``, or None."""
+    name = _clump_pipeline_name(model)
+    return None if name is None else model.interactions[name]
+
+
+def _clump_network(model, state, contacts, p):
+    """The `Network` of member pairs under ``clump_pp`` or ``adhesive_clump_pp`` (module docstring)."""
+    if not p.network:
+        raise ValueError("the contact network of clumps needs the member pairs' loads: call "
+                         "dem.interactions.clump_contacts.keep_member_loads(model) before the contact table is made")
+    first, second, a, b, values = _member_pairs(contacts.contacts(), p.member_start, p.most,
+                                                contacts.pair_scratch(_clump_pipeline_name(model)))
+    global_a, global_b = p.member_start[first] + a, p.member_start[second] + b
+    centre_i = _member_centres(first, global_a, state.position, state.orientation, p.member_offset)
+    centre_j = _member_centres(second, global_b, state.position, state.orientation, p.member_offset)
+    d = centre_i - centre_j
+    distance = np.linalg.norm(d, axis=1)
+    normal = d / distance[:, None]
+    force = values[:, 0:3].copy()
+    normal_force = np.einsum("mc,mc->m", force, normal)
+    tangential_force = np.linalg.norm(force - normal_force[:, None] * normal, axis=1)
+    radius_i, radius_j = p.member_radius[global_a], p.member_radius[global_b]
+    reach = radius_i + radius_j
+    sliding = np.zeros(len(first), np.uint8)
+    if p.friction > 0.0:
+        limit = p.friction * _coulomb_forces(p.law, p.stiffness, p.work, distance, reach,
+                                             radius_i * radius_j / reach)
+        sliding[tangential_force >= SLIDING * limit] = 1
+    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding, a, b,
+                   centre_i, centre_j, values[:, 3:6].copy(), values[:, 6:9].copy())
+
+
 def pipeline_name(names):
     """The contact pipeline among ``names`` (`dem.interactions.contact`'s ``contact_pp``, or
     ``adhesive_pp`` under an adhesive normal law), or None."""
@@ -190,6 +288,9 @@ def contact_network(model, state, contacts):
     """The `Network` of ``state`` (module docstring): ``contacts`` is the
     `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or
     what `dem.engine.compute_forces` returned). Empty without particle–particle contacts."""
+    clumps = _clump_pipeline(model)
+    if clumps is not None:
+        return _clump_network(model, state, contacts, clumps)
     first, second, distance, reach = touching_pairs(model, state, contacts)
     name = pipeline_name(model.interactions)
     pipeline, normal_only = model.interactions.get(name), model.interactions.get("hertz_pp")
@@ -211,24 +312,35 @@ def contact_network(model, state, contacts):
         limit = pipeline.friction * _coulomb_forces(pipeline.law, pipeline.stiffness, pipeline.work, distance, reach,
                                                     radius_i * radius_j / (radius_i + radius_j))
         sliding[tangential_force >= SLIDING * limit] = 1
-    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding)
+    members = np.zeros(len(first), np.int64)
+    return Network(first, second, force, normal, normal_force, tangential_force, reach - distance, sliding, members,
+                   members, state.position[first], state.position[second], None, None)
 
 
 def fabric(model, state, contacts):
     """The `Fabric` of the touching pairs of ``state`` (``contacts``: a neighbour list current for
-    it, as for `touching_pairs`). ``mechanical`` is NaN when every particle is a rattler,
-    ``tensor`` and ``anisotropy`` when nothing touches."""
-    first, second, distance, _ = touching_pairs(model, state, contacts)
-    with_diameter = model.diameter > 0.0
-    particles = int(np.count_nonzero(with_diameter))
+    it, as for `touching_pairs`; with clumps the table of its last force evaluation, as for
+    `contact_network`, whose member pairs are the contacts: a body's contacts are its members',
+    ``N_p`` counts the bodies with members and each contact's ``n`` is its member pair's).
+    ``mechanical`` is NaN when every particle is a rattler, ``tensor`` and ``anisotropy`` when
+    nothing touches."""
+    clumps = _clump_pipeline(model)
+    if clumps is not None:
+        network = _clump_network(model, state, contacts, clumps)
+        first, second, normal = network.i, network.j, network.normal
+        counted = np.diff(clumps.member_start) > 0
+    else:
+        first, second, distance, _ = touching_pairs(model, state, contacts)
+        normal = separation(state, first, second) / distance[:, None] if len(first) else None
+        counted = model.diameter > 0.0
+    particles = int(np.count_nonzero(counted))
     touching = len(first)
-    count = np.bincount(np.concatenate((first, second)), minlength=model.n_bodies)[with_diameter]
+    count = np.bincount(np.concatenate((first, second)), minlength=model.n_bodies)[counted]
     none, one = int(np.count_nonzero(count == 0)), int(np.count_nonzero(count == 1))
     bearing = particles - none - one
     coordination = 2.0 * touching / particles if particles else 0.0
     mechanical = (2.0 * touching - one) / bearing if bearing else float("nan")
     if touching:
-        normal = separation(state, first, second) / distance[:, None]
         tensor = np.einsum("mi,mj->ij", normal, normal) / touching
         deviator = tensor - np.trace(tensor) / 3.0 * np.eye(3)
         anisotropy = 7.5 * float(np.sqrt(2.0 / 3.0 * np.sum(deviator * deviator)))

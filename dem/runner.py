@@ -18,6 +18,7 @@ from .checkpoint import CheckpointError, load_checkpoint, restore
 from .engine import loop_source
 from .feeding import Feeder
 from .integrators import SCHEMES
+from .interactions.clump_contacts import keep_member_loads
 from .observers import CellLog, Checkpointer, EnergyGuard, EnergyLog, FabricLog, FlowLog, VTKWriter, WallLog
 from .observers.vtk import wall_square
 from .scene import SceneError, load_scene
@@ -37,6 +38,8 @@ def prepare(scene_path, overrides=(), out=None):
     scene = load_scene(scene_path, overrides)
     announce_compiling()  # before the builders' kernels compile (seconds), once the scene reads without error
     model, state = build_system(scene)
+    if scene.output["contacts"]:
+        keep_member_loads(model)   # (clumps: the contact network lists their member pairs)
     integrator = scene.simulation["integrator"]
     if SCHEMES[integrator].spherical and not model.spherical:
         raise SceneError(f"{scene.path}: simulation.integrator: {integrator!r} needs spherical bodies "

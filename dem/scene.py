@@ -45,8 +45,10 @@ FRAMEWORK = {
         "contacts": Key("bool", False, "write the particle–particle contact network: at every VTK snapshot "
                         "vtk/contacts_<step>.vtp (contacts.pvd), one line per touching pair (r < R_i + R_j) between "
                         "the centres with its force on the first body, normal force (positive in compression), "
-                        "tangential force, overlap, sliding flag and the ids i < j; at every log row fabric.csv "
-                        "(coordination number, fabric tensor, its anisotropy). Needs contact.k_pp > 0; the run "
+                        "tangential force, overlap, sliding flag and the ids i < j (with clumps one line per touching "
+                        "member pair, between the member centres, with the members' moments too); at every log row "
+                        "fabric.csv (coordination number, fabric tensor, its anisotropy; with clumps counting member "
+                        "pairs). Needs contact.k_pp > 0; the run "
                         "returns from compiled code at every log row (docs/guide.md, contact network)"),
     },
 }
@@ -199,9 +201,6 @@ def load_scene(path, overrides=()):
     if sections["output"]["contacts"] and not sections["contact"]["k_pp"] > 0.0:
         fail("output.contacts", "asks for the contact network, but particle–particle contacts are off: "
              "contact.k_pp is 0")
-    if sections["output"]["contacts"] and any(name == "clump" for name, _, _ in builders):
-        fail("output.contacts", "the contact network and fabric of clumps are not written yet (they list sphere "
-             "pairs): set output.contacts = false in a scene with [[clump]]")
     simulation = sections["simulation"]
     if simulation["dt"] >= simulation["t_end"]:
         fail("simulation.dt", f"must be smaller than simulation.t_end = {simulation['t_end']:g}, got {simulation['dt']:g}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .interactions import INTERACTIONS, history_width, list_diameters
+from .interactions import INTERACTIONS, history_width, list_diameters, loads_width
 
 #: a run whose dt exceeds this fraction of the critical estimate is warned about
 SAFE_FRACTION = 0.25
@@ -64,7 +64,7 @@ def memory_estimate(model, state):
     total += n * (24 + 24 + 32)  # lgvi momenta, inverse mass and inertia
     contact = int(np.count_nonzero(list_diameters(model, model) > 0))
     total += contact * 14 * 4 * 1.25 + n * (24 + 8 + 8 + 16 + 4)  # neighbour rows, owner offsets and cells
-    widths = [history_width(name, params) + INTERACTIONS[name].loads for name, params in model.interactions.items()]
+    widths = [history_width(name, params) + loads_width(name, params) for name, params in model.interactions.items()]
     total += contact * 7 * sum(widths) * 8 * 17 / 16
     return int(total)
 

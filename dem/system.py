@@ -217,7 +217,7 @@ class SystemBuilder:
         if problem:
             raise SceneError(problem)
         model.skin = max(contact_skin(model.sections["contact"]["skin"], _contact_diameters(model)),
-                         jkr_skin(model.sections["contact"], model.diameter))
+                         jkr_skin(model.sections["contact"], _contact_diameters(model)))
         _check_cell(model, state.cell)
         _check_clumps(model)
         model.interactions = setup_interactions(model)
@@ -290,7 +290,7 @@ def _check_cell(model, cell):
 
 def _check_clumps(model):
     """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
-    through their members without a word: sources and outlets, adhesive contact laws, contact
+    through their members without a word: sources and outlets, adhesive laws at walls, contact
     sub-steps. (Walls, planes and meshes: `dem.interactions.clump_walls`; particles:
     `dem.interactions.clump_contacts`.)"""
     if not model.has_clumps:
@@ -301,9 +301,6 @@ def _check_clumps(model):
             raise SceneError(f"{table}.0: sources and outlets do not act with clumps yet (a parked clump's members "
                              f"would keep touching the walls): a scene with clumps has no [[insert]] or [[outlet]]")
     contact = model.sections["contact"]
-    if contact["k_pp"] > 0.0 and adhesive(contact):
-        raise SceneError(f"contact.normal: clumps touch particles through non-adhesive normal laws only, not yet "
-                         f"'{contact['normal']}'")
     if contact["k_pp"] > 0.0 and contact["substeps"] > 1:
         raise SceneError("contact.substeps: the contacts of clumps are not sub-stepped (they run the plain map): set "
                          "contact.substeps = 1 (or 0) in a scene with clumps")

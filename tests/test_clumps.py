@@ -321,18 +321,15 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
 
 @pytest.mark.parametrize("setting, key", [
     ("contact.k_pp=100.0;contact.substeps=3", "contact.substeps: the contacts of clumps are not sub-stepped"),
-    ('contact.k_pp=100.0;contact.k_pw=0.0;contact.normal="jkr";contact.work_of_adhesion=0.1',
-     "contact.normal: clumps touch particles through non-adhesive normal laws only"),
     ('outlet=[{shape = "box", min = [-9, -9, -9], max = [-8, -8, -8]}]', "outlet.0: sources and outlets do not act "
      "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1',
      "contact.normal: clumps touch walls through non-adhesive normal laws only"),
-    ("contact.k_pp=100.0;output.contacts=true", "output.contacts: the contact network and fabric of clumps"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps and adhesive laws between particles, outlets, adhesive wall laws (on
-    planes and meshes) and the contact network: one line naming the key, rather than members
-    passing through what they should touch (or a network without them); several MPI processes:
+    """Contact sub-steps, outlets, adhesive wall laws (on
+    planes and meshes): one line naming the key, rather than members passing through what they
+    should touch; several MPI processes:
     one line saying so. Planes and meshes are walls clumps touch."""
     from pathlib import Path
 
@@ -853,3 +850,289 @@ def test_a_sphere_pushes_a_clump_at_the_contact_point(tmp_path):
         fd_moment = -(energy(turn=quat_from_rotvec(step[clump])) - energy(turn=quat_from_rotvec(-step[clump]))) \
             / (2 * eps)
         assert abs(fd_force - push[c]) < 1e-6 * scale and abs(fd_moment - state.moment[clump, c]) < 1e-6 * scale
+
+
+# ---------------------------------------------------------------------------------------------
+# the contact network of clumps (dem.network): member pairs
+# ---------------------------------------------------------------------------------------------
+
+PILE = """[contact]
+k_pp = 2e4
+restitution = 0.6
+friction = 0.4
+rolling_friction = 0.1
+twisting_friction = 0.05
+poisson_ratio = 0.22
+"""
+
+
+def pressed_pile(seed, tmp_path, overrides=()):
+    """Twelve clumps (dimers, tetrahedra, trimers) and four spheres, their centres at random in a
+    2.4-wide box so that members of different bodies overlap, moving and spinning at random; only
+    the contacts act (no gravity, no walls); ``overrides`` of the scene's keys. ``(model, state)``
+    with the member pairs' loads kept (`keep_member_loads`, as a run writing the network)."""
+    from dem.interactions.clump_contacts import keep_member_loads
+    from dem.runner import prepare
+
+    rng = np.random.default_rng(seed)
+    tables = ""
+    for k in range(16):
+        x = rng.uniform(0.0, 2.4, 3)
+        if k < 12:
+            shape = ("dimer", "tetrahedron", "trimer")[k % 3]
+            tables += f'[[clump]]\ntemplate = "{shape}"\nradius = 0.5\nposition = {x.tolist()}\n' \
+                      f'rotation_vector = {rng.normal(size=3).tolist()}\n'
+        else:
+            tables += f'[[sphere]]\nposition = {x.tolist()}\ndiameter = 0.9\n'
+    _, model, state, _ = prepare(clump_scene(tmp_path, PILE + tables), list(overrides))
+    keep_member_loads(model)
+    state.velocity[:] = rng.normal(size=(16, 3))
+    state.angular_velocity[:] = rng.normal(size=(16, 3))
+    return model, state
+
+
+def read_lines(path):
+    """``(points, {name: array})`` of a contacts VTK file's lines."""
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
+
+    reader = vtkXMLPolyDataReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    data = reader.GetOutput()
+    cells = data.GetCellData()
+    arrays = {cells.GetArrayName(k): vtk_to_numpy(cells.GetArray(k)) for k in range(cells.GetNumberOfArrays())}
+    ends = vtk_to_numpy(data.GetLines().GetConnectivityArray()).reshape(-1, 2)
+    points = vtk_to_numpy(data.GetPoints().GetData())
+    return points[ends[:, 0]], points[ends[:, 1]], arrays
+
+
+@pytest.mark.parametrize("adhesion", [[], ['contact.normal="jkr"', "contact.work_of_adhesion=2.0"]],
+                         ids=["hertz", "jkr"])
+def test_clump_network_lines_carry_each_bodys_contact_force_and_moment(tmp_path, adhesion):
+    """Five force evaluations (dt 0.01) of a pressed pile of clumps and spheres, frictional, rolling,
+    twisting, damped (and under the JKR law, `adhesive_clump_pp`): the VTK lines (member pair by
+    member pair, between the member centres) read back add up to each body's contact force
+    (``force`` on the member of ``i``, its negative on that of ``j``) and to its moment about its
+    centre of mass (``(c − x) × f`` plus each member's own ``moment_i``/``moment_j``), to 1e-12 of
+    the largest; the lines are exactly the member pairs of different bodies closer than their
+    radii sum (computed here from the template geometry), their overlaps those of the member
+    spheres; some slide, at the Coulomb limit."""
+    from types import SimpleNamespace
+
+    from dem.engine import compute_forces
+    from dem.observers.vtk import VTKWriter
+
+    model, state = pressed_pile(3, tmp_path, adhesion)
+    assert list(model.interactions) == ["adhesive_clump_pp" if adhesion else "clump_pp"]
+    contacts = compute_forces(model, state, dt=0.01)
+    for _ in range(4):
+        contacts = compute_forces(model, state, contacts, dt=0.01)
+    VTKWriter(tmp_path / "run", 1, contacts=True).report(SimpleNamespace(model=model, state=state, contacts=contacts))
+    start_points, end_points, arrays = read_lines(tmp_path / "run/vtk/contacts_000000000.vtp")
+    i, j, force = arrays["i"], arrays["j"], arrays["force"]
+    assert np.all(i < j) and len(i) > 30
+    summed_force, summed_moment = np.zeros_like(state.force), np.zeros_like(state.moment)
+    np.add.at(summed_force, i, force)
+    np.add.at(summed_force, j, -force)
+    np.add.at(summed_moment, i, np.cross(start_points - state.position[i], force) + arrays["moment_i"])
+    np.add.at(summed_moment, j, np.cross(end_points - state.position[j], -force) + arrays["moment_j"])
+    scale = np.abs(state.force).max()
+    np.testing.assert_allclose(summed_force, state.force, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(summed_moment, state.moment, rtol=0, atol=1e-12 * scale)
+    # the member pairs that touch, from the template geometry
+    sites = member_positions(model, state)
+    members, owner, local, radius = [], [], [], []
+    for body in range(model.n_bodies):   # a clump's members are its sites; a sphere is one member at its centre
+        first, last = model.site_start[body], model.site_start[body + 1]
+        centres = sites[first:last] if last > first else state.position[body][None]
+        members += list(centres)
+        owner += [body] * len(centres)
+        local += list(range(len(centres)))
+        radius += list(model.site_radius[first:last]) if last > first else [0.5 * model.diameter[body]]
+    members, owner, local, radius = np.array(members), np.array(owner), np.array(local), np.array(radius)
+    d = np.linalg.norm(members[:, None] - members[None], axis=2)
+    a, b = np.nonzero((d < radius[:, None] + radius[None]) & (owner[:, None] < owner[None]))
+    order = np.lexsort((local[b], local[a], owner[b], owner[a]))
+    a, b = a[order], b[order]
+    np.testing.assert_array_equal(np.column_stack((i, j, arrays["member_i"], arrays["member_j"])),
+                                  np.column_stack((owner[a], owner[b], local[a], local[b])))
+    np.testing.assert_allclose(start_points, members[a], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(end_points, members[b], rtol=0, atol=1e-14)
+    reach = radius[a] + radius[b]
+    np.testing.assert_allclose(arrays["overlap"], reach - d[a, b], rtol=0, atol=1e-14)
+    n = (start_points - end_points) / np.linalg.norm(start_points - end_points, axis=1)[:, None]
+    np.testing.assert_allclose(arrays["normal_force"], np.einsum("mc,mc->m", force, n), rtol=0, atol=1e-12 * scale)
+    assert 0 < arrays["sliding"].sum() < len(i)
+
+
+def test_clump_fabric_counts_member_pairs(tmp_path):
+    """Two parallel dimers side by side, touching at both member pairs, and a sphere on the end
+    of one: three contacts (member pairs), not two touching body pairs; N_p = 3 bodies,
+    Z = 2·3/3 = 2, the sphere a rattler (one contact, so Z_m = (2·3 − 1)/(3 − 1) = 2.5); the fabric
+    tensor is the mean of n⊗n: two normals along y, one along x, diag(1/3, 2/3, 0), anisotropy
+    7.5 √(⅔ φ':φ') = 7.5 √(⅔ · 2/9) = 5/√3."""
+    from dem.engine import compute_forces
+    from dem.interactions.clump_contacts import keep_member_loads
+    from dem.network import fabric
+    from dem.runner import prepare
+
+    tables = (DIMER + "position = [0.0, 0.0, 0.0]\n" + DIMER + "position = [0.0, 0.99, 0.0]\n"
+              "[[sphere]]\nposition = [1.23, 0.0, 0.0]\ndiameter = 1.0\n")
+    _, model, state, _ = prepare(clump_scene(tmp_path, "[contact]\nk_pp = 2e4\n" + tables), [])
+    keep_member_loads(model)
+    found = fabric(model, state, compute_forces(model, state))
+    assert (found.contacts, found.particles, found.coordination, found.rattlers) == (3, 3, 2.0, 1)
+    assert found.mechanical == 2.5
+    np.testing.assert_allclose(found.tensor, np.diag([1 / 3, 2 / 3, 0.0]), rtol=0, atol=1e-12)
+    assert abs(found.anisotropy - 5.0 / np.sqrt(3.0)) < 1e-12
+
+
+def test_a_clump_run_writes_its_contact_network(tmp_path):
+    """``[output] contacts = true`` with clumps: contacts.pvd lines between member centres and
+    fabric.csv rows: a dimer resting on a dimer on the floor touches it at its two member pairs,
+    two lines between bodies 0 and 1 pressed together (positive normal forces), two contacts."""
+    import csv
+
+    from dem.cli import main
+
+    path = clump_scene(tmp_path, FLOOR.replace("k_pw", "k_pp = 2e4\nk_pw") + DIMER + "position = [0.0, 0.0, 0.4996]\n"
+                       + DIMER + "position = [0.0, 0.0, 1.4989]\n", name="stack.toml")
+    overrides = ["simulation.t_end=0.5", "output.vtk_every=100", "output.log_every=100", "output.contacts=true"]
+    assert main([str(path), "--out", str(tmp_path / "run"), "--quiet"] + sum((["--set", o] for o in overrides), [])) \
+        == 0
+    snapshots = sorted((tmp_path / "run" / "vtk").glob("contacts_*.vtp"))
+    assert (tmp_path / "run" / "contacts.pvd").is_file() and len(snapshots) == 6
+    first, second, arrays = read_lines(snapshots[-1])
+    assert list(zip(arrays["i"], arrays["j"], arrays["member_i"], arrays["member_j"])) == [(0, 1, 0, 0), (0, 1, 1, 1)]
+    assert (arrays["normal_force"] > 0.0).all() and np.allclose(first[:, 2] - second[:, 2], -1.0, atol=1e-3)
+    rows = list(csv.DictReader(open(tmp_path / "run" / "fabric.csv")))
+    assert len(rows) == 6 and float(rows[-1]["contacts"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# adhesive clumps (dem.interactions.clump_contacts.ADHESIVE_CLUMP_PP)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("law, factor", [("jkr", 1.5), ("dmt", 2.0)])
+def test_dimers_pulled_apart_quasi_statically_reach_the_pull_off_force(law, factor):
+    """Two dimers end to end along x (members of radius 0.5, 0.5 apart), only their nearest
+    members touching (R* = 0.25), pulled apart in small steps: the least force is the pull-off
+    force of those two spheres, 1.5 π w R* (JKR) or 2 π w R* (DMT), to 1 %, along the axis
+    through both centres of mass (no moment). A JKR member pair holds, stretched, until ξ_c
+    (`jkr_theory`) and breaks there; pushed back, it does not form again before the members
+    touch, and then at once on the JKR branch (−8/9 of the pull-off force at ξ = 0)."""
+    from test_contact_models import assert_pull_off_curve, jkr_theory
+
+    from dem.engine import compute_forces
+
+    stiffness, work, radius = 1e4, 2.0, 0.5
+    reach, reduced = 2.0 * radius, 0.5 * radius
+    system = SystemBuilder()
+    system.add_clumps(built_in("dimer", radius), [[0.0, 0.0, 0.0], [3 * radius - 0.02, 0.0, 0.0]])
+    model, state = system.finish(contact={"normal": law, "k_pp": stiffness, "work_of_adhesion": work})
+    assert list(model.interactions) == ["adhesive_clump_pp"]
+    xi_break = jkr_theory(stiffness, reach, reduced, work)[3]
+    overlaps = np.linspace(0.02, 1.5 * xi_break, 2001)
+    forces, contacts = [], None
+
+    def pull(xi):
+        state.position[1, 0] = 3 * radius - xi   # the members at ±radius/2 about each centre of mass
+        found = compute_forces(model, state, contacts)
+        assert state.force[0, 0] == -state.force[1, 0] and not state.force[:, 1:].any()
+        assert np.abs(state.moment).max() <= 1e-12 * abs(state.force[1, 0])
+        return found
+
+    for xi in overlaps:
+        contacts = pull(xi)
+        forces.append(state.force[1, 0])   # on the second dimer, away from the first: positive in compression
+    pull_off = factor * np.pi * work * reduced
+    assert_pull_off_curve(law, overlaps, np.array(forces), pull_off, xi_break)
+    if law == "dmt":
+        return
+    for xi in (0.5 * xi_break, -1e-9 * reach):   # back towards touch: apart, it stays broken
+        contacts = pull(xi)
+        assert state.force[1, 0] == 0.0
+    pull(reach * 1e-12)
+    assert state.force[1, 0] == pytest.approx(-8 / 9 * pull_off, rel=1e-6)
+
+
+def test_adhesive_clumps_colliding_keep_their_momenta_and_close_the_budget(tmp_path):
+    """The dimer, the tetrahedron and the sphere of `COLLISION` thrown together under the JKR law
+    (w = 0.05, elastic, frictionless): member pairs form, hold stretched and snap off; linear
+    momentum is kept to 1e-12 of its size and angular momentum to 1e-11, and the energy budget
+    (kinetic + Hertz + adhesion + the booked hysteresis) stays within 1e-3 of the kinetic energy
+    at the start throughout (the hysteresis is the energy the JKR contacts lost forming and
+    breaking, booked as they do)."""
+    overrides = ['contact.normal="jkr"', "contact.work_of_adhesion=0.05", "contact.friction=0.0",
+                 "contact.restitution=1.0"]
+    model, state, budgets = collide(tmp_path, overrides, 2e-4, samples=100)
+    assert list(model.interactions) == ["adhesive_clump_pp"]
+    first = budgets[0]
+    momentum = np.linalg.norm([first[k] for k in ("Px", "Py", "Pz")])
+    angular = np.linalg.norm([first[k] for k in ("Lx", "Ly", "Lz")])
+    kinetic = first["kinetic_translational"] + first["kinetic_rotational"]
+    for row in budgets:
+        assert max(abs(row[k] - first[k]) for k in ("Px", "Py", "Pz")) < 1e-12 * momentum
+        assert max(abs(row[k] - first[k]) for k in ("Lx", "Ly", "Lz")) < 1e-11 * angular
+        assert abs(row["total"] - first["total"]) < 1e-3 * kinetic, row
+    assert min(row["adhesion"] for row in budgets) < 0.0 and budgets[-1]["hysteresis"] > 0.0
+
+
+def test_adhesive_clumps_are_the_same_bits_on_threads(tmp_path):
+    """2 400 dimers (two chunks of rows) in a block, each touching its neighbours end to end and
+    side by side, moving at random under the JKR law with friction and rolling resistance: 100
+    steps of the serial and the parallel loop give the same bits, and the same hysteresis (the
+    per-chunk scratch rows left out: the serial loop runs its rows in one call)."""
+    from dem.interactions import INTERACTIONS
+    from dem.runner import prepare
+
+    rng = np.random.default_rng(7)
+    grid = np.stack(np.meshgrid(np.arange(10), np.arange(15), np.arange(16), indexing="ij"), axis=-1).reshape(-1, 3)
+    position = grid * (1.48, 0.99, 0.99)
+    rows = np.column_stack([position, rng.uniform(-0.5, 0.5, size=(len(grid), 3))])
+    np.savetxt(tmp_path / "rows.csv", rows, delimiter=",", header="x,y,z,vx,vy,vz", comments="")
+    scene = clump_scene(tmp_path, PILE + DIMER + 'rows = "rows.csv"\n')
+    overrides = ['contact.normal="jkr"', "contact.work_of_adhesion=5.0"]
+    runs = []
+    for parallel in (False, True):
+        _, model, state, _ = prepare(scene, overrides)
+        sim = Simulation(model, state, "lgvi", 5e-4, parallel=parallel)
+        sim.advance(100)
+        runs.append((state, sim.energy_budget()))
+    assert model.n_bodies == 2400
+    (first, budget), (second, _) = runs
+    assert budget["adhesion"] < 0.0 and budget["hysteresis"] > 0.0 and budget["friction"] > 0.0
+    for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+        assert np.array_equal(getattr(first, name), getattr(second, name)), name
+    for field, one, other in zip(first.interactions["adhesive_clump_pp"]._fields,
+                                 first.interactions["adhesive_clump_pp"], second.interactions["adhesive_clump_pp"]):
+        assert field in INTERACTIONS["adhesive_clump_pp"].scratch_state or np.array_equal(one, other), field
+
+
+def test_adhesive_clumps_restart_exactly(tmp_path):
+    """The collision of `COLLISION` under the JKR law (w = 0.5, damped, frictional) stopped at
+    t = 0.25 while a member pair's JKR contact is formed (its flag in the checkpoint) and
+    restarted from its checkpoint ends at t = 0.3 with the same bits as a run straight through
+    (energy.csv, the state, the interactions' arrays, the hysteresis booked)."""
+    from dem.checkpoint import load_checkpoint
+    from dem.runner import run
+
+    path = clump_scene(tmp_path, COLLISION)
+    settings = ["simulation.dt=2e-4", "simulation.t_end=0.3", "output.log_every=250", "output.vtk_every=0",
+                'contact.normal="jkr"', "contact.work_of_adhesion=0.5"]
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    run(path, settings, straight, quiet=True)
+    run(path, settings + ["simulation.t_end=0.25"], pieces, quiet=True)
+    stopped = load_checkpoint(pieces / "checkpoint.npz")
+    most = 4   # (the tetrahedron's members: a member pair's formed flag is the last of its 8 columns)
+    flags = stopped["contacts.history_values.adhesive_clump_pp"].reshape(-1, most * most, 8)[:, :, 7]
+    assert (flags == 1.0).any() and stopped["interaction.adhesive_clump_pp.hysteresis"].sum() > 0.0
+    sim, _ = run(path, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    assert (straight / "energy.csv").read_text() == (pieces / "energy.csv").read_text()
+    first, second = load_checkpoint(straight / "checkpoint.npz"), load_checkpoint(pieces / "checkpoint.npz")
+    assert first.keys() == second.keys()
+    for name in first:
+        if name.startswith(("state_", "interaction.", "scheme.", "contacts.history")):
+            assert np.array_equal(first[name], second[name]), name
+    assert sim.energy_budget()["hysteresis"] > 0.0

@@ -155,6 +155,7 @@ PICTURES = {  # scene, overrides, options of paraview_state.py
               ["--view", "iso", "--show-broken", "--cut"]),
     "pendulum": ("pendulum.toml", ["simulation.t_end=1.0", "output.vtk_every=10"], []),
     "tetra_chain": ("tetra_chain.toml", ["simulation.t_end=0.2", "output.vtk_every=100"], ["--view", "xz"]),
+    "clumps": ("clump_heap.toml", ["simulation.t_end=0.02", "clump.0.count=30", "clump.1.count=30"], []),
     "force chains": ("column_collapse.toml", ["simulation.t_end=0.2", "output.contacts=true",
                                               "assembly.0.n_particles=100", "assembly.0.diameter=5.0",
                                               "assembly.0.height=6.0", "assembly.0.center=[0.0, 0.0, 3.01]"],

@@ -37,7 +37,8 @@ SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw", "clump_pp")
+SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw", "clump_pp",
+           "adhesive_clump_pp")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
                   "insertion": "test_insertion.py"}
@@ -318,6 +319,9 @@ CASES = {
                  "no springs": functools.partial(clumps_touching, restitution=0.7),
                  "linear_history": with_springs("clump_pp", clumps_touching, friction=0.4, restitution=0.7,
                                                 tangential="linear_history", tangential_stiffness=40.0)},
+    "adhesive_clump_pp": {law: with_springs("adhesive_clump_pp", clumps_touching, normal=law, work_of_adhesion=0.5,
+                                            friction=0.3, rolling_friction=0.1, twisting_friction=0.08,
+                                            restitution=0.7) for law in ("jkr", "dmt")},
 }
 PARAMETERS = [(name, variant, seed) for name, variants in CASES.items() for variant in variants for seed in SEEDS]
 

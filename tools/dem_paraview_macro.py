@@ -22,8 +22,10 @@ it says so in the Output Messages window.
   (tension, compression, shear, bending) with the intact ones in grey;
 * bodies on a pivot (pendulum, top; particle point = pivot) as a rod from the pivot to
   ``center_of_mass`` with a ball there and a dot at the pivot;
-* rigid clusters (``sites.pvd``) as their sites (small spheres coloured by speed) and the edges
-  joining them;
+* clumps (``sites.pvd`` with a ``diameter`` for their member spheres) as their member spheres,
+  sphere glyphs of that diameter coloured by speed, so that each clump shows its shape; rigid
+  clusters of point sites (``diameter`` 0, or none) as their sites (small spheres coloured by
+  speed) and the edges joining them;
 * other bodies without a diameter as small spheres with their body axes ``axis_1``, ``axis_2``,
   ``axis_3`` as red, green and blue arrows;
 * walls as translucent squares with a dark outline (a line when seen edge-on), mesh walls as
@@ -146,6 +148,21 @@ def _sphere_glyph(source, name, scale_array, scale_factor, resolution):
     glyph.GlyphType.ThetaResolution = resolution
     glyph.GlyphType.PhiResolution = resolution
     return glyph
+
+
+def _spheres_of_diameter(source, name, largest, scale, pixels, view, veiled, speed_displays):
+    """Sphere glyphs of ``scale`` times each point's ``diameter`` (``largest`` the largest drawn;
+    ``pixels`` per length unit fit the resolution), shown in ``view``: veiled in light grey
+    (``veiled``: the contact network is the picture), else added to ``speed_displays``."""
+    spheres = _sphere_glyph(source, name, "diameter", scale, int(min(64, max(16, pixels * largest / 3.0))))
+    display = pvs.Show(spheres, view)
+    _shiny(display)
+    if veiled:
+        _solid(display, INTACT_COLOR)
+        display.Opacity = VEILED_OPACITY
+    else:
+        speed_displays.append(display)
+    return spheres
 
 
 def _threshold(source, name, association, array, lower, upper):
@@ -358,16 +375,8 @@ def show_run(run_dir, view=None, time=None, direction=None, sphere_scale=None, s
             with_diameter = _threshold(particles, "particles with a diameter", "POINTS", "diameter",
                                        FLOOR * diameters[1], 2.0 * diameters[1])
         scale = sphere_scale if sphere_scale is not None else (0.5 if "bonds" in readers else 1.0)
-        resolution = int(min(64, max(16, pixels * diameters[1] * scale / 3.0)))
-        spheres = _sphere_glyph(with_diameter, "particle spheres", "diameter", scale, resolution)
-        display = pvs.Show(spheres, view)
-        _shiny(display)
-        if contacts:  # veiled: the network is the picture
-            _solid(display, INTACT_COLOR)
-            display.Opacity = VEILED_OPACITY
-        else:
-            speed_displays.append(display)
-        shown_sources.append(spheres)
+        shown_sources.append(_spheres_of_diameter(with_diameter, "particle spheres", diameters[1] * scale, scale,
+                                                  pixels, view, contacts, speed_displays))
 
     # bodies without a diameter: on a pivot (rod and ball), or free (ball and body axes)
     if diameters[0] <= 0.0:
@@ -418,17 +427,29 @@ def show_run(run_dir, view=None, time=None, direction=None, sphere_scale=None, s
                     _solid(pvs.Show(arrows, view), color)
                     shown_sources.append(arrows)
 
-    # rigid clusters: their sites and the edges between them
+    # clumps: their member spheres; rigid clusters of point sites: the sites and the edges between them
+    members = (0.0, 0.0)
     if "sites" in readers:
         sites = sources["sites"]
-        edge_length = _mean_edge_length(readers["sites"]) or 0.05 * extent
-        site_spheres = _sphere_glyph(sites, "site spheres", None, 0.3 * edge_length, 32)
-        display = pvs.Show(site_spheres, view)
-        _shiny(display)
-        speed_displays.append(display)
-        edges = _tubes(sites, "cluster edges", 0.05 * edge_length)
-        _solid(pvs.Show(edges, view), EDGE_COLOR)
-        shown_sources += [site_spheres, edges]
+        members = _range(sites, "POINTS", "diameter") or (0.0, 0.0)
+        if members[1] > 0.0:
+            clumps = _threshold(sites, "clump members", "POINTS", "diameter", FLOOR * members[1], 2.0 * members[1])
+            scale = sphere_scale if sphere_scale is not None else 1.0
+            shown_sources.append(_spheres_of_diameter(clumps, "member spheres", members[1] * scale, scale, pixels,
+                                                      view, contacts, speed_displays))
+        if members[0] <= 0.0:   # point sites (every site, without clumps)
+            points = sites
+            if members[1] > 0.0:   # the sites of no clump, and the edges all of whose ends are such sites
+                points = _threshold(sites, "point sites", "POINTS", "diameter", -1.0, 0.0)
+                points.AllScalars = 1
+            edge_length = _mean_edge_length(readers["sites"]) or 0.05 * extent
+            site_spheres = _sphere_glyph(points, "site spheres", None, 0.3 * edge_length, 32)
+            display = pvs.Show(site_spheres, view)
+            _shiny(display)
+            speed_displays.append(display)
+            edges = _tubes(points, "cluster edges", 0.05 * edge_length)
+            _solid(pvs.Show(edges, view), EDGE_COLOR)
+            shown_sources += [site_spheres, edges]
 
     for display in speed_displays:
         if speed_max > speed_floor:
@@ -471,7 +492,8 @@ def show_run(run_dir, view=None, time=None, direction=None, sphere_scale=None, s
             _place(bar, 1)
 
     if contacts:
-        smallest = diameters[0] if diameters[0] > 0.0 else diameters[1]
+        sizes = [low if low > 0.0 else high for low, high in (diameters, members) if high > 0.0]  # spheres, members
+        smallest = min(sizes) if sizes else 0.01 * extent
         _draw_chains(sources["contacts"], view, CHAIN_RADII[0] * smallest, CHAIN_RADII[1] * smallest, shown)
     framed = list(shown_sources)  # (with the contact network: the particles fill the picture, not the walls)
 

@@ -10,12 +10,13 @@ Opens the run's ``particles.pvd``, ``bonds.pvd``, ``walls.pvd``, ``meshes.pvd`` 
 macro for the ParaView GUI): particles as smooth spheres coloured by ``speed``, shrunk to half their
 diameter when there are bonds so that the bonds show; intact bonds as tubes coloured by
 ``axial_strain`` on a range symmetric about 0; bodies on a pivot as rod and ball with the path of
-their centre of mass; rigid clusters as their sites and edges; walls as translucent squares with an
-outline, mesh walls as translucent surfaces with their sharp edges. ``--contacts`` draws the
-contact network (``contacts.pvd``, written with ``[output] contacts = true``) over veiled
-particles: the compressed contacts as tubes coloured by their normal force, thicker the larger
-it is (force chains); ``--slab W`` keeps a slice of thickness W through the middle of the scene,
-across the view, so that the chains of one layer show.
+their centre of mass; clumps as their member spheres; rigid clusters of point sites as their sites
+and edges; walls as translucent squares with an outline, mesh walls as translucent surfaces with
+their sharp edges. ``--contacts`` draws the contact network (``contacts.pvd``, written with
+``[output] contacts = true``) over veiled particles: the compressed contacts as tubes coloured by
+their normal force, thicker the larger it is (force chains); ``--slab W`` keeps a slice of
+thickness W through the middle of the scene, across the view, so that the chains of one layer
+show.
 Fields that are round-off at the shown time are drawn in a solid colour. The axis views (``xy``
 looks down z; ``xz``; ``yz``) use a parallel projection, ``iso`` a perspective one; the default
 looks across the run's gravity (``xz`` for gravity along z, else ``xy``).

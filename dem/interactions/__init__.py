@@ -14,7 +14,7 @@ import numpy as np
 
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
-from .clump_contacts import CLUMP_PP
+from .clump_contacts import ADHESIVE_CLUMP_PP, CLUMP_PP
 from .clump_walls import CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
@@ -33,8 +33,8 @@ from .walls import WALLS
 #: name -> Interaction, in application order (`DAMPING` last: it opposes the total force)
 INTERACTIONS = {
     interaction.name: interaction
-    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, HERTZ_PW, ADHESIVE_PW,
-                        CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
+    for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, ADHESIVE_CLUMP_PP, HERTZ_PW,
+                        ADHESIVE_PW, CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
                         APPLIED_FORCE, WALLS, DEFORMATION, INSERTION, DAMPING)
 }
 
@@ -129,6 +129,13 @@ def history_width(name, params):
     return interaction.history if interaction.history_width is None else interaction.history_width(params)
 
 
+def loads_width(name, params):
+    """The width of interaction ``name``'s pair scratch with parameters ``params``
+    (`Interaction.loads_width`, else `Interaction.loads`)."""
+    interaction = INTERACTIONS[name]
+    return interaction.loads if interaction.loads_width is None else interaction.loads_width(params)
+
+
 def list_diameters(model, bodies):
     """The diameters the neighbour list of ``model`` is built with: an acting interaction's
     ``list_diameter`` (`Interaction.list_diameter`), else ``bodies.diameter``."""
@@ -150,6 +157,6 @@ __all__ = [
     "BOND", "CHUNK", "CORE_COLUMNS", "DRIVEN_COLUMNS", "GLOBAL", "INTERACTIONS", "Interaction", "KINETIC_COLUMNS",
     "ROW",
     "damping_from_restitution", "energy_columns", "extra_columns", "hertz", "history_width", "initial_states",
-    "lennard_jones", "list_diameters",
+    "lennard_jones", "list_diameters", "loads_width",
     "ortolan_saccon", "register", "section_keys", "setup_interactions", "unregister",
 ]

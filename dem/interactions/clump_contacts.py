@@ -15,7 +15,12 @@ more than half the skin, as for spheres). Members of one body are never paired: 
 touch itself. Each body pair ``i < j`` (its owner ``i``) keeps the springs of every member pair in
 its history slot, ``SPRINGS`` columns for the members ``(a, b)`` at ``(a · most + b) · SPRINGS``
 (``most``: the most members of a body), so that the springs of a member pair travel with their
-body pair's key across neighbour rebuilds and restarts.
+body pair's key across neighbour rebuilds and restarts. Under an adhesive normal law (JKR, DMT)
+the same kernels act as `ADHESIVE_CLUMP_PP`: each member pair has one column more, whether its
+JKR contact is formed (`dem.interactions.contact.FORMED`, after its springs: ``SPRINGS + 1``
+columns a member pair), so that a member pair stretched apart holds until it breaks as two
+spheres do; the energy its JKR contacts lose forming and breaking is booked to the owner
+(``hysteresis``) and the adhesion's energy has its column, as for spheres.
 
 One force evaluation makes the two passes of `dem.interactions.contact`:
 
@@ -31,7 +36,10 @@ One force evaluation makes the two passes of `dem.interactions.contact`:
    pair's moments about the member centres). The row sums its pairs' shares and leaves the sum
    in the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`); the share of
    ``j`` (the sum over the member pairs) goes to the pair's own slot of the pair scratch
-   (`dem.contacts`), written for every listed pair (zero where none touches).
+   (`dem.contacts`), written for every listed pair (zero where none touches). Where the run
+   writes the contact network (`keep_member_loads`: ``[output] contacts``), the slot also holds
+   each member pair's loads (`MEMBER_LOADS` columns from `LOADS` on, in member-pair order: zero
+   where the pair carries none), which `dem.network` reads.
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum,
    which it reads back from its force and moment before the row pass sets them.
 
@@ -43,7 +51,7 @@ plain arrays and row indices, no views, so they compile without numba's referenc
 The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
 as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
 spheres of their clumps' masses. The contacts are not sub-stepped (the plain map: `dem.system`
-refuses ``contact.substeps > 1`` with clumps). Not yet: adhesive normal laws, periodic cells,
+refuses ``contact.substeps > 1`` with clumps). Not yet: periodic cells,
 MPI (refused where the scene is read).
 """
 
@@ -59,26 +67,36 @@ from .contact import (
 )
 from .contract import CHUNK, ROW, Interaction, MPIError
 from .friction import TANGENTIAL_MODELS, stiffness_ratio
-from .hertz import normal_code, normal_damping
+from .hertz import adhesive, normal_code, normal_damping
+from .normal import LAWS, is_adhesive
 
 #: the pipeline's parameters, as `dem.interactions.contact.ContactParams` names them (``law``,
 #: ``stiffness``, ``damping``, ``substeps``, ``work``, ``ratio``, ``fixed``, ``friction``, ``rolling``,
 #: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
 #: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
-#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · SPRINGS``) and
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``) and
 #: ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop takes no named tuple nested
-#: in its arguments)
+#: in its arguments); ``network``: whether the update keeps each member pair's loads for the contact
+#: network (`keep_member_loads`); ``stride`` a member pair's history columns (``SPRINGS``, one more
+#: under an adhesive law: its formed flag)
 ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping substeps work ratio fixed friction "
                                                       "rolling twisting rolling_damping member_inertia member_start "
-                                                      "member_offset member_radius most width list_diameter")
+                                                      "member_offset member_radius most width list_diameter network "
+                                                      "stride")
+#: a member pair's loads in the pair scratch (`keep_member_loads`): whether it carries a load (1 or 0),
+#: the force on the member of ``i`` (3), the moments on the members of ``i`` and of ``j`` about
+#: their centres (3 each)
+MEMBER_LOADS = 10
 #: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
 #: and each chunk's
 #: scratch of ``2 most`` members (a row's own from ``2 most · chunk`` on, then a partner's from
 #: ``most`` further): ``position``, ``velocity``, ``spin``, ``arm`` (chunks · 2 most, 3),
-#: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2)
+#: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2); per body the
+#: energy its member pairs' JKR contacts lost forming and breaking, ``hysteresis`` (no rows
+#: without an adhesive law)
 ClumpContactState = namedtuple("ClumpContactState", "dissipated friction position velocity spin arm diameter "
-                                                    "inverse_mass inertia")
+                                                    "inverse_mass inertia hysteresis")
 #: what `dem.interactions.contact.contact_pair` reads of the bodies, here of the scratch members
 MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
 MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
@@ -130,22 +148,33 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     placed, placed_bodies, pm = _members(st, p, own)
     arm = own.arm
     for i in range(lo, hi):
-        fx = fy = fz = tx = ty = tz = booked = power = 0.0
+        fx = fy = fz = tx = ty = tz = booked = power = lost = 0.0
         count = _place(i, first, st, bodies, p, own)
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
             partners = _place(j, other, st, bodies, p, own)
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
+            if p.network:
+                for c in range(LOADS, LOADS + most * most * MEMBER_LOADS):
+                    loads[slot, c] = 0.0
             for a in range(count):
                 for b in range(partners):
-                    loaded, f, ti, tj, _, _, work, dissipation, _, _ = contact_pair(
-                        first + a, other + b, slot, (a * most + b) * SPRINGS, h, -1.0, placed, placed_bodies, pm,
+                    loaded, f, ti, tj, _, _, work, dissipation, snapped, _ = contact_pair(
+                        first + a, other + b, slot, (a * most + b) * p.stride, h, -1.0, placed, placed_bodies, pm,
                         history)
                     booked += work
+                    lost += snapped
                     if not loaded:
                         continue
                     power += dissipation
+                    if p.network:
+                        c = LOADS + (a * most + b) * MEMBER_LOADS
+                        loads[slot, c] = 1.0
+                        for e in range(3):
+                            loads[slot, c + 1 + e] = f[e]
+                            loads[slot, c + 4 + e] = ti[e]
+                            loads[slot, c + 7 + e] = tj[e]
                     sa, sb = first + a, other + b
                     gx, gy, gz = gx + f[0], gy + f[1], gz + f[2]
                     ax += ti[0] + (arm[sa, 1] * f[2] - arm[sa, 2] * f[1])
@@ -162,6 +191,8 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
         force[i, 0], force[i, 1], force[i, 2], moment[i, 0], moment[i, 1], moment[i, 2] = fx, fy, fz, tx, ty, tz
         own.friction[i] += booked
         own.dissipated[i] += h * power
+        if own.hysteresis.shape[0] > 0:  # an adhesive law
+            own.hysteresis[i] += lost
 
 
 @njit(inline="always")
@@ -179,16 +210,16 @@ def clump_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
     return fx + force[i, 0], fy + force[i, 1], fz + force[i, 2], tx + moment[i, 0], ty + moment[i, 1], tz + moment[i, 2]
 
 
-@njit(cache=True, _nrt=False)
-def clump_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's and
-    the springs' elastic energies over the touching member pairs (`dem.interactions.contact.
-    pair_energies`, the members placed anew in the first chunk's scratch rows, which no force
-    evaluation reads before writing) and the booked work."""
+@njit(inline="always")
+def _energies(st, bodies, contacts, p, own, history):
+    """``(normal, adhesion, tangential, rolling, twisting)``: the normal law's Hertz (or Hooke)
+    part and its adhesion's, the springs' elastic energies over the touching member pairs
+    (`dem.interactions.contact.pair_energies`, the members placed anew in the first chunk's
+    scratch rows, which no force evaluation reads before writing)."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
     most = p.most
     placed, placed_bodies, pm = _members(st, p, own)
-    normal = tangential = rolling = twisting = 0.0
+    normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
         count = _place(i, 0, st, bodies, p, own)
         slot = owner_start[i]
@@ -196,16 +227,36 @@ def clump_pp_energy(st, bodies, contacts, p, own, history):
             partners = _place(index[k], most, st, bodies, p, own)
             for a in range(count):
                 for b in range(partners):
-                    touching, u_n, _, springs, u_t, u_r, u_tw = pair_energies(
-                        a, most + b, slot, (a * most + b) * SPRINGS, placed, placed_bodies, pm, history)
+                    touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(
+                        a, most + b, slot, (a * most + b) * p.stride, placed, placed_bodies, pm, history)
                     if touching:
                         normal += u_n
+                        if is_adhesive(p.law):
+                            adhesion += u_a
                         if springs:
                             tangential += u_t
                             rolling += u_r
                             twisting += u_tw
             slot += 1
+    return normal, adhesion, tangential, rolling, twisting
+
+
+@njit(cache=True, _nrt=False)
+def clump_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's and
+    the springs' elastic energies over the touching member pairs (`_energies`) and the booked
+    work."""
+    normal, _, tangential, rolling, twisting = _energies(st, bodies, contacts, p, own, history)
     return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+
+
+@njit(cache=True, _nrt=False)
+def adhesive_clump_pp_energy(st, bodies, contacts, p, own, history):
+    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated)``:
+    `clump_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
+    normal, adhesion, tangential, rolling, twisting = _energies(st, bodies, contacts, p, own, history)
+    return (normal, adhesion, np.sum(own.hysteresis), tangential, rolling, twisting, np.sum(own.friction),
+            np.sum(own.dissipated))
 
 
 def clump_contacts_act(model):
@@ -237,22 +288,39 @@ def member_sites(model):
         np.ascontiguousarray(np.concatenate(radii), float)
 
 
-def _setup(model):
-    if not clump_contacts_act(model):
-        return None
+def _setup(adhesion):
+    def setup(model):
+        if not clump_contacts_act(model) or adhesive(model.sections["contact"]) != adhesion:
+            return None
+        return _params(model, SPRINGS + 1 if adhesion else SPRINGS)
+
+    return setup
+
+
+def _params(model, stride):
     contact = model.sections["contact"]
     start, offset, radius = member_sites(model)
     owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
     most = int(np.diff(start).max())
     reach = np.zeros(model.n_bodies)
     np.maximum.at(reach, owner, np.linalg.norm(offset, axis=1) + radius)
-    width = most * most * SPRINGS
+    width = most * most * stride
     return ClumpContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact), 1,
                               float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
                               TANGENTIAL_MODELS[contact["tangential"]].fixed(contact), float(contact["friction"]),
                               float(contact["rolling_friction"]), float(contact["twisting_friction"]),
                               float(contact["rolling_damping"]), member_inertia(model, owner, radius), start, offset,
-                              radius, most, width, 2.0 * reach)
+                              radius, most, width, 2.0 * reach, False, stride)
+
+
+def keep_member_loads(model):
+    """Make the clump contacts of ``model`` keep each member pair's loads in their pair scratch
+    (`MEMBER_LOADS` columns a member pair, `dem.network` reads them): for a run that writes the
+    contact network, before its contact table is made. The forces do not change."""
+    for name in NAMES:
+        params = model.interactions.get(name)
+        if params is not None:
+            model.interactions[name] = params._replace(network=True)
 
 
 def _state(model, params):
@@ -260,7 +328,7 @@ def _state(model, params):
     rows = 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)  # each chunk's scratch members
     vectors = [np.zeros((rows, 3)) for _ in range(4)]
     return ClumpContactState(np.zeros(n), np.zeros(n), *vectors, np.zeros(rows),
-                             np.zeros(rows), np.zeros((rows, 2)))
+                             np.zeros(rows), np.zeros((rows, 2)), np.zeros(n if LAWS[params.law].adhesive else 0))
 
 
 def _critical_step(model, state, p):
@@ -281,8 +349,24 @@ CLUMP_PP = Interaction(
         "particle–particle contact pipeline (normal law, damping, friction, rolling, twisting); the forces act at the "
         "contact points.",
     columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
-    keys=CONTACT_PP.keys, setup=_setup, state=_state, forces=clump_pp_forces, energy=clump_pp_energy, neighbors=True,
+    keys=CONTACT_PP.keys, setup=_setup(False), state=_state, forces=clump_pp_forces, energy=clump_pp_energy,
+    neighbors=True,
     history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
-    history_width=lambda p: p.width, list_diameter=True,
+    history_width=lambda p: p.width, loads_width=lambda p: LOADS + (p.most * p.most * MEMBER_LOADS if p.network else 0),
+    list_diameter=True,
     scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"), row_sums=True,
 )
+#: the clumps' contacts under an adhesive normal law (JKR, DMT): as `CLUMP_PP`, each member pair
+#: keeping its formed flag, with the adhesion's energy and the JKR hysteresis booked
+ADHESIVE_CLUMP_PP = Interaction(
+    name="adhesive_clump_pp", kind=ROW,
+    doc="Clumps against clumps and spheres under an adhesive normal law (JKR or DMT): as clump_pp, each member pair "
+        "holding its JKR contact until it breaks, with the adhesion's energy and the JKR hysteresis booked.",
+    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated"),
+    internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=clump_pp_forces,
+    energy=adhesive_clump_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=clump_pp_update,
+    critical_step=_critical_step, localize=_localize, history_width=CLUMP_PP.history_width,
+    loads_width=CLUMP_PP.loads_width, list_diameter=True, scratch_state=CLUMP_PP.scratch_state, row_sums=True,
+)
+#: the names of the clumps' contact interactions (one acts at most)
+NAMES = (CLUMP_PP.name, ADHESIVE_CLUMP_PP.name)

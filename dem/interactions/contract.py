@@ -136,7 +136,8 @@ writes before anything reads them: they are neither saved in checkpoints nor car
 that move to another rank (each rank allocates its own).
 
 An interaction whose history width depends on the model gives ``history_width(params)``, the
-width of its history (``history`` then only says that it keeps one). One whose pairs are not the
+width of its history (``history`` then only says that it keeps one); likewise ``loads_width(params)``
+the width of its pair scratch (``loads`` then only says that it keeps one). One whose pairs are not the
 particles' spheres (`dem.interactions.clump_contacts`: clumps, listed by the sphere about their
 centre of mass that holds every member) sets ``list_diameter``: its parameters' ``list_diameter``
 (n,) are the diameters the neighbour list is built with instead of ``bodies.diameter``.
@@ -196,6 +197,7 @@ class Interaction:
     body: object = None
     former_state: object = None
     history_width: object = None
+    loads_width: object = None
     list_diameter: bool = False
     row_sums: bool = False
 

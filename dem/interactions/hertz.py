@@ -586,7 +586,8 @@ def jkr_skin(contact, diameter):
     """The Verlet skin a law that holds contacts stretched (JKR) needs so that every formed contact
     stays listed until it breaks (`dem.neighbors`: a pair within ``reach + skin`` at a build is
     listed until the next): 1.1 × the largest separation ``−ξ_c`` (its ``separation``) among pairs
-    of the smallest and largest particles (0 for other laws)."""
+    of the smallest and largest particles (``diameter``: the spheres that touch, clumps' members
+    included; 0 for other laws)."""
     sizes = diameter[diameter > 0]
     law = LAWS[normal_code(contact)]
     if not law.beyond_contact or contact["k_pp"] <= 0.0 or not len(sizes):

@@ -55,7 +55,9 @@ Contacts (only when asked for, ``contacts``: the scene's ``[output] contacts``):
 particle–particle pair ``i < j`` as a line between the two centres (the points are the bodies'
 positions, as for bonds), with the cell data of `dem.network.contact_network`: ``force`` (on
 ``i``), ``normal_force`` (positive in compression), ``tangential_force``, ``overlap``, ``sliding``
-(uint8), ``i`` and ``j``.
+(uint8), ``i`` and ``j``. With clumps every touching member pair is a line between the two member
+centres, ``i`` and ``j`` its bodies, with ``member_i``, ``member_j`` (the members' indices in their
+bodies) and ``moment_i``, ``moment_j`` (the moments on the members about their centres) too.
 """
 
 import functools
@@ -376,13 +378,21 @@ def _bonds(model, state):
 
 
 def _contacts(model, state, table):
-    """The touching particle pairs (`dem.network.contact_network`) as lines between their centres."""
+    """The touching particle pairs (`dem.network.contact_network`) as lines between their centres;
+    with clumps the touching member pairs, between the member centres."""
     network = contact_network(model, state, table)
     f64 = np.float64
     data = [("force", network.force, f64), ("normal_force", network.normal_force, f64),
             ("tangential_force", network.tangential_force, f64), ("overlap", network.overlap, f64),
             ("sliding", network.sliding, np.uint8), ("i", network.i, np.int32), ("j", network.j, np.int32)]
-    points, ends = _pair_lines(state, network.i, network.j)
+    if network.moment_i is None:
+        points, ends = _pair_lines(state, network.i, network.j)
+    else:  # member pairs (clumps are not in periodic cells)
+        m = len(network.i)
+        points, ends = np.concatenate((network.centre_i, network.centre_j)), \
+            np.column_stack((np.arange(m), m + np.arange(m))).ravel()
+        data += [("member_i", network.member_i, np.int32), ("member_j", network.member_j, np.int32),
+                 ("moment_i", network.moment_i, f64), ("moment_j", network.moment_j, f64)]
     return Frame(points, lines=(np.arange(0, len(ends) + 1, 2), ends), cell_data=data, scalars="normal_force")
 
 

@@ -368,8 +368,8 @@ def random_springs(model, state, name, rng):
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
     if name == "clump_pw":  # the members' springs, as spheres' (`member_spheres`)
         return _clump_springs(model, state, rng)
-    if name == "clump_pp":  # the member pairs' springs, side by side in their body pair's (`member_pairs`)
-        return _clump_pair_springs(model, state, rng)
+    if name in ("clump_pp", "adhesive_clump_pp"):  # the member pairs' springs, side by side in their body pair's
+        return _clump_pair_springs(model, state, rng, name)
     if name in ("contact_pw", "adhesive_contact_pw"):  # the springs of the parts that act at some wall, side by side
         parts = [random_springs(model, state, law, rng) for law in _wall_parts(model, name)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
@@ -619,16 +619,19 @@ def _clump_springs(model, state, rng):
 REFERENCE.update(clump_pw=clump_pw)
 
 
-def member_pairs(model, state):
-    """The touching member pairs of ``clump_pp`` (`dem.interactions.clump_contacts`: the clumps'
+def member_pairs(model, state, name="clump_pp"):
+    """The touching member pairs of ``name`` (``clump_pp`` or ``adhesive_clump_pp``,
+    `dem.interactions.clump_contacts`: the clumps'
     members and the other bodies as one member each), members of one body left out, each as a
     system of two free spheres: ``[(key, slot, (spheres, moving), arms)]`` with ``key`` the body
-    pair ``(i, j)``, ``slot`` the member pair's place in its history (``(a · most + b) · 7``), the
+    pair ``(i, j)``, ``slot`` the member pair's place in its history (``(a · most + b) · 7``, or
+    ``· 8`` under an adhesive law: the formed flag after the springs), the
     spheres at ``x + R s`` (rotated with scipy) moving at ``v + Ω × R s`` and spinning at ``Ω``
     with their bodies' masses and smallest principal moments, and ``arms`` their ``R s``."""
     from dem import SystemBuilder
 
-    p = model.interactions["clump_pp"]
+    p = model.interactions[name]
+    stride = 8 if name == "adhesive_clump_pp" else 7
     owner = np.repeat(np.arange(model.n_bodies), np.diff(p.member_start))
     local = np.arange(len(owner)) - p.member_start[owner]
     arm = Rotation.from_quat(state.orientation[owner][:, [1, 2, 3, 0]]).apply(p.member_offset)
@@ -644,24 +647,26 @@ def member_pairs(model, state):
                               diameter=2.0 * p.member_radius[pair], velocity=state.velocity[owner[pair]] + np.cross(
                                   state.angular_velocity[owner[pair]], arm[pair]),
                               angular_velocity=state.angular_velocity[owner[pair]])
-            out.append(((int(owner[a]), int(owner[b])), (local[a] * p.most + local[b]) * 7,
+            out.append(((int(owner[a]), int(owner[b])), (local[a] * p.most + local[b]) * stride,
                         system.finish(contact=model.sections["contact"]), arm[pair]))
     return out
 
 
-def clump_pp(model, state, springs=None):
-    """`contact_pp` (or, without springs, `hertz_pp` with its dashpot) on every touching member
+def clump_pp(model, state, springs=None, name="clump_pp"):
+    """`contact_pp` (or, without springs, `hertz_pp` with its dashpot; ``adhesive_clump_pp``:
+    `adhesive_pp`) on every touching member
     pair as two free spheres (`member_pairs`; ``springs`` keyed by body pair, the member pairs'
     side by side), each member's force to its body and its moment plus ``R s × f`` about the
     body's centre of mass."""
     force, moment = _zeros(state)
     energy = 0.0
-    for (i, j), slot, (spheres, moving), arms in member_pairs(model, state):
+    pair_law = adhesive_pp if name == "adhesive_clump_pp" else contact_pp
+    for (i, j), slot, (spheres, moving), arms in member_pairs(model, state, name):
         if springs is None:
             parts = [hertz_pp(spheres, moving), normal_damping(spheres, moving)]
             pair_energy, pair_force, pair_moment = (sum(part[k] for part in parts) for k in range(3))
         else:
-            pair_energy, pair_force, pair_moment = contact_pp(spheres, moving, {(0, 1): springs[i, j][slot:slot + 7]})
+            pair_energy, pair_force, pair_moment = pair_law(spheres, moving, {(0, 1): springs[i, j][slot:slot + 7]})
         energy += pair_energy
         for body, k in ((i, 0), (j, 1)):
             force[body] += pair_force[k]
@@ -669,15 +674,16 @@ def clump_pp(model, state, springs=None):
     return energy, force, moment
 
 
-def _clump_pair_springs(model, state, rng):
-    """Random springs (`random_springs` of ``contact_pp``) on every touching member pair, keyed
-    by body pair."""
-    width = model.interactions["clump_pp"].width
+def _clump_pair_springs(model, state, rng, name):
+    """Random springs (`random_springs` of ``contact_pp``) on every touching member pair of
+    ``name``, keyed by body pair (an adhesive law's formed flags 0: every touching pair forms)."""
+    width = model.interactions[name].width
     springs = {}
-    for key, slot, (spheres, moving), _ in member_pairs(model, state):
+    for key, slot, (spheres, moving), _ in member_pairs(model, state, name):
         springs.setdefault(key, np.zeros(width))[slot:slot + 7] = random_springs(spheres, moving, "contact_pp",
                                                                                  rng)[0, 1]
     return springs
 
 
-REFERENCE.update(clump_pp=clump_pp)
+REFERENCE.update(clump_pp=clump_pp, adhesive_clump_pp=lambda model, state, springs: clump_pp(model, state, springs,
+                                                                                          "adhesive_clump_pp"))
