@@ -19,11 +19,13 @@ overlaps counted once (`mass_properties`):
 
 `body_frame` turns a template into what a rigid body needs: mass, principal moments, the
 principal axes (the body frame) and the members' centres in that frame, measured from the centre
-of mass. `template_problem` says what makes a list of spheres unusable (no sphere, a radius that
+of mass; `unit_frame` is that of a built-in shape of member diameter 1, which a source of clumps
+(`dem.builders.insert`) scales to the member diameter each clump draws. `template_problem` says what makes a list of spheres unusable (no sphere, a radius that
 is not positive, members in pieces).
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -306,3 +308,20 @@ def body_frame(template, density=1.0, resolution=RESOLUTION):
     moments, axes = principal_frame(properties)
     offsets = (np.asarray(template.centres, float) - properties.centre) @ axes
     return properties.mass, moments, properties.centre, axes, offsets
+
+
+@lru_cache(maxsize=None)
+def unit_frame(shape, count=2, aspect=2.0):
+    """``(volume, moments (3,), offsets (n, 3), radii (n,), reach)`` of the built-in ``shape`` of
+    member diameter 1 (radius 0.5, the default distance) at density 1: its volume, principal
+    moments, members' centres in the body frame from the centre of mass (`body_frame`), radii,
+    and the distance from the centre of mass to its farthest point. At member diameter ``d`` and
+    density ``ρ`` the clump is this one scaled: mass ``ρ V d³``, moments ``ρ J d⁵``, offsets and
+    radii ``d`` times these (the same shape, so the same principal axes). Cached: one quadrature
+    a shape."""
+    template = built_in(shape, 0.5, None, count, aspect)
+    volume, moments, _, _, offsets = body_frame(template)
+    radii = np.asarray(template.radii, float)
+    for array in (moments, offsets, radii):
+        array.setflags(write=False)
+    return volume, moments, offsets, radii, float(np.max(np.linalg.norm(offsets, axis=1) + radii))

@@ -14,7 +14,11 @@ takes out is booked (the ``inserted`` and ``removed`` columns of `dem.interactio
 ``total`` still closes, and the momentum too (`InsertionState`). Each body keeps its index, so
 the VTK ``id`` of a particle stays with it; snapshots show the bodies in play only. In a periodic
 cell places are tested against the nearest images and outlets see the centres moved into the
-cell; under MPI the Feeder acts on rank 0's view of the whole system and the ranks take what it
+cell. A source of clumps (`dem.builders.insert`, ``clump``) parks them likewise, and their
+members with them (zero list diameter for `dem.interactions.clump_contacts`, zero mass for
+`dem.interactions.clump_walls`); in a scene with clumps every source places its bodies member
+by member, at random orientations (`place_clumps`), and an outlet takes a clump when its centre
+of mass enters it; under MPI the Feeder acts on rank 0's view of the whole system and the ranks take what it
 changed (`dem.distributed`).
 """
 
@@ -23,6 +27,9 @@ import logging
 import numpy as np
 
 from .cell import ORIGIN, PERIOD, cell_image, wrapped
+from .clumps import unit_frame
+from .interactions import list_diameters
+from .interactions.clump_contacts import clump_contacts, enclosing_diameters, member_sites
 from .meshes import surface_distance
 from .neighbors import N_BUILDS
 from .rotations import quat_matrix
@@ -162,10 +169,19 @@ class Region:
 
 
 def largest_size(p):
-    """The largest diameter a source's size distribution gives."""
-    return {"mono": lambda: p["diameter"], "uniform": lambda: p["diameter_max"],
-            "lognormal": lambda: p["diameter_max"], "file": lambda: float(file_sizes(p["file"]).max())}[
-        p["distribution"]]()
+    """The largest span a source's size distribution gives (`span_of` its largest diameter)."""
+    return span_of(p, {"mono": lambda: p["diameter"], "uniform": lambda: p["diameter_max"],
+                       "lognormal": lambda: p["diameter_max"], "file": lambda: float(file_sizes(p["file"]).max())}[
+        p["distribution"]]())
+
+
+def span_of(p, diameter):
+    """The span of a source's particles of ``diameter``: the diameter of a sphere, that of the
+    sphere about its centre of mass that holds its members for a clump of member diameter
+    ``diameter`` (`dem.clumps.unit_frame`)."""
+    if p.get("clump") is None:
+        return diameter
+    return diameter * 2.0 * unit_frame(p["clump"], p["spheres"], p["aspect"])[4]
 
 
 def file_sizes(path):
@@ -197,17 +213,24 @@ def run_bodies(model, state):
     bodies = model.body_arrays()
     if "insertion" in model.interactions:
         bodies = bodies._replace(mass=bodies.mass.copy(), diameter=bodies.diameter.copy())
-        park(bodies, model.interactions["insertion"], state.interactions["insertion"])
+        park(bodies, model, state.interactions["insertion"])
     return bodies
 
 
-def park(bodies, params, own):
+def park(bodies, model, own):
     """Give the parked bodies (``own.alive`` False) zero diameter, mass and inverse mass and
     inertia in the run's arrays ``bodies`` (`dem.state.BodyArrays`, its own copies of the mass
-    and diameter)."""
-    parked = params.bodies[~own.alive]
+    and diameter), and, where clumps touch particles, zero list diameter
+    (`dem.interactions.clump_contacts`: the neighbour list then leaves them out, and with them
+    their members; `dem.interactions.clump_walls` leaves out bodies of zero mass)."""
+    sources = model.interactions["insertion"].bodies
+    parked = sources[~own.alive]
     for target in (bodies.diameter, bodies.mass, bodies.inverse_mass, bodies.inverse_inertia):
         target[parked] = 0.0
+    clumps = clump_contacts(model)
+    if clumps is not None:   # (the model's array: those in play get theirs back, as after a restart)
+        listed = clumps.list_diameter
+        listed[sources] = np.where(own.alive, enclosing_diameters(model)[sources], 0.0)
 
 
 def drop_wall_history(state, leaving, n):
@@ -222,11 +245,28 @@ def drop_wall_history(state, leaving, n):
 
 
 def wake(bodies, model, index):
-    """Give the bodies ``index`` their own diameter, mass and inertia in the run's arrays."""
+    """Give the bodies ``index`` their own diameter, mass and inertia in the run's arrays (and
+    their list diameter, `park`)."""
     bodies.diameter[index] = model.diameter[index]
     bodies.mass[index] = model.mass[index]
     bodies.inverse_mass[index] = np.where(model.pinned[index], 0.0, 1.0 / model.mass[index])
     bodies.inverse_inertia[index] = np.where(model.clamped[index, None], 0.0, 1.0 / model.inertia[index])
+    clumps = clump_contacts(model)
+    if clumps is not None:
+        clumps.list_diameter[index] = enclosing_diameters(model)[index]
+
+
+def drop_member_history(model, state, leaving):
+    """Empty the wall springs that the members of the clumps ``leaving`` kept
+    (`dem.interactions.clump_walls`, per member), as `drop_wall_history` does a particle's."""
+    if "clump_pw" not in model.interactions:
+        return
+    start = model.interactions["clump_pw"].member_start
+    rows = np.concatenate([np.arange(start[b], start[b + 1]) for b in leaving])
+    own = state.interactions["clump_pw"]
+    for values, empty in ((own.wall_key, -1), (own.wall_spring, 0.0), (own.mesh_contact, 0.0)):
+        if len(values):   # (the mesh contacts have no rows without meshes)
+            values[rows] = empty
 
 
 class Feeder:
@@ -291,7 +331,8 @@ class Feeder:
             own.removed_count[k] += len(leaving)
             own.removed_mass[k] += float(sim.model.mass[leaving].sum())
             drop_wall_history(st, leaving, sim.model.n_bodies)
-            park(sim.bodies, p, own)
+            drop_member_history(sim.model, st, leaving)
+            park(sim.bodies, sim.model, own)
             st.velocity[leaving] = 0.0
             st.angular_velocity[leaving] = 0.0
 
@@ -306,8 +347,9 @@ class Feeder:
         if due <= done:
             return
         rng = np.random.default_rng([source["seed"], k, st.step])
-        placed = place(sim, region, p.bodies[first + done:first + due], rng, source["overlap_tolerance"],
-                       source["attempts"], self.mesh_faces)
+        placed = (place_clumps if model.has_clumps else place)(
+            sim, region, p.bodies[first + done:first + due], rng, source["overlap_tolerance"], source["attempts"],
+            self.mesh_faces)
         if len(placed) < due - done and k not in self.full:
             self.full.add(k)
             log.warning("insert %d: its region is full at t = %g: %d of the %d particles due are waiting (logged in "
@@ -315,11 +357,13 @@ class Feeder:
         own.shortfall[k] = due - done - len(placed)
         if not len(placed):
             return
-        index = np.array([body for body, _ in placed])
-        position = np.array([x for _, x in placed])
+        index = np.array([body for body, *_ in placed])
+        position = np.array([x for _, x, *_ in placed])
 
         def change():
             st.position[index] = position
+            if model.has_clumps:   # (random orientations: `place_clumps`)
+                st.orientation[index] = np.array([q for *_, q in placed])
             st.velocity[index] = source["velocity"]
             st.angular_velocity[index] = source["angular_velocity"]
             own.alive[p.slot[index]] = True
@@ -337,7 +381,7 @@ def refresh(sim):
     bodies, with the new ones; the histories of the pairs that remain carried over) and the
     forces of the new configuration (no step, nothing booked)."""
     builds = int(sim.contacts.counters[N_BUILDS])
-    sim.contacts.rebuild(sim.state.position, sim.bodies.diameter, sim.state.cell)
+    sim.contacts.rebuild(sim.state.position, list_diameters(sim.model, sim.bodies), sim.state.cell)
     sim.contacts.counters[N_BUILDS] = builds + 1
     sim.forget_sample()
     sim.recompute_forces()
@@ -374,13 +418,7 @@ def place(sim, region, bodies, rng, tolerance, attempts, faces):
     largest = float(model.diameter.max())
     walls = wall_planes(sim)
     meshes = mesh_frames(sim, faces)
-    period, origin = cell[PERIOD], cell[ORIGIN]
-    spans = (period > 0.0) & (region.lo <= origin) & (region.hi >= origin + period)
-    images = [np.zeros(3)]
-    for axis in np.flatnonzero(period > 0.0):
-        step = np.zeros(3)
-        step[axis] = cell[PERIOD, axis]
-        images = [image + k * step for image in images for k in (-1.0, 0.0, 1.0)]
+    spans, images = periodic_images(region, cell)
     grid = {}
     placed = []
     new_position, new_diameter = np.empty((len(bodies), 3)), np.empty(len(bodies))
@@ -419,6 +457,90 @@ def place(sim, region, bodies, rng, tolerance, attempts, faces):
         else:
             return placed
     return placed
+
+
+def place_clumps(sim, region, bodies, rng, tolerance, attempts, faces):
+    """``[(body, position, orientation)]``: `place` in a scene with clumps, member sphere by member
+    sphere (`dem.interactions.clump_contacts.member_sites`: a sphere is one member at its centre):
+    each body at a random place in the region shrunk by its reach (from its centre of mass to its
+    farthest point) and a uniform random orientation (a unit quaternion of four normal draws),
+    where none of its members overlaps a member of a body in play (nor one placed before it) by
+    more than ``tolerance`` of the two diameters' mean, nor a plane or a mesh; stops at the first
+    body that finds no place in ``attempts`` tries. The members in play are found with a k-d tree
+    of their centres about their bodies' centres moved into the cell, those placed here by a
+    direct search (a source places a few at a time); in a periodic cell each is searched around
+    every image one period across, and distances are the nearest image's, as in `place`."""
+    from scipy.spatial import cKDTree
+
+    st, model = sim.state, sim.model
+    cell = st.cell
+    start, offset, radius = member_sites(model)
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
+    held = np.flatnonzero(sim.bodies.mass[owner] > 0.0)   # the members of the bodies in play
+    arm = np.einsum("nij,nj->ni", quat_matrix(st.orientation[owner[held]]), offset[held])
+    members = wrapped(st.position, cell)[owner[held]] + arm
+    tree = cKDTree(wrapped(members, cell)) if len(held) else None
+    largest = float(radius.max(initial=0.0))
+    walls = wall_planes(sim)
+    meshes = mesh_frames(sim, faces)
+    spans, images = periodic_images(region, cell)
+    placed, new_members, new_radii = [], np.zeros((0, 3)), np.zeros(0)
+
+    def overlap(x, r, position, radii):
+        """Whether any of the members ``x (m, 3)`` of radii ``r`` overlaps any at ``position``."""
+        if not len(radii):
+            return False
+        apart = np.linalg.norm(cell_image((position[None] - x[:, None]).reshape(-1, 3), cell), axis=1)
+        return bool(np.any(apart.reshape(len(x), -1) < (r[:, None] + radii[None]) * (1.0 - tolerance)))
+
+    for body in bodies:
+        rows = slice(start[body], start[body + 1])
+        own_offset, own_radius = offset[rows], radius[rows]
+        reach = float(np.max(np.linalg.norm(own_offset, axis=1) + own_radius))
+        for _ in range(attempts):
+            x = region.sample(rng, reach, spans)
+            if x is None:
+                return placed
+            q = rng.standard_normal(4)
+            q *= (1.0 if q[0] >= 0.0 else -1.0) / np.linalg.norm(q)
+            inside = wrapped(x[None], cell)[0]
+            at = inside + own_offset @ quat_matrix(q[None])[0].T
+            if walls is not None and np.any(np.einsum("mwc,wc->mw", at[:, None] - walls[0][None], walls[1])
+                                            < own_radius[:, None]):
+                continue
+            if any(surface_distance(rotation.T @ (member - point), vertex, face, faces) < r
+                   for point, rotation, vertex, face, faces in meshes for member, r in zip(at, own_radius)):
+                continue
+            if tree is not None:
+                near = set()
+                for image in images:
+                    for found in tree.query_ball_point(wrapped(at, cell) + image, own_radius + largest):
+                        near.update(found)
+                near = np.array(sorted(near), np.int64)
+                if overlap(at, own_radius, members[near], radius[held[near]]):
+                    continue
+            if overlap(at, own_radius, new_members, new_radii):
+                continue
+            placed.append((body, inside, q))
+            new_members, new_radii = np.concatenate([new_members, at]), np.concatenate([new_radii, own_radius])
+            break
+        else:
+            return placed
+    return placed
+
+
+def periodic_images(region, cell):
+    """``(spans (3,), images)``: the periodic axes of ``cell`` that ``region`` spans (it has no
+    face there), and the shifts to every image of a place one period across the periodic axes
+    (``[0]`` without one)."""
+    period, origin = cell[PERIOD], cell[ORIGIN]
+    spans = (period > 0.0) & (region.lo <= origin) & (region.hi >= origin + period)
+    images = [np.zeros(3)]
+    for axis in np.flatnonzero(period > 0.0):
+        step = np.zeros(3)
+        step[axis] = cell[PERIOD, axis]
+        images = [image + k * step for image in images for k in (-1.0, 0.0, 1.0)]
+    return spans, images
 
 
 def mesh_faces(model):

@@ -75,7 +75,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import linregress
 
-from .runfiles import RunFolderError, read_log, read_snapshot, run_folders, snapshot_entries
+from .runfiles import RunFolderError, read_log, read_snapshot, run_folders, snapshot_entries, snapshot_spheres
 from .runner import CHECKPOINT
 from .scene import MESH_KEYS, SCHEMA, apply_override, parse_override
 
@@ -176,9 +176,13 @@ def fill_heights(snapshots, level):
 
 
 def run_fill_heights(run_dir, level):
-    """``(times, fill heights)`` of the particle snapshots of a run (`fill_heights`)."""
+    """``(times, fill heights)`` of the particle snapshots of a run (`fill_heights`), read as
+    spheres (`dem.runfiles.snapshot_spheres`: a clump's member spheres)."""
     entries = snapshot_entries(run_dir)
-    snapshots = [read_snapshot(run_dir, entry=entry) for entry in entries]
+    snapshots = []
+    for entry in entries:
+        position, diameter = snapshot_spheres(run_dir, read_snapshot(run_dir, entry=entry))
+        snapshots.append({"position": position, "diameter": diameter})
     return np.array([entry[1] for entry in entries], float), fill_heights(snapshots, level)
 
 

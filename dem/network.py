@@ -41,7 +41,7 @@ from numba import njit
 
 from .cell import cell_image, image_velocity
 from .contacts import pair_slot
-from .interactions.clump_contacts import MEMBER_LOADS, NAMES as CLUMP_PIPELINES
+from .interactions.clump_contacts import MEMBER_LOADS, NAMES as CLUMP_PIPELINES, clump_contacts
 from .interactions.contact import LOADS
 from .interactions.hertz import normal_damped, pair_overlap
 from .interactions.normal import contact_scales, normal_law
@@ -219,12 +219,6 @@ def _clump_pipeline_name(model):
     return next((name for name in CLUMP_PIPELINES if name in model.interactions), None)
 
 
-def _clump_pipeline(model):
-    """The parameters of the clumps' contact interaction of ``model``, or None."""
-    name = _clump_pipeline_name(model)
-    return None if name is None else model.interactions[name]
-
-
 def _clump_network(model, state, contacts, p):
     """The `Network` of member pairs under ``clump_pp`` or ``adhesive_clump_pp`` (module docstring)."""
     if not p.network:
@@ -235,7 +229,8 @@ def _clump_network(model, state, contacts, p):
     global_a, global_b = p.member_start[first] + a, p.member_start[second] + b
     centre_i = _member_centres(first, global_a, state.position, state.orientation, p.member_offset)
     centre_j = _member_centres(second, global_b, state.position, state.orientation, p.member_offset)
-    d = centre_i - centre_j
+    between = state.position[first] - state.position[second]
+    d = centre_i - centre_j + (cell_image(between, state.cell) - between)  # (the partner's nearest image)
     distance = np.linalg.norm(d, axis=1)
     normal = d / distance[:, None]
     force = values[:, 0:3].copy()
@@ -288,7 +283,7 @@ def contact_network(model, state, contacts):
     """The `Network` of ``state`` (module docstring): ``contacts`` is the
     `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or
     what `dem.engine.compute_forces` returned). Empty without particle–particle contacts."""
-    clumps = _clump_pipeline(model)
+    clumps = clump_contacts(model)
     if clumps is not None:
         return _clump_network(model, state, contacts, clumps)
     first, second, distance, reach = touching_pairs(model, state, contacts)
@@ -324,7 +319,7 @@ def fabric(model, state, contacts):
     ``N_p`` counts the bodies with members and each contact's ``n`` is its member pair's).
     ``mechanical`` is NaN when every particle is a rattler, ``tensor`` and ``anisotropy`` when
     nothing touches."""
-    clumps = _clump_pipeline(model)
+    clumps = clump_contacts(model)
     if clumps is not None:
         network = _clump_network(model, state, contacts, clumps)
         first, second, normal = network.i, network.j, network.normal

@@ -16,6 +16,7 @@ from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
+from .interactions.clump_contacts import enclosing_diameters
 from .interactions.contact import check_sub_models
 from .interactions.hertz import adhesive, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
@@ -271,9 +272,19 @@ def _check_cell(model, cell):
     """Refuse what does not work across periodic faces (`dem.cell`), naming the key."""
     if not cell.any():
         return
-    problem = reach_problem(cell, model.diameter, model.skin)
+    if model.has_clumps:
+        moving = [key for key in ("strain_rate", "shear_rate", "stress_control") if any(model.sections["cell"][key])]
+        if moving:
+            raise SceneError(f"cell.{moving[0]}: clumps do not follow a deforming cell yet (their contacts do not "
+                             f"take the images' motion): make the cell fixed (no strain_rate, shear_rate or "
+                             f"stress_control)")
+    # a clump reaches as far as the sphere about its centre of mass that holds its members
+    diameter = np.maximum(model.diameter, enclosing_diameters(model)) if model.has_clumps else model.diameter
+    problem = reach_problem(cell, diameter, model.skin)
     if problem:
-        raise SceneError(f"cell.{problem[0]}: {problem[1]}")
+        raise SceneError(f"cell.{problem[0]}: {problem[1]}" + (" (a clump's diameter: that of the sphere about its "
+                                                               "centre of mass that holds its members)"
+                                                               if model.has_clumps else ""))
     wall = wall_problem(cell, model.wall_normal)
     if wall is not None:
         raise SceneError(f"walls.{wall}.normal: a plane must be parallel to every periodic axis of the cell (its "
@@ -281,25 +292,18 @@ def _check_cell(model, cell):
     if model.inputs.get("walls", {}).get("meshes"):
         raise SceneError("mesh.0: mesh walls do not act across periodic faces: use planes in a periodic cell, or make "
                          "cell.periodic all false")
-    if model.has_clumps:
-        raise SceneError("cell.periodic: clumps do not act across periodic faces yet: make cell.periodic all false")
-    if model.n_sites:
+    if model.n_sites and not (model.site_radius > 0).all():   # point sites (a clump's members have radii)
         raise SceneError("cell.periodic: interaction sites (Lennard-Jones) do not act across periodic faces: make "
                          "cell.periodic all false")
 
 
 def _check_clumps(model):
     """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
-    through their members without a word: sources and outlets, adhesive laws at walls, contact
-    sub-steps. (Walls, planes and meshes: `dem.interactions.clump_walls`; particles:
-    `dem.interactions.clump_contacts`.)"""
+    through their members without a word: adhesive laws at walls, contact sub-steps. (Walls,
+    planes and meshes: `dem.interactions.clump_walls`; particles:
+    `dem.interactions.clump_contacts`; sources and outlets: `dem.feeding`.)"""
     if not model.has_clumps:
         return
-    feeding = model.inputs.get("insertion", {})
-    for key, table in (("sources", "insert"), ("outlets", "outlet")):
-        if feeding.get(key):
-            raise SceneError(f"{table}.0: sources and outlets do not act with clumps yet (a parked clump's members "
-                             f"would keep touching the walls): a scene with clumps has no [[insert]] or [[outlet]]")
     contact = model.sections["contact"]
     if contact["k_pp"] > 0.0 and contact["substeps"] > 1:
         raise SceneError("contact.substeps: the contacts of clumps are not sub-stepped (they run the plain map): set "

@@ -1,6 +1,8 @@
 """Multi-sphere clumps (`dem.clumps`): mass properties of sphere unions against independent
 integrations, template validation, and a clump tumbling in free flight under `lgvi`."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -321,15 +323,12 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
 
 @pytest.mark.parametrize("setting, key", [
     ("contact.k_pp=100.0;contact.substeps=3", "contact.substeps: the contacts of clumps are not sub-stepped"),
-    ('outlet=[{shape = "box", min = [-9, -9, -9], max = [-8, -8, -8]}]', "outlet.0: sources and outlets do not act "
-     "with clumps yet"),
     ('contact.normal="dmt";contact.work_of_adhesion=0.1',
      "contact.normal: clumps touch walls through non-adhesive normal laws only"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps, outlets, adhesive wall laws (on
-    planes and meshes): one line naming the key, rather than members passing through what they
-    should touch; several MPI processes:
+    """Contact sub-steps, adhesive wall laws (on planes and meshes): one line naming the key,
+    rather than members passing through what they should touch; several MPI processes:
     one line saying so. Planes and meshes are walls clumps touch."""
     from pathlib import Path
 
@@ -509,15 +508,36 @@ def test_clumps_on_the_floor_are_the_same_bits_on_threads(tmp_path):
             assert np.array_equal(one, other), (name, field)
 
 
+def restarted(tmp_path, path, settings, half, logs=("energy.csv",)):
+    """Run the scene ``path`` straight through and in two pieces (stopped at t = ``half`` and
+    restarted from its checkpoint): asserts the same ``logs`` and the same state, interactions' and
+    scheme's arrays in the last checkpoints, to the last bit. Returns ``(simulation of the
+    restarted run, the checkpoint at half-way, the last one)``."""
+    from dem.checkpoint import load_checkpoint
+    from dem.runner import run
+
+    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
+    run(path, settings, straight, quiet=True)
+    run(path, settings + [f"simulation.t_end={half}"], pieces, quiet=True)
+    midway = load_checkpoint(pieces / "checkpoint.npz")
+    sim, _ = run(path, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
+    for name in logs:
+        assert (straight / name).read_text() == (pieces / name).read_text(), name
+    first, second = load_checkpoint(straight / "checkpoint.npz"), load_checkpoint(pieces / "checkpoint.npz")
+    assert first.keys() == second.keys()
+    for name in first:
+        if name.startswith(("state_", "interaction.", "scheme.")):
+            assert np.array_equal(first[name], second[name]), name
+    return sim, midway, first
+
+
 def test_clumps_on_the_floor_restart_exactly(tmp_path):
     """Tetrahedra and rods poured on a rough floor, half of it under a raised step (a mesh), with a
     moving wall, touching them and one another: a run stopped half-way and restarted from its
     checkpoint (the members' wall springs, on planes and mesh contacts, and the member pairs'
     springs in it) ends with the same bits as a run straight through (energy.csv, the state, the
     interactions' arrays)."""
-    from dem.checkpoint import load_checkpoint
     from dem.runfiles import read_snapshot, snapshot_spheres
-    from dem.runner import run
 
     path = clump_scene(tmp_path, FLOOR + '[[walls]]\npoint = [3.5, 0, 0]\nnormal = [-1, 0, 0]\n'
                        'velocity = [-0.5, 0, 0]\n'
@@ -528,21 +548,14 @@ def test_clumps_on_the_floor_restart_exactly(tmp_path):
                        + raised_step(tmp_path, (-8.0, 0.0), (-8.0, 8.0), 0.1, n=6))
     settings = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
                 "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "contact.k_pp=2e4"]
-    straight, pieces = tmp_path / "straight", tmp_path / "pieces"
-    run(path, settings, straight, quiet=True)
-    run(path, settings + ["simulation.t_end=1.0"], pieces, quiet=True)
-    assert len(load_checkpoint(pieces / "checkpoint.npz")["contacts.history_keys.clump_pp"]) > 0   # springs held
-    sim, _ = run(path, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
-    assert (straight / "energy.csv").read_text() == (pieces / "energy.csv").read_text()
-    first, second = load_checkpoint(straight / "checkpoint.npz"), load_checkpoint(pieces / "checkpoint.npz")
-    assert first.keys() == second.keys() and "interaction.clump_pw.wall_spring" in first
-    for name in first:
-        if name.startswith(("state_", "interaction.", "scheme.")):
-            assert np.array_equal(first[name], second[name]), name
+    sim, midway, first = restarted(tmp_path, path, settings, 1.0)
+    assert len(midway["contacts.history_keys.clump_pp"]) > 0   # springs held
+    assert "interaction.clump_pw.wall_spring" in first
     keys = sim.state.interactions["clump_pw"].wall_key
     assert sim.energy_budget()["friction"] > 0 and (keys >= 0).any() and (keys == 2).any()   # (the step: wall 2)
     assert "interaction.clump_pw.mesh_contact" in first and (first["interaction.clump_pw.mesh_contact"] != 0).any()
     # `dem repose` reads a heap of clumps as their member spheres
+    straight = tmp_path / "straight"
     position, diameter = snapshot_spheres(straight, read_snapshot(straight))
     assert np.allclose(position, member_positions(sim.model, sim.state), rtol=0.0, atol=1e-12)
     assert np.array_equal(diameter, 2.0 * sim.model.site_radius)
@@ -1136,3 +1149,295 @@ def test_adhesive_clumps_restart_exactly(tmp_path):
         if name.startswith(("state_", "interaction.", "scheme.", "contacts.history")):
             assert np.array_equal(first[name], second[name]), name
     assert sim.energy_budget()["hysteresis"] > 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# clumps in a periodic cell (dem.cell; dem.interactions.clump_contacts takes the centres' image)
+# ---------------------------------------------------------------------------------------------
+
+#: two rods of four members (length 4, 0.44 of the cell's edge 9) thrown at each other, rough
+#: (friction, rolling and twisting resistance), with no gravity
+RODS = """[contact]
+k_pp = 2e4
+restitution = 0.5
+friction = 0.5
+rolling_friction = 0.1
+twisting_friction = 0.05
+poisson_ratio = 0.22
+""" + 2 * '[[clump]]\ntemplate = "rod"\nspheres = 4\naspect = 4.0\nradius = 0.5\n{}\n'
+RODS = RODS.format("position = [{a}, 4.5, 4.5]\nrotation_vector = [0.0, 0.2, 0.1]\nvelocity = [-0.5, 0.05, 0.0]\n"
+                   "angular_velocity = [0.0, 0.0, 0.3]",
+                   "position = [{b}, 4.2, 4.8]\nrotation_vector = [0.3, 0.0, 1.2]\nvelocity = [0.5, 0.0, -0.05]")
+PERIODIC = "[cell]\nperiodic = [true, true, true]\nsize = [{edge}, 9.0, 9.0]\n"
+
+
+def rods(tmp_path, a, b, cell=PERIODIC, edge=9.0):
+    from dem.runner import prepare
+
+    _, model, state, _ = prepare(clump_scene(tmp_path, cell.format(edge=edge) + RODS.format(a=a, b=b)), [])
+    return model, state
+
+
+def test_rods_colliding_across_a_face_collide_as_inside(tmp_path):
+    """Two rods meet across the x face of the cell (their centres at x = 0.5 and 6.4, the second's
+    nearest image at −2.6), and the same rods meet in the middle of the cell: the same collision
+    (positions less the shift, velocities, spins, orientations and every column of the budget, to
+    1e-11 of their scale: the round-off of ``x ± L`` through a frictional impact, measured 2.3e-12);
+    in the middle of the cell it is the collision in an open box to the last bit. The rods are
+    long (0.44 of the edge): their far members are nearer to images of the other rod than the one
+    the centres pair them through (member 3 of the first, at about x = 2, and member 3 of the
+    second, at about 7.8: 3.6 apart one way, 5.8 the other), which touch nothing
+    (`dem.interactions.clump_contacts`: one image per body pair, the centres')."""
+    runs = []
+    for a, b, cell in ((0.5, 6.4, PERIODIC), (4.5, 1.4, PERIODIC), (4.5, 1.4, "")):
+        model, state = rods(tmp_path, a, b, cell)
+        sim = Simulation(model, state, "lgvi", 5e-4)
+        touched = 0.0
+        for _ in range(30):
+            sim.advance(100)
+            touched = max(touched, sim.energy_budget()["hertz_pp"])
+        runs.append((state, sim.energy_budget(), touched))
+    (across, budget, touched), (inside, expected, _), (open_box, _, _) = runs
+    assert touched > 1e-2 * budget["total"] and budget["friction"] > 0.0 and budget["dissipated"] > 0.0
+    assert budget["hertz_pp"] == 0.0   # they collided and parted
+    for name in ("position", "velocity", "orientation", "angular_velocity"):
+        assert np.array_equal(getattr(inside, name), getattr(open_box, name)), name
+    scale = np.abs(across.velocity).max()
+    shift = inside.position - across.position
+    assert np.allclose(shift[:, 0], [4.0, -5.0], atol=1e-11) and np.abs(shift[:, 1:]).max() < 1e-11
+    assert np.abs(inside.velocity - across.velocity).max() < 1e-11 * scale
+    assert np.abs(inside.angular_velocity - across.angular_velocity).max() < 1e-11 * scale
+    assert np.abs(inside.orientation - across.orientation).max() < 1e-11
+    for key in ("kinetic_translational", "kinetic_rotational", "friction", "dissipated", "total", "Px", "Py", "Pz"):
+        assert budget[key] == pytest.approx(expected[key], rel=1e-11, abs=1e-14), key
+
+
+def test_a_cell_too_small_for_a_clump_is_refused(tmp_path):
+    """A rod of length 4 (its list diameter) reaches two images of another in a cell of edge 8:
+    one line naming ``cell.size``; at edge 9 the cell is accepted."""
+    from dem.schema import SceneError
+
+    with pytest.raises(SceneError, match=r"cell\.size: the periodic edge Lx = 8 must be more than twice .*a clump's "
+                                         r"diameter") as error:
+        rods(tmp_path, 0.5, 6.4, edge=8.0)
+    assert "\n" not in str(error.value)
+    assert rods(tmp_path, 0.5, 6.4)[0].has_clumps
+    with pytest.raises(SceneError, match=r"cell\.shear_rate: clumps do not follow a deforming cell"):
+        rods(tmp_path, 0.5, 6.4, cell=PERIODIC + "shear_rate = 0.1\n")
+
+
+def periodic_floor(tmp_path, rows=40, seed=3):
+    """``rows`` dimers and tetrahedra, alternately, at random orientations and velocities (a mean
+    drift of (0.4, −0.3) along the floor) over a frictionless floor (the wall's own friction 0),
+    in a cell periodic in x and y of edge 6: the path of its scene file."""
+    rng = np.random.default_rng(seed)
+    grid = np.stack(np.meshgrid(np.arange(4), np.arange(4), np.arange(5), indexing="ij"), axis=-1).reshape(-1, 3)
+    place = grid[rng.permutation(len(grid))[:rows]] * np.array([1.5, 1.5, 1.4]) + np.array([0.75, 0.75, 0.9])
+    turns = rng.standard_normal((rows, 4))
+    velocity = rng.uniform(-1.0, 1.0, size=(rows, 3)) + np.array([0.4, -0.3, 0.0])
+    text = FLOOR.replace("[[walls]]\n", "[[walls]]\nfriction = 0.0\n") + \
+        "[cell]\nperiodic = [true, true, false]\nsize = [6.0, 6.0, 0.0]\n"
+    for k, template in enumerate(("dimer", "tetrahedron")):
+        picked = slice(k, None, 2)
+        table = np.column_stack([place[picked], turns[picked] / np.linalg.norm(turns[picked], axis=1, keepdims=True),
+                                 velocity[picked]])
+        np.savetxt(tmp_path / f"rows{k}.csv", table, delimiter=",", header="x,y,z,qw,qx,qy,qz,vx,vy,vz",
+                   comments="")
+        text += f'[[clump]]\ntemplate = "{template}"\nradius = 0.5\ndistance = 0.5\nrows = "rows{k}.csv"\n'
+    return clump_scene(tmp_path, text)
+
+
+def test_a_periodic_pile_of_clumps_keeps_its_drift_and_closes_its_budget(tmp_path):
+    """Dimers and tetrahedra thrown about over a frictionless floor in a cell periodic in x and y
+    (rough contacts between them: friction, rolling and twisting resistance) for one time unit:
+    they cross the faces and touch across them, and the momentum along the floor stays what it
+    was to 1e-12 of the bodies' summed momenta (measured 1e-16: the pair forces are equal and
+    opposite whatever image they act through; the floor pushes along z only); the energy budget
+    closes to 2e-3 of the work booked to the dashpots and slips (measured 1.0e-3 at dt = 5e-4),
+    to first order in dt (the error halves with dt: measured ratio 1.96), as the sphere
+    pipeline's does. The serial and the parallel loop give the same bits."""
+    from dem.runner import prepare
+
+    overrides = ["contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05"]
+    path = periodic_floor(tmp_path)
+    runs, closing = [], []
+    for dt, parallel in ((5e-4, False), (5e-4, True), (2.5e-4, False)):
+        _, model, state, _ = prepare(path, overrides)
+        sim = Simulation(model, state, "lgvi", dt, parallel=parallel)
+        start = sim.energy_budget()
+        sim.advance(int(round(1.0 / dt)))
+        budget = sim.energy_budget()
+        runs.append(state)
+        scale = np.abs(model.mass[:, None] * state.velocity).sum()
+        for c in "xy":
+            assert abs(budget[f"P{c}"] - start[f"P{c}"]) < 1e-12 * scale
+        assert budget["hertz_pp"] > 0.0 and budget["friction"] > 0.0 and budget["dissipated"] > 0.0
+        assert (np.floor(state.position[:, :2] / 6.0) != 0).any()   # some crossed a face
+        closing.append(abs(budget["total"] - start["total"]) / (budget["dissipated"] + budget["friction"]))
+    assert closing[0] < 2e-3 and 1.8 < closing[0] / closing[2] < 2.2, closing
+    for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+
+
+def test_a_periodic_pile_of_clumps_restarts_exactly(tmp_path):
+    """The periodic pile run for one time unit straight through, and stopped half-way and
+    restarted from its checkpoint (the member pairs' springs across the faces in it): the same
+    energy.csv and the same state and interactions' arrays, to the last bit."""
+    settings = ["simulation.dt=5e-4", "simulation.t_end=1.0", "output.vtk_every=1000", "output.log_every=100",
+                "contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05"]
+    _, midway, _ = restarted(tmp_path, periodic_floor(tmp_path), settings, 0.5)
+    assert len(midway["contacts.history_keys.clump_pp"]) > 0   # springs held
+
+
+# ---------------------------------------------------------------------------------------------
+# clumps poured by [[insert]] sources and taken by [[outlet]]s (dem.feeding)
+# ---------------------------------------------------------------------------------------------
+
+def clump_pour(tmp_path, changes=(), **keys):
+    """The pour of tests/support/feeding.py (a box open along y, a rough floor, gravity 1) with a
+    source of tetrahedral clumps (``clump = "tetrahedron"``, member diameters 0.4–0.6, 200 a time
+    unit until t = 1, every 0.05) under `lgvi`, rough contacts between them, and the outlet
+    taking the floor's layer from t = 0.75; ``changes`` are (old, new) text replacements, ``keys``
+    more keys of the source. Returns the scene's path."""
+    from support.feeding import POUR, pour_file
+
+    text = POUR.replace('integrator = "rrp2"', 'integrator = "lgvi"').replace("rate = 400.0", "rate = 200.0") \
+        .replace("seed = 7", "seed = 7\nclump = \"tetrahedron\"\n" + "".join(f"{k} = {v}\n" for k, v in keys.items())) \
+        .replace("friction = 0.5", "friction = 0.5\nrolling_friction = 0.1\npoisson_ratio = 0.22")
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new)
+    return pour_file(tmp_path, text)
+
+
+def test_a_source_inserts_clumps_whose_members_overlap_nothing(tmp_path):
+    """200 tetrahedral clumps a time unit, every 0.05: the count in play at each insertion is
+    ⌊200 t⌋; no member of a new clump overlaps a member of another body in play or a wall; the
+    clumps have the member diameters the source drew (0.4–0.6), the mass of the union of their
+    members (scaled as d³ from the template's) and uniform random orientations (the mean of the
+    body's z axis over 60 clumps within 0.25 of 0, no two alike)."""
+    from support.feeding import insertions
+
+    from dem.feeding import Feeder
+    from dem.runner import prepare
+
+    _, model, state, _ = prepare(clump_pour(tmp_path), ["simulation.t_end=0.3"])
+    feeder = Feeder(model, 2e-4)
+    sim = Simulation(model, state, "lgvi", 2e-4, observers=[feeder])
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(model.site_start))
+    for playing, new in insertions(sim, feeder, 1500, 200.0):
+        members = member_positions(model, state)
+        r = model.site_radius
+        mine, theirs = np.flatnonzero(np.isin(owner, new)), np.flatnonzero(np.isin(owner, playing))
+        gap = np.linalg.norm(members[mine][:, None] - members[theirs][None], axis=2) - r[mine][:, None] - r[theirs]
+        gap[owner[mine][:, None] == owner[theirs][None]] = np.inf
+        assert gap.min(initial=np.inf) >= -1e-12
+        assert (members[mine, 2] - r[mine]).min(initial=0) >= -1e-12
+        assert (3.0 - np.abs(members[mine, 0]) - r[mine]).min(initial=0) >= -1e-12
+    assert len(playing) == 60 and model.n_bodies == 200 and np.all(np.diff(model.site_start) == 4)
+    diameter = 2.0 * r[model.site_start[:-1]]
+    assert diameter.min() >= 0.4 and diameter.max() <= 0.6 and np.all(r.reshape(-1, 4) == r.reshape(-1, 4)[:, :1])
+    unit = mass_properties(built_in("tetrahedron", 0.5), 1.0)
+    assert np.allclose(model.mass, unit.mass * diameter ** 3, rtol=1e-9)
+    axis = quat_matrix(state.orientation[playing])[:, :, 2]
+    assert np.abs(axis.mean(axis=0)).max() < 0.25 and len(np.unique(np.round(axis, 6), axis=0)) == 60
+
+
+def test_the_books_of_a_clump_stream_close_through_an_outlet(tmp_path):
+    """No contacts: a stream of tetrahedra, spinning, falls from the source through an outlet
+    plane. At every row the clumps in play are those inserted less those removed, exactly;
+    ``total`` stays constant to 1e-12 of the energy brought in with gravity (the ``inserted`` and
+    ``removed`` columns book the energy of each change, rotation included); without gravity the
+    momentum in play is what came in less what left, to 1e-12."""
+    from dem.runner import run
+
+    changes = [("k_pp = 2e4", "k_pp = 0.0"), ("k_pw = 2e4", "k_pw = 0.0"),
+               ('[[outlet]]\nshape = "box"\nmin = [-10.0, -10.0, -1.0]\nmax = [10.0, 10.0, 0.4]',
+                '[[outlet]]\nshape = "plane"\npoint = [0.0, 0.0, -2.0]\nnormal = [0.0, 0.0, -1.0]'),
+               ("velocity = [0.0, 0.0, -0.5]", "velocity = [0.3, -0.2, -4.0]"),
+               ("angular_velocity = [0.0, 1.0, 0.0]", "angular_velocity = [2.0, 1.0, -3.0]")]
+    for gravity in ("-1.0", "0.0"):
+        scene = clump_pour(tmp_path, changes + [("gravity = [0.0, 0.0, -1.0]", f"gravity = [0.0, 0.0, {gravity}]")])
+        out = tmp_path / f"g{gravity}"
+        run(scene, ["simulation.t_end=2.0"], out, quiet=True)
+        flow = np.genfromtxt(out / "flow.csv", delimiter=",", names=True)
+        energy = np.genfromtxt(out / "energy.csv", delimiter=",", names=True)
+        assert np.array_equal(energy["particles"], flow["inserted_0"] - flow["removed_0"])
+        assert flow["removed_0"][-1] > 100 and flow["inserted_0"][-1] == 200
+        scale = abs(energy["inserted"][-1])
+        assert energy["kinetic_rotational"].max() > 0.01 * scale
+        assert np.abs(energy["total"] - energy["total"][0]).max() < 1e-12 * scale
+        if gravity == "0.0":
+            for c in "xyz":
+                book = energy[f"P{c}"] - energy[f"P{c}_in"] + energy[f"P{c}_out"]
+                assert np.abs(book).max() < 1e-12 * np.abs(energy[f"P{c}_in"]).max()
+
+
+def poured_clumps(tmp_path, dt, parallel=False, steps=7500):
+    """`clump_pour` run for ``steps`` steps of ``dt``: ``(model, state, simulation)``."""
+    from dem.feeding import Feeder
+    from dem.runner import prepare
+
+    _, model, state, _ = prepare(clump_pour(tmp_path), [f"simulation.dt={dt}"])
+    sim = Simulation(model, state, "lgvi", dt, parallel=parallel, observers=[Feeder(model, dt)])
+    sim.run(steps)
+    return model, state, sim
+
+
+def test_a_pour_of_clumps_closes_its_budget_and_threads_change_nothing(tmp_path):
+    """The pour of tetrahedra into the box, landing on the rough floor and one another, the outlet
+    taking those that reach the floor's layer: the budget (the energy brought in and taken out
+    booked at each change) closes to 3 % of the work booked to the dashpots and slips at dt = 2e-4
+    (measured 2.3 %), to first order in dt (the error halves with dt: measured ratio 2.2; the
+    impacts of clumps, whose dashpots take the clump's mass, at 1.7 a time unit); the serial and the
+    parallel loop give the same bits."""
+    closing, runs = [], []
+    for dt, parallel in ((2e-4, False), (2e-4, True), (1e-4, False)):
+        model, state, sim = poured_clumps(tmp_path, dt, parallel, int(round(1.5 / dt)))
+        budget = sim.energy_budget()
+        own = state.interactions["insertion"]
+        assert own.inserted_count[0] > 100 and own.removed_count[0] > 10
+        assert budget["dissipated"] > 0.0 and budget["friction"] > 0.0
+        closing.append(abs(budget["total"]) / (budget["dissipated"] + budget["friction"]))
+        runs.append((state, budget))
+    assert closing[0] < 3e-2 and 1.8 < closing[0] / closing[2] < 2.6, closing
+    (serial, budget), (threads, again) = runs[:2]
+    for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+        assert np.array_equal(getattr(serial, name), getattr(threads, name)), name
+    for name in ("clump_pw", "insertion"):
+        for field, one, other in zip(serial.interactions[name]._fields, serial.interactions[name],
+                                     threads.interactions[name]):
+            assert np.array_equal(one, other), (name, field)
+    assert budget == again
+
+
+def test_a_pour_of_clumps_restarts_exactly_mid_filling(tmp_path):
+    """The pour stopped at t = 0.8 (clumps still coming in, the outlet open) and restarted from its
+    checkpoint ends at t = 1.5 with the same energy.csv, flow.csv, state and interactions' arrays
+    as a run straight through, to the last bit (the list diameters of the clumps in play set anew
+    from the checkpoint's, the orientations of those inserted after the restart drawn from the same
+    seeded generator)."""
+    _, midway, last = restarted(tmp_path, clump_pour(tmp_path), ["simulation.t_end=1.5", "output.vtk_every=2500"],
+                                0.8, logs=("energy.csv", "flow.csv"))
+    assert 50 < midway["interaction.insertion.inserted_count"][0] < last["interaction.insertion.inserted_count"][0]
+    assert last["interaction.insertion.removed_count"][0] > 0
+
+
+@pytest.mark.parametrize("change, problem", [
+    ('clump = "tetrahedron"', 'insert.0.clump: must be one of'),
+    ('clump = "rod"\nspheres = 3\naspect = 4.0', "insert.0.aspect: 3 spheres make a rod of aspect at most 3"),
+    ('clump = "tetrahedron"', "insert.0.diameter: the region is narrower than its particles (a clump's span"),
+])
+def test_a_bad_source_of_clumps_is_one_line_naming_the_key(tmp_path, change, problem):
+    """An unknown shape, a rod its spheres cannot make, clumps wider than the region: one line
+    naming the file, the table and the key."""
+    from dem.runner import prepare
+    from dem.schema import SceneError
+
+    changes = [("seed = 7\nclump = \"tetrahedron\"\n", "seed = 7\n" + change.replace("tetrahedron", "cube")
+                if "must be one of" in problem else "seed = 7\n" + change + "\n")]
+    if "narrower" in problem:   # member diameter 0.6: the tetrahedron spans 0.97, the region 0.9 high
+        changes.append(("max = [3.0, 3.0, 3.0]", "max = [3.0, 3.0, 1.9]"))
+    with pytest.raises(SceneError, match=re.escape(problem)) as error:
+        prepare(clump_pour(tmp_path, changes))
+    assert "\n" not in str(error.value) and "pour.toml" in str(error.value)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from support.feeding import POUR, pour_file
+from support.feeding import POUR, insertions, pour_file
 from support.threads import across_threads
 from vtkmodules.util import numpy_support
 from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
@@ -44,19 +44,13 @@ def test_insertion_at_a_rate_is_exact_and_overlaps_nothing(tmp_path):
     _, model, state, _ = prepare(scene, ["simulation.t_end=0.3"])
     feeder = Feeder(model, 2e-4)
     sim = Simulation(model, state, "rrp2", 2e-4, observers=[feeder])
-    before = np.zeros(0, np.int64)
-    for step in range(0, 1501, feeder.every):
-        sim.run(step)
-        playing = np.flatnonzero(in_play(model, state))
-        assert len(playing) == int(np.floor(400.0 * state.time + 1e-9))
-        new = np.setdiff1d(playing, before)
+    for playing, new in insertions(sim, feeder, 1500, 400.0):
         x, d = state.position, model.diameter
         gap = np.linalg.norm(x[new][:, None] - x[playing][None], axis=2) - 0.5 * (d[new][:, None] + d[playing][None])
         gap[new[:, None] == playing[None]] = np.inf
         assert gap.min(initial=np.inf) >= -1e-12
         assert (x[new, 2] - 0.5 * d[new]).min(initial=0) >= -1e-12
         assert (3.0 - np.abs(x[new, 0]) - 0.5 * d[new]).min(initial=0) >= -1e-12
-        before = playing
     assert len(playing) == 120
 
 

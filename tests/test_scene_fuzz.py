@@ -65,7 +65,7 @@ def base_scene(variant):
     """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
     dozen particles), the drum's bed to a small box (its mesh file named by its full path), the
     column and the poured silo, drum and column to 60 spheres, the clump heap and column to 20 clumps
-    of each shape, the rigs' specimens to a loose cylinder 4
+    of each shape, the clump hopper's source to 60 clumps, the rigs' specimens to a loose cylinder 4
     across and 4 high, the periodic cells (the gas, the shear, the tension RVE) to cubes of edge 6."""
     name, _, flavour = variant.partition(":")
     data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
@@ -80,6 +80,8 @@ def base_scene(variant):
             table["count"] = 20
     if name in ("silo_discharge", "drum_filling", "column_collapse_poured"):
         data["insert"][0]["count"] = 60
+    if name == "clump_hopper":   # 60 clumps (40 a time unit)
+        data["insert"][0]["stop"] = 1.5
     if name in ("granular_gas", "simple_shear", "periodic_tension"):  # a periodic cube of edge 6
         data["cell"]["size"] = [6.0, 6.0, 6.0]
         data["assembly"][0].update(size=[6.0, 6.0, 6.0], center=[3.0, 3.0, 3.0])

@@ -4,12 +4,23 @@ Its particles are built with the scene, parked (`dem.feeding.park`): as many as 
 ever insert (at a ``rate`` up to ``stop``, or the ``count``, ``mass`` or solid ``fraction`` of its
 region), with their diameters drawn now from the size distribution (seeded: every run of the
 scene draws the same), so that every interaction is set up with them.
+
+With ``clump`` (a built-in shape of `dem.clumps`: dimer, trimer, tetrahedron, rod of ``spheres``
+members and ``aspect``) the source inserts clumps instead: the size distribution gives each
+clump's member diameter ``d``, and the clump is the shape of member diameter 1 (members overlapping
+by half their diameter, as a ``[[clump]]`` table's default) scaled by ``d`` (`dem.clumps.
+unit_frame`): mass ``ρ V d³`` of the union of its members, its principal moments ``ρ J d⁵``.
+Their orientations are drawn when they are inserted (`dem.feeding.place_clumps`).
 """
 
 import numpy as np
 
-from ..feeding import REGION_KEYS, Region, file_sizes, region_problem
-from ..schema import Key, positive, too_many
+from ..clumps import Template, built_in_problem, unit_frame
+from ..feeding import REGION_KEYS, Region, file_sizes, region_problem, span_of
+from ..schema import Key, at_least, positive, too_many
+
+#: the built-in clump shapes a source inserts (`dem.clumps`)
+CLUMP_SHAPES = ("dimer", "trimer", "tetrahedron", "rod")
 
 KEYS = {
     **REGION_KEYS,
@@ -30,7 +41,14 @@ KEYS = {
     "diameter_max": Key("float", None, "the largest diameter (uniform, lognormal)", "length", positive),
     "sigma": Key("float", None, "the standard deviation of ln D (lognormal)", "", positive),
     "file": Key("path", None, "a CSV file with a column diameter (distribution = file)", ""),
-    "density": Key("float", 1.0, "mass density: m = ρ π D³/6, J = m D²/10 (solid spheres)", "mass/length³", positive),
+    "density": Key("float", 1.0, "mass density: m = ρ π D³/6, J = m D²/10 (solid spheres; clumps: of the union of "
+                   "their members)", "mass/length³", positive),
+    "clump": Key("str", None, "insert clumps of this built-in shape instead of spheres (dimer, trimer, "
+                 "tetrahedron, rod; as a [[clump]] table's, members overlapping by half their diameter): the size "
+                 "distribution gives each clump's member diameter, and orientations are random",
+                 choices=CLUMP_SHAPES),
+    "spheres": Key("int", 3, "number of member spheres of a rod (clump = rod)", "", at_least(1)),
+    "aspect": Key("float", 2.0, "a rod's length over its diameter (clump = rod; at most spheres)", "", positive),
     "velocity": Key("vec3", (0.0, 0.0, 0.0), "velocity of the inserted particles (a face's inflow)", "length/time"),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "angular velocity of the inserted particles", "1/time"),
     "seed": Key("int", 0, "seed of the sizes and places", ""),
@@ -50,6 +68,10 @@ def check(p):
         return "stop", f"is required with {given[0]} (a source must end: its particles are built with the scene)"
     if p["stop"] is not None and not p["stop"] > p["start"]:
         return "stop", f"must be after start ({p['start']:g})"
+    if p["clump"] is not None:
+        problem = built_in_problem(p["clump"], 0.5, None, p["spheres"], p["aspect"])
+        if problem:
+            return problem
     needed = {"mono": ("diameter",), "uniform": ("diameter_min", "diameter_max"),
               "lognormal": ("diameter", "sigma", "diameter_min", "diameter_max"), "file": ("file",)}
     for key in needed[p["distribution"]]:
@@ -72,8 +94,10 @@ def check(p):
     except ValueError as error:
         return given[0], str(error)
     region = Region(p)
-    if (sizes > np.min(region.hi - region.lo)).any():
-        return "diameter", "the region is narrower than its particles"
+    if (span_of(p, sizes) > np.min(region.hi - region.lo)).any():
+        return "diameter", "the region is narrower than its particles" + (" (a clump's span: that of the sphere "
+                                                                          "about its centre that holds its members)"
+                                                                          if p["clump"] else "")
     return None
 
 
@@ -93,6 +117,9 @@ def _draw(p, rng, n):
 
 
 def mass_of(p, d):
+    """The mass of a source's particle of diameter ``d`` (a clump's: of member diameter ``d``)."""
+    if p["clump"] is not None:
+        return p["density"] * unit_frame(p["clump"], p["spheres"], p["aspect"])[0] * d ** 3
     return p["density"] * np.pi / 6.0 * d ** 3
 
 
@@ -120,9 +147,24 @@ def drawn(p):
 
 def build(system, p):
     """The source's particles, parked at its region's centre (`dem.feeding`): diameters drawn
-    from the size distribution, ``m = ρ π D³/6``, ``J = m D²/10``."""
+    from the size distribution, ``m = ρ π D³/6``, ``J = m D²/10``; or its clumps (``clump``), the
+    built-in shape of member diameter 1 scaled by each diameter drawn: ``m = ρ V D³``, ``J ∝ D⁵``."""
     diameter = drawn(p)
-    mass = mass_of(p, diameter)
-    bodies = system.add_bodies(np.broadcast_to(Region(p).centre, (len(diameter), 3)), mass=mass,
-                               inertia=0.1 * mass * diameter ** 2, diameter=diameter, group=system.n_bodies)
+    centre = Region(p).centre
+    if p["clump"] is None:
+        mass = mass_of(p, diameter)
+        bodies = system.add_bodies(np.broadcast_to(centre, (len(diameter), 3)), mass=mass,
+                                   inertia=0.1 * mass * diameter ** 2, diameter=diameter, group=system.n_bodies)
+    else:
+        volume, moments, offsets, radii, _ = unit_frame(p["clump"], p["spheres"], p["aspect"])
+        group, bodies = system.n_bodies, []
+        sizes, first = np.unique(diameter, return_inverse=True)
+        runs = np.flatnonzero(np.diff(first, prepend=-1, append=-1))   # runs of one size, in drawn order
+        for lo, hi in zip(runs[:-1], runs[1:]):
+            d = sizes[first[lo]]
+            frame = (p["density"] * volume * d ** 3, p["density"] * moments * d ** 5, np.zeros(3), np.eye(3),
+                     offsets * d)
+            bodies.append(system.add_clumps(Template(offsets * d, radii * d), np.broadcast_to(centre, (hi - lo, 3)),
+                                            density=p["density"], frame=frame, group=group))
+        bodies = np.concatenate(bodies)
     system.append_input("insertion", "sources", {**p, "bodies": bodies})

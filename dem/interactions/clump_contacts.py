@@ -51,8 +51,19 @@ plain arrays and row indices, no views, so they compile without numba's referenc
 The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
 as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
 spheres of their clumps' masses. The contacts are not sub-stepped (the plain map: `dem.system`
-refuses ``contact.substeps > 1`` with clumps). Not yet: periodic cells,
+refuses ``contact.substeps > 1`` with clumps). Not yet: deforming cells,
 MPI (refused where the scene is read).
+
+In a periodic cell (`dem.cell`) a body pair acts through one image: the minimum image is taken of
+the centres' separation, ``d = x_i − x_j − s`` (``s`` a lattice vector, 0 without a periodic
+axis), and the partner's members are placed at ``x_j + s + R_j s_b``, so that every member pair
+of the pair sees the same image of ``j``, the one the neighbour list paired (it lists bodies by
+their centres' nearest image); the member separations are then taken as placed (``p.cell``: no
+periodic axis). With every periodic edge more than twice the list's reach (`dem.system` checks
+it with the clumps' list diameters) no member of ``j``'s other images is within reach of a member
+of ``i``, so reducing each member pair's separation on its own would find the same image for
+every pair that touches; taking it once from the centres says so by construction, for every
+pair, and costs one reduction per body pair.
 """
 
 from collections import namedtuple
@@ -60,6 +71,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..cell import box_cell, minimum_image
 from ..contacts import owner_slot
 from .clump_walls import member_bodies, member_inertia, member_motion
 from .contact import (
@@ -75,15 +87,16 @@ from .normal import LAWS, is_adhesive
 #: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
 #: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
-#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``) and
-#: ``list_diameter (n,)`` the neighbour list's (flat: a parallel loop takes no named tuple nested
-#: in its arguments); ``network``: whether the update keeps each member pair's loads for the contact
-#: network (`keep_member_loads`); ``stride`` a member pair's history columns (``SPRINGS``, one more
-#: under an adhesive law: its formed flag)
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``),
+#: ``list_diameter (n,)`` the neighbour list's and ``cell`` the cell the placed members' separations
+#: are taken in (`dem.cell.box_cell`: none periodic; the partner is placed at its nearest image)
+#: (flat: a parallel loop takes no named tuple nested in its arguments); ``network``: whether the
+#: update keeps each member pair's loads for the contact network (`keep_member_loads`); ``stride`` a
+#: member pair's history columns (``SPRINGS``, one more under an adhesive law: its formed flag)
 ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping substeps work ratio fixed friction "
                                                       "rolling twisting rolling_damping member_inertia member_start "
-                                                      "member_offset member_radius most width list_diameter network "
-                                                      "stride")
+                                                      "member_offset member_radius most width list_diameter cell "
+                                                      "network stride")
 #: a member pair's loads in the pair scratch (`keep_member_loads`): whether it carries a load (1 or 0),
 #: the force on the member of ``i`` (3), the moments on the members of ``i`` and of ``j`` about
 #: their centres (3 each)
@@ -103,8 +116,18 @@ MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
 
 
 @njit(inline="always")
-def _place(body, first, st, bodies, p, own):
-    """Put body ``body``'s members in the scratch rows from ``first`` on; returns their number."""
+def _image(i, j, position, cell):
+    """The lattice vector ``s`` from body ``j`` to its image nearest body ``i``: ``x_i − x_j`` less
+    its minimum image (`dem.cell.minimum_image`); ±0 along an axis that is not periodic."""
+    rx, ry, rz = position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2]
+    dx, dy, dz = minimum_image(rx, ry, rz, cell)
+    return rx - dx, ry - dy, rz - dz
+
+
+@njit(inline="always")
+def _place(body, first, st, bodies, p, own, shift):
+    """Put body ``body``'s members, moved by the lattice vector ``shift`` (its image's), in the
+    scratch rows from ``first`` on; returns their number."""
     start = p.member_start[body]
     count = p.member_start[body + 1] - start
     for k in range(count):
@@ -113,7 +136,7 @@ def _place(body, first, st, bodies, p, own):
         s = first + k
         for c in range(3):
             own.arm[s, c] = arm[c]
-            own.position[s, c] = x[c]
+            own.position[s, c] = x[c] + shift[c]
             own.velocity[s, c] = v[c]
             own.spin[s, c] = st.angular_velocity[body, c]
         own.diameter[s] = 2.0 * p.member_radius[m]
@@ -127,8 +150,8 @@ def _place(body, first, st, bodies, p, own):
 def _members(st, p, own):
     """The scratch members as `dem.interactions.contact.contact_pair` reads bodies: their state,
     their diameters and inverse masses, and the pipeline's parameters with their inverse
-    moments."""
-    members = MemberState(own.position, own.velocity, own.spin, st.cell)
+    moments; their separations are taken as placed (``p.cell``: the partner is at its image)."""
+    members = MemberState(own.position, own.velocity, own.spin, p.cell)
     return members, MemberBodies(own.diameter, own.inverse_mass), \
         ContactParams(p.law, p.stiffness, p.damping, p.substeps, p.work, p.ratio, p.fixed, p.friction, p.rolling,
                       p.twisting, p.rolling_damping, own.inertia)
@@ -149,11 +172,11 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     arm = own.arm
     for i in range(lo, hi):
         fx = fy = fz = tx = ty = tz = booked = power = lost = 0.0
-        count = _place(i, first, st, bodies, p, own)
+        count = _place(i, first, st, bodies, p, own, (0.0, 0.0, 0.0))
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            partners = _place(j, other, st, bodies, p, own)
+            partners = _place(j, other, st, bodies, p, own, _image(i, j, st.position, st.cell))
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
             if p.network:
                 for c in range(LOADS, LOADS + most * most * MEMBER_LOADS):
@@ -221,10 +244,10 @@ def _energies(st, bodies, contacts, p, own, history):
     placed, placed_bodies, pm = _members(st, p, own)
     normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        count = _place(i, 0, st, bodies, p, own)
+        count = _place(i, 0, st, bodies, p, own, (0.0, 0.0, 0.0))
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            partners = _place(index[k], most, st, bodies, p, own)
+            partners = _place(index[k], most, st, bodies, p, own, _image(i, index[k], st.position, st.cell))
             for a in range(count):
                 for b in range(partners):
                     touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(
@@ -288,6 +311,17 @@ def member_sites(model):
         np.ascontiguousarray(np.concatenate(radii), float)
 
 
+def enclosing_diameters(model, members=None):
+    """``(n,)`` the diameter of each body's sphere about its centre of mass that holds its members
+    (``members``: `member_sites`), ``2 max_m (|s_m| + r_m)``: the neighbour list's diameter, the
+    same whatever the body's orientation."""
+    start, offset, radius = member_sites(model) if members is None else members
+    owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
+    reach = np.zeros(model.n_bodies)
+    np.maximum.at(reach, owner, np.linalg.norm(offset, axis=1) + radius)
+    return 2.0 * reach
+
+
 def _setup(adhesion):
     def setup(model):
         if not clump_contacts_act(model) or adhesive(model.sections["contact"]) != adhesion:
@@ -302,15 +336,20 @@ def _params(model, stride):
     start, offset, radius = member_sites(model)
     owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
     most = int(np.diff(start).max())
-    reach = np.zeros(model.n_bodies)
-    np.maximum.at(reach, owner, np.linalg.norm(offset, axis=1) + radius)
     width = most * most * stride
     return ClumpContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact), 1,
                               float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
                               TANGENTIAL_MODELS[contact["tangential"]].fixed(contact), float(contact["friction"]),
                               float(contact["rolling_friction"]), float(contact["twisting_friction"]),
                               float(contact["rolling_damping"]), member_inertia(model, owner, radius), start, offset,
-                              radius, most, width, 2.0 * reach, False, stride)
+                              radius, most, width, enclosing_diameters(model, (start, offset, radius)), box_cell(),
+                              False, stride)
+
+
+def clump_contacts(model):
+    """The parameters of the clumps' contact interaction acting in ``model`` (`NAMES`: one at
+    most), or None."""
+    return next((model.interactions[name] for name in NAMES if name in model.interactions), None)
 
 
 def keep_member_loads(model):

@@ -30,7 +30,8 @@ The dashpots take the clump's mass (and its smallest principal moment for the ro
 sphere takes its own: the damping coefficient of a member's contact is that of a sphere of the
 clump's mass, so an off-centre impact of a clump rebounds with a restitution that differs from
 the nominal one (the mass at a contact point off the line of the centre of mass is smaller).
-Not yet: adhesive normal laws, MPI (the member rows do not travel with their body).
+A body of zero mass in the run's arrays (a source's clump not in play, `dem.feeding.park`) has
+no wall contact. Not yet: adhesive normal laws, MPI (the member rows do not travel with their body).
 """
 
 from collections import namedtuple
@@ -254,7 +255,9 @@ def _step_members(i, h, st, bodies, p, own, walls):
 def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
     """Body ``i``'s members' wall contacts: steps their springs, books their work and their
     reactions on the walls; returns the body's force and moment (zero for a body without members
-    or away from the walls)."""
+    or away from the walls, or parked: of zero mass, a source's clump not in play, `dem.feeding`)."""
+    if bodies.mass[i] == 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     place_members(i, st, p, own)
     if p.meshes:
         _find_mesh_contacts(i, p, own, walls)
@@ -279,6 +282,8 @@ def clump_pw_energy(st, bodies, contacts, p, own, walls):
                           np.zeros_like(own.mesh_most))
     u_n = u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
+        if bodies.mass[i] == 0.0:   # parked (`dem.feeding`)
+            continue
         place_members(i, st, p, view)
         if p.meshes:
             _find_mesh_contacts(i, p, view, walls)

@@ -41,7 +41,8 @@ binder, 1 parallel bond) and, when there are parallel bonds, their ``twist_angle
 (index of the ``[[mesh]]`` table), ``normal`` (of each triangle).
 
 Sites (only for a model with rigid clusters, ``model.site_start``/``model.site_offset``): every
-site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``),
+site as a vertex at ``x + R·offset`` (``offset`` in the body frame, from the body's point ``x``,
+in a periodic cell the point moved into the cell: a body's sites stay together),
 and a line between every pair of sites of the same body for bodies of at most
 `MAX_SITES_JOINED` sites (a tetrahedron's six edges; larger clusters get their sites only). Point
 data: ``id`` (the body's index, as ``id`` in the particles), ``body`` (its group, as ``body`` in
@@ -340,12 +341,15 @@ def _particles(model, state, fragments):
 
 def _sites(model, state):
     """Rigid clusters' sites at ``x + R·offset`` with lines joining each small cluster's sites."""
-    start = np.asarray(model.site_start, dtype=np.int64)
-    counts = np.diff(start)
-    owner = np.repeat(np.arange(model.n_bodies), counts)  # body of each site
+    shown = np.flatnonzero(in_play(model, state)) if "insertion" in model.interactions else \
+        np.arange(model.n_bodies)   # (the bodies in play: a source's parked clumps are not drawn)
+    counts = np.diff(np.asarray(model.site_start, dtype=np.int64))[shown]
+    start = np.concatenate(([0], np.cumsum(counts)))   # of each shown body's sites, in the rows drawn
+    owner = np.repeat(shown, counts)  # body of each site
+    rows = np.arange(start[-1]) - np.repeat(start[:-1] - model.site_start[shown], counts)   # each site's row
     rotation = quat_matrix(state.orientation[owner])
-    arm = np.einsum("nij,nj->ni", rotation, model.site_offset)
-    points = state.position[owner] + arm
+    arm = np.einsum("nij,nj->ni", rotation, model.site_offset[rows])
+    points = wrapped(state.position, state.cell)[owner] + arm   # (a clump whole, about its centre in the cell)
     velocity = state.velocity[owner] + np.cross(state.angular_velocity[owner], arm)
     n_sites = len(points)
     edges = [np.zeros((0, 2), np.int64)]
@@ -355,10 +359,10 @@ def _sites(model, state):
         edges.append(np.stack(((starts + first).ravel(), (starts + second).ravel()), axis=1))
     edges = np.concatenate(edges)
     data = [("id", owner, np.int32), ("body", model.group[owner], np.int32),
-            ("site", np.arange(n_sites) - start[owner], np.int32), ("velocity", velocity, np.float64),
+            ("site", np.arange(n_sites) - np.repeat(start[:-1], counts), np.int32), ("velocity", velocity, np.float64),
             ("speed", np.linalg.norm(velocity, axis=1), np.float64)]
     if model.has_clumps:
-        data += [("diameter", 2.0 * model.site_radius, np.float64),
+        data += [("diameter", 2.0 * model.site_radius[rows], np.float64),
                  ("angular_velocity", state.angular_velocity[owner], np.float64),
                  ("orientation", state.orientation[owner], np.float64)]
     return Frame(points, verts=(np.arange(n_sites + 1), np.arange(n_sites)),

@@ -60,3 +60,20 @@ def pour_file(folder, text=POUR):
     path = folder / "pour.toml"
     path.write_text(text)
     return str(path)
+
+
+def insertions(sim, feeder, last_step, rate):
+    """Run ``sim`` (with the `dem.feeding.Feeder` ``feeder``) insertion by insertion up to
+    ``last_step``, checking at each that the count in play is ``⌊rate t⌋``; yields ``(playing,
+    new)``, the bodies in play and those inserted since the one before."""
+    import numpy as np
+
+    from dem.interactions.insertion import in_play
+
+    before = np.zeros(0, np.int64)
+    for step in range(0, last_step + 1, feeder.every):
+        sim.run(step)
+        playing = np.flatnonzero(in_play(sim.model, sim.state))
+        assert len(playing) == int(np.floor(rate * sim.state.time + 1e-9))
+        yield playing, np.setdiff1d(playing, before)
+        before = playing
