@@ -979,6 +979,34 @@ def test_clump_network_lines_carry_each_bodys_contact_force_and_moment(tmp_path,
     assert 0 < arrays["sliding"].sum() < len(i)
 
 
+def test_clump_network_across_a_periodic_face_is_the_network_inside(tmp_path):
+    """The fabric's dimers and sphere, the second dimer across a periodic face of the cell (its
+    centre at y = 5.01 in a cell periodic in y from −0.5 to 5.5, its nearest image at −0.99): the
+    same three member-pair contacts, normals, overlaps and forces as with it at −0.99 in an open
+    box, to round-off, and the same fabric tensor."""
+    from dem.engine import compute_forces
+    from dem.interactions.clump_contacts import keep_member_loads
+    from dem.network import contact_network, fabric
+    from dem.runner import prepare
+
+    found = []
+    for y, cell in ((-0.99, ""), (5.01, "[cell]\nperiodic = [false, true, false]\norigin = [-5.0, -0.5, -5.0]\n"
+                                          "size = [10.0, 6.0, 10.0]\n")):
+        tables = (DIMER + "position = [0.0, 0.0, 0.0]\n" + DIMER + f"position = [0.0, {y}, 0.0]\n"
+                  "[[sphere]]\nposition = [1.23, 0.0, 0.0]\ndiameter = 1.0\n")
+        _, model, state, _ = prepare(clump_scene(tmp_path, "[contact]\nk_pp = 2e4\n" + cell + tables), [])
+        keep_member_loads(model)
+        contacts = compute_forces(model, state)
+        found.append((contact_network(model, state, contacts), fabric(model, state, contacts), state.force.copy()))
+    (inside, inside_fabric, inside_force), (across, across_fabric, across_force) = found
+    assert len(across.i) == 3 and across_fabric.contacts == 3
+    for name in ("normal", "normal_force", "overlap", "force"):
+        np.testing.assert_allclose(getattr(across, name), getattr(inside, name), rtol=0, atol=1e-12 * 2e4, err_msg=name)
+    assert (across.overlap > 0.0).all()
+    np.testing.assert_allclose(across_fabric.tensor, inside_fabric.tensor, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(across_force, inside_force, rtol=0, atol=1e-12 * np.abs(inside_force).max())
+
+
 def test_clump_fabric_counts_member_pairs(tmp_path):
     """Two parallel dimers side by side, touching at both member pairs, and a sphere on the end
     of one: three contacts (member pairs), not two touching body pairs; N_p = 3 bodies,
@@ -1341,6 +1369,28 @@ def test_a_source_inserts_clumps_whose_members_overlap_nothing(tmp_path):
     assert np.allclose(model.mass, unit.mass * diameter ** 3, rtol=1e-9)
     axis = quat_matrix(state.orientation[playing])[:, :, 2]
     assert np.abs(axis.mean(axis=0)).max() < 0.25 and len(np.unique(np.round(axis, 6), axis=0)) == 60
+
+
+def test_parked_clumps_are_out_of_adhesive_contacts_too(tmp_path):
+    """Under the JKR law (`adhesive_clump_pp`, the floor without contacts) the parked clumps of the
+    source have no list diameter, so none of their members is listed, and those in play have
+    theirs (their enclosing spheres')."""
+    from dem.feeding import Feeder
+    from dem.interactions.clump_contacts import enclosing_diameters
+    from dem.interactions.insertion import in_play
+    from dem.runner import prepare
+
+    _, model, state, _ = prepare(clump_pour(tmp_path), ["simulation.t_end=0.2", 'contact.normal="jkr"',
+                                                         "contact.work_of_adhesion=0.1", "contact.k_pw=0.0"])
+    assert "adhesive_clump_pp" in model.interactions and "clump_pp" not in model.interactions
+    feeder = Feeder(model, 2e-4)
+    sim = Simulation(model, state, "lgvi", 2e-4, observers=[feeder])
+    sim.run(1000)
+    playing = in_play(model, state)
+    listed = model.interactions["adhesive_clump_pp"].list_diameter
+    assert 0 < playing.sum() < model.n_bodies
+    assert (listed[~playing] == 0.0).all()
+    np.testing.assert_array_equal(listed[playing], enclosing_diameters(model)[playing])
 
 
 def test_the_books_of_a_clump_stream_close_through_an_outlet(tmp_path):
