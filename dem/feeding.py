@@ -29,7 +29,7 @@ import numpy as np
 from .cell import ORIGIN, PERIOD, cell_image, wrapped
 from .clumps import unit_frame
 from .interactions import list_diameters
-from .interactions.clump_contacts import clump_contacts, enclosing_diameters, member_sites
+from .interactions.clump_contacts import clump_contacts, enclosing_diameters, members_of
 from .meshes import surface_distance
 from .neighbors import N_BUILDS
 from .rotations import quat_matrix
@@ -461,7 +461,7 @@ def place(sim, region, bodies, rng, tolerance, attempts, faces):
 
 def place_clumps(sim, region, bodies, rng, tolerance, attempts, faces):
     """``[(body, position, orientation)]``: `place` in a scene with clumps, member sphere by member
-    sphere (`dem.interactions.clump_contacts.member_sites`: a sphere is one member at its centre):
+    sphere (`dem.interactions.clump_contacts.members_of`: a sphere is one member at its centre):
     each body at a random place in the region shrunk by its reach (from its centre of mass to its
     farthest point) and a uniform random orientation (a unit quaternion of four normal draws),
     where none of its members overlaps a member of a body in play (nor one placed before it) by
@@ -474,7 +474,7 @@ def place_clumps(sim, region, bodies, rng, tolerance, attempts, faces):
 
     st, model = sim.state, sim.model
     cell = st.cell
-    start, offset, radius = member_sites(model)
+    start, offset, radius = members_of(model)
     owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
     held = np.flatnonzero(sim.bodies.mass[owner] > 0.0)   # the members of the bodies in play
     arm = np.einsum("nij,nj->ni", quat_matrix(st.orientation[owner[held]]), offset[held])

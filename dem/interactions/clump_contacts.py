@@ -311,11 +311,19 @@ def member_sites(model):
         np.ascontiguousarray(np.concatenate(radii), float)
 
 
+def members_of(model):
+    """`member_sites` of ``model``: its clump contacts' (`clump_contacts`), which were built from
+    it, where they act, so that the sources' insertions and removals (`dem.feeding`) do not walk
+    every body again at each event."""
+    p = clump_contacts(model)
+    return member_sites(model) if p is None else (p.member_start, p.member_offset, p.member_radius)
+
+
 def enclosing_diameters(model, members=None):
     """``(n,)`` the diameter of each body's sphere about its centre of mass that holds its members
-    (``members``: `member_sites`), ``2 max_m (|s_m| + r_m)``: the neighbour list's diameter, the
+    (``members``: `members_of`), ``2 max_m (|s_m| + r_m)``: the neighbour list's diameter, the
     same whatever the body's orientation."""
-    start, offset, radius = member_sites(model) if members is None else members
+    start, offset, radius = members_of(model) if members is None else members
     owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
     reach = np.zeros(model.n_bodies)
     np.maximum.at(reach, owner, np.linalg.norm(offset, axis=1) + radius)
