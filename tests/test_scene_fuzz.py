@@ -62,8 +62,8 @@ RANDOM_ONLY = ("packing_fraction", "n_particles", "distribution", "diameter_sigm
 
 
 def base_scene(variant):
-    """The scene file parsed to a dict; the assembly shrunk to a sphere of diameter 4 (a few
-    dozen particles), the drum's bed to a small box (its mesh file named by its full path), the
+    """The scene file parsed to a dict (mesh and clump rows files named by their full paths); the
+    assembly shrunk to a sphere of diameter 4 (a few dozen particles), the drum's bed to a small box, the
     column and the poured silo, drum and column to 60 spheres, the clump heap and column to 20 clumps
     of each shape, the clump hopper's source to 60 clumps, the rigs' specimens to a loose cylinder 4
     across and 4 high, the periodic cells (the gas, the shear, the tension RVE) to cubes of edge 6."""
@@ -71,6 +71,9 @@ def base_scene(variant):
     data = tomllib.loads((ROOT / "scenes" / f"{name}.toml").read_text(encoding="utf-8"))
     for table in data.get("mesh", []):
         table["file"] = str(ROOT / "scenes" / table["file"])
+    for table in data.get("clump", []):
+        if "rows" in table:
+            table["rows"] = str(ROOT / "scenes" / table["rows"])
     if name == "rotating_drum":
         data["assembly"][0].update(size=[3.0, 3.0, 3.0], center=[0.0, 0.0, -6.0])
     if name == "column_collapse":

@@ -11,6 +11,13 @@ one clump per row of a CSV file (``rows``: columns ``x``, ``y``, ``z`` of the ce
 optionally ``qw``, ``qx``, ``qy``, ``qz``, the orientation of the template frame, and ``vx``,
 ``vy``, ``vz``). A template with no sphere, a radius that is not positive, or members that are
 not all connected is an error naming the table and the key; nothing is built or written.
+
+With ``bonded = true`` the table's clumps whose members touch are bonded, a bonded aggregate of
+shaped grains: two clumps get one bond when a member of one and a member of the other are within
+``bond_gap_tolerance`` × their mean diameter of touching (`dem.packing.bond_pairs`, without
+periodic images), under the bond law of `dem.builders.binders` between the clumps' centres of
+mass (the law's rest length ``r0`` is that distance; its ``min(D_i, D_j)`` is taken over the
+closest such member pair, whose diameters size the binder's cross-section).
 """
 
 import warnings
@@ -19,8 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
+from ..packing import bond_pairs
 from ..rotations import quat_from_rotvec, quat_matrix
-from ..schema import REQUIRED, Key, at_least, positive, too_many
+from ..schema import REQUIRED, Key, at_least, non_negative, positive, too_many
+from .assembly import MAX_BOND_GAP_TOLERANCE
+from .binders import KEYS as BINDER_KEYS, bond_properties, check_binder
 from .particles import PackingError, read_points_csv
 
 SHAPES = ("dimer", "trimer", "tetrahedron", "rod")
@@ -58,6 +68,11 @@ KEYS = {
     "seed": Key("int", 0, "seed of the random places and orientations (count)", ""),
     "attempts": Key("int", 100, "random places tried for each clump before the box counts as full (count)", "",
                     at_least(1)),
+    "bonded": Key("bool", False, "bond the table's clumps whose members touch (within bond_gap_tolerance), one bond "
+                  "per pair of clumps between their centres of mass, under the bond law binder"),
+    "bond_gap_tolerance": Key("float", 0.01, "bond clumps with a member pair whose surface gap is at most this × "
+                              "the pair's mean diameter (bonded)", "", non_negative),
+    **BINDER_KEYS,
 }
 
 
@@ -178,7 +193,15 @@ def check(p):
             read_rows(p["rows"])
         except ValueError as error:
             return "rows", f"{p['rows']}: {error}"
-    return None
+    if not p["bonded"]:
+        given = [key for key in BINDER_KEYS if key != "binder" and p[key] is not None]
+        if given:
+            return given[0], "is a bond-law key: set bonded = true to bond the clumps"
+        return None
+    if p["bond_gap_tolerance"] > MAX_BOND_GAP_TOLERANCE:
+        return "bond_gap_tolerance", (f"must be at most {MAX_BOND_GAP_TOLERANCE:g} (a gap of one mean diameter), got "
+                                      f"{p['bond_gap_tolerance']:g}")
+    return check_binder(p)
 
 
 def _reach(arms, radii):
@@ -243,5 +266,35 @@ def build(system, p):
         rng = np.random.default_rng([p["seed"], 0xC1C1])
         position, orientation = random_placement(members.centres - frame[2], members.radii, p["count"], p["min"],
                                                  p["max"], rng, p["attempts"])
-    system.add_clumps(members, position, density=p["density"], orientation=orientation, velocity=velocity,
-                      angular_velocity=p["angular_velocity"], frame=frame, group=system.n_bodies)
+    bodies = system.add_clumps(members, position, density=p["density"], orientation=orientation, velocity=velocity,
+                               angular_velocity=p["angular_velocity"], frame=frame, group=system.n_bodies)
+    if p["bonded"]:
+        first, second, diameters = touching_clumps(position, orientation, members.centres - frame[2], members.radii,
+                                                   p["bond_gap_tolerance"])
+        m = len(first)
+        system.add_bonds(bodies[first], bodies[second],
+                         **bond_properties(p, np.arange(m), m + np.arange(m), np.concatenate([position[first],
+                                                                                              position[second]]),
+                                           diameters.T.reshape(-1)))
+
+
+def touching_clumps(position, orientation, arms, radii, gap_tolerance):
+    """``(first (m,), second (m,), diameters (m, 2))`` of the pairs of clumps ``first < second``
+    (their centres of mass at ``position``, template frames turned by ``orientation``, members at
+    ``arms`` from the centre of mass with ``radii``) of which a member of one and a member of the
+    other have a surface gap of at most ``gap_tolerance`` × their mean diameter (the module's
+    docstring), in order, with the diameters of each pair's closest such members (the smallest
+    gap; the lowest member numbers of equal gaps)."""
+    count, size = len(position), len(radii)
+    centres = (position[:, None] + np.einsum("njk,mk->nmj", quat_matrix(orientation), arms)).reshape(-1, 3)
+    diameter = np.tile(2.0 * radii, count)
+    pairs = bond_pairs(centres, diameter, gap_tolerance)
+    pairs = pairs[pairs[:, 0] // size != pairs[:, 1] // size]   # (members of one clump are not bonded)
+    i, j = pairs.T
+    gap = np.linalg.norm(centres[i] - centres[j], axis=1) - 0.5 * (diameter[i] + diameter[j])
+    first, second = i // size, j // size
+    order = np.lexsort((j, i, gap, second, first))   # each pair of clumps, its closest members first
+    first, second, i, j = first[order], second[order], i[order], j[order]
+    keep = np.ones(len(order), bool)
+    keep[1:] = (first[1:] != first[:-1]) | (second[1:] != second[:-1])
+    return first[keep], second[keep], np.stack([diameter[i[keep]], diameter[j[keep]]], axis=1)
