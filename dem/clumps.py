@@ -325,3 +325,22 @@ def unit_frame(shape, count=2, aspect=2.0):
     for array in (moments, offsets, radii):
         array.setflags(write=False)
     return volume, moments, offsets, radii, float(np.max(np.linalg.norm(offsets, axis=1) + radii))
+
+
+def body_volumes(model):
+    """``(n,)`` each body's solid volume: a clump's the union of its members (`mass_properties`,
+    computed once per shape: clumps that differ only by a scale share it), another body's the
+    sphere of its diameter (0 for a point)."""
+    volume = np.pi / 6.0 * model.diameter ** 3
+    shapes = {}
+    for i in range(model.n_bodies):
+        sites = slice(model.site_start[i], model.site_start[i + 1])
+        radius = model.site_radius[sites]
+        if len(radius) and (radius > 0).all():
+            scale = float(radius[0])
+            centres, radii = model.site_offset[sites] / scale, radius / scale
+            key = (np.round(centres, 12).tobytes(), np.round(radii, 12).tobytes())
+            if key not in shapes:
+                shapes[key] = mass_properties(Template(centres, radii)).volume
+            volume[i] = shapes[key] * scale ** 3
+    return volume

@@ -279,6 +279,36 @@ def touching_pairs(model, state, contacts):
     return _touching(contacts.contacts(), state.position, model.diameter, state.cell)
 
 
+@njit(cache=True)
+def _listed_pair_loads(contacts, loads):
+    """``(i (m,), j (m,), force (m, 3))`` of every listed pair ``i < j`` in owner order: the force
+    on ``i``, minus the one the update left on ``j`` at the pair's slot (zero where none)."""
+    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    size = owner_start[-1]
+    first, second, force = np.empty(size, np.int64), np.empty(size, np.int64), np.empty((size, 3))
+    for a in range(start.shape[0] - 1):
+        slot = owner_start[a]
+        for k in range(start[a], start[a + 1]):
+            b = index[k]
+            if b > a:
+                first[slot], second[slot] = a, b
+                for c in range(3):
+                    force[slot, c] = -loads[slot, c]
+                slot += 1
+    return first, second, force
+
+
+def pair_forces(model, state, contacts):
+    """``(i, j, force on i)`` of the body pairs that touch (`contact_network`'s pairs); with
+    clumps the listed body pairs, each with the sum of its member pairs' forces (zero where none
+    touch), read from the pair scratch: no member loads needed (`homogenised_stress`)."""
+    name = _clump_pipeline_name(model)
+    if name is None:
+        network = contact_network(model, state, contacts)
+        return network.i, network.j, network.force
+    return _listed_pair_loads(contacts.contacts(), contacts.pair_scratch(name))
+
+
 def contact_network(model, state, contacts):
     """The `Network` of ``state`` (module docstring): ``contacts`` is the
     `dem.contacts.ContactTable` of the last force evaluation at ``state`` (the simulation's, or

@@ -20,7 +20,7 @@ import numpy as np
 from .cell import GRADIENT, PERIOD, SHEAR, SHEARS, cell_image, servo_scale
 from .interactions import BOND, INTERACTIONS
 from .interactions.binder import INTACT
-from .network import contact_network
+from .network import pair_forces
 
 #: the six independent components, in the order of the columns
 COMPONENTS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
@@ -76,9 +76,9 @@ def homogenised_stress(model, state, contacts):
     volume = cell_volume(state.cell)
     fluctuation = state.velocity - affine_velocity(model, state)
     parts = {"kinetic": np.einsum("n,ni,nj->ij", model.mass, fluctuation, fluctuation) / volume}
-    network = contact_network(model, state, contacts)
-    d = cell_image(state.position[network.i] - state.position[network.j], state.cell)
-    parts["contact"] = np.einsum("mi,mj->ij", d, network.force) / volume
+    i, j, force = pair_forces(model, state, contacts)
+    d = cell_image(state.position[i] - state.position[j], state.cell)
+    parts["contact"] = np.einsum("mi,mj->ij", d, force) / volume
     parts["bond"] = np.zeros((3, 3))
     for name in model.interactions:
         if INTERACTIONS[name].kind == BOND:

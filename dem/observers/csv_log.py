@@ -6,6 +6,7 @@ docs/theory.md §4), ``walls.csv`` (where each wall is and the force the particl
 import numpy as np
 
 from ..cell import GRADIENT, INITIAL, PERIOD, SHEAR, SHEARS, STRAIN, TILT
+from ..clumps import body_volumes
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
 from ..meshes import MAX_CONTACTS
 from ..network import fabric
@@ -182,6 +183,8 @@ class CellLog(StateLog):
     kinetic, contact and bond parts)."""
 
     columns = CELL_COLUMNS
+    #: each body's solid volume (`dem.clumps.body_volumes`), at the first row
+    _solid = None
 
     def values(self, sim, sample):
         model, state = sim.model, sim.state
@@ -190,7 +193,9 @@ class CellLog(StateLog):
         stress = homogenised_stress(model, state, sim.contacts)
         values = [*cell[PERIOD], *cell[TILT], *np.log(cell[PERIOD] / cell[INITIAL]), *cell[STRAIN], *cell[GRADIENT],
                   *cell[SHEAR]]
-        values += [volume, float(np.pi / 6.0 * np.sum(model.diameter ** 3)) / volume, np.trace(stress["total"]) / 3.0]
+        if self._solid is None:
+            self._solid = body_volumes(model)
+        values += [volume, float(np.sum(self._solid)) / volume, np.trace(stress["total"]) / 3.0]
         values += [stress[part][a, b] for part in ("total",) + PARTS for a, b in COMPONENTS]
         return [repr(float(v)) for v in values]
 
