@@ -20,6 +20,7 @@ import numpy as np
 from .cell import GRADIENT, PERIOD, SHEAR, SHEARS, cell_image, servo_scale
 from .interactions import BOND, INTERACTIONS
 from .interactions.binder import INTACT
+from .interactions.clump_contacts import reach_diameters
 from .network import pair_forces
 
 #: the six independent components, in the order of the columns
@@ -111,7 +112,7 @@ class CellServo:
         self.target = section["target_stress"]
         self.gain = section["servo_gain"]
         self.scale = servo_scale(section)
-        self.reach = float(model.diameter.max(initial=0.0)) + model.skin
+        self.reach = float(reach_diameters(model).max(initial=0.0)) + model.skin
 
     def report(self, sim):
         from .simulation import SimulationError

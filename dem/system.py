@@ -16,7 +16,7 @@ from .contacts import contact_skin
 from .diagnostics import energy_budget
 from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
-from .interactions.clump_contacts import enclosing_diameters
+from .interactions.clump_contacts import reach_diameters
 from .interactions.contact import check_sub_models
 from .interactions.hertz import adhesive, jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
@@ -272,15 +272,8 @@ def _check_cell(model, cell):
     """Refuse what does not work across periodic faces (`dem.cell`), naming the key."""
     if not cell.any():
         return
-    if model.has_clumps:
-        moving = [key for key in ("strain_rate", "shear_rate", "stress_control") if any(model.sections["cell"][key])]
-        if moving:
-            raise SceneError(f"cell.{moving[0]}: clumps do not follow a deforming cell yet (their contacts do not "
-                             f"take the images' motion): make the cell fixed (no strain_rate, shear_rate or "
-                             f"stress_control)")
     # a clump reaches as far as the sphere about its centre of mass that holds its members
-    diameter = np.maximum(model.diameter, enclosing_diameters(model)) if model.has_clumps else model.diameter
-    problem = reach_problem(cell, diameter, model.skin)
+    problem = reach_problem(cell, reach_diameters(model), model.skin)
     if problem:
         raise SceneError(f"cell.{problem[0]}: {problem[1]}" + (" (a clump's diameter: that of the sphere about its "
                                                                "centre of mass that holds its members)"

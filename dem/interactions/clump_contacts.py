@@ -51,8 +51,7 @@ plain arrays and row indices, no views, so they compile without numba's referenc
 The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
 as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
 spheres of their clumps' masses. The contacts are not sub-stepped (the plain map: `dem.system`
-refuses ``contact.substeps > 1`` with clumps). Not yet: deforming cells,
-MPI (refused where the scene is read).
+refuses ``contact.substeps > 1`` with clumps). Not yet: MPI (refused where the scene is read).
 
 In a periodic cell (`dem.cell`) a body pair acts through one image: the minimum image is taken of
 the centres' separation, ``d = x_i − x_j − s`` (``s`` a lattice vector, 0 without a periodic
@@ -63,7 +62,10 @@ periodic axis). With every periodic edge more than twice the list's reach (`dem.
 it with the clumps' list diameters) no member of ``j``'s other images is within reach of a member
 of ``i``, so reducing each member pair's separation on its own would find the same image for
 every pair that touches; taking it once from the centres says so by construction, for every
-pair, and costs one reduction per body pair.
+pair, and costs one reduction per body pair. In a deforming cell the image moves relative to
+``j`` at ``w = L s`` (`dem.cell.image_velocity`): the partner's members are placed moving faster
+by ``w``, and the pair's force ``F`` on ``i`` books ``−h F·w`` to the budget's ``cell`` column as
+the sphere pipeline's pairs do (±0 where the cell does not deform: the same bits).
 """
 
 from collections import namedtuple
@@ -71,7 +73,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import box_cell, minimum_image
+from ..cell import box_cell, deforming, image_velocity, minimum_image
 from ..contacts import owner_slot
 from .clump_walls import member_bodies, member_inertia, member_motion
 from .contact import (
@@ -107,9 +109,10 @@ MEMBER_LOADS = 10
 #: ``most`` further): ``position``, ``velocity``, ``spin``, ``arm`` (chunks · 2 most, 3),
 #: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2); per body the
 #: energy its member pairs' JKR contacts lost forming and breaking, ``hysteresis`` (no rows
-#: without an adhesive law)
+#: without an adhesive law), and ``cell_work``: the work its pairs ``j > i`` did against a deforming
+#: cell's moving images (`dem.cell`; the budget's ``cell`` column; no rows where the cell does not deform)
 ClumpContactState = namedtuple("ClumpContactState", "dissipated friction position velocity spin arm diameter "
-                                                    "inverse_mass inertia hysteresis")
+                                                    "inverse_mass inertia hysteresis cell_work")
 #: what `dem.interactions.contact.contact_pair` reads of the bodies, here of the scratch members
 MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
 MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
@@ -117,17 +120,20 @@ MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
 
 @njit(inline="always")
 def _image(i, j, position, cell):
-    """The lattice vector ``s`` from body ``j`` to its image nearest body ``i``: ``x_i − x_j`` less
-    its minimum image (`dem.cell.minimum_image`); ±0 along an axis that is not periodic."""
+    """``(s, w)``: the lattice vector ``s`` from body ``j`` to its image nearest body ``i``, ``x_i −
+    x_j`` less its minimum image (`dem.cell.minimum_image`; ±0 along an axis that is not
+    periodic), and that image's velocity relative to ``j``, ``w = L s`` (`dem.cell.image_velocity`;
+    ±0 in a cell that does not deform)."""
     rx, ry, rz = position[i, 0] - position[j, 0], position[i, 1] - position[j, 1], position[i, 2] - position[j, 2]
     dx, dy, dz = minimum_image(rx, ry, rz, cell)
-    return rx - dx, ry - dy, rz - dz
+    return (rx - dx, ry - dy, rz - dz), image_velocity(i, j, dx, dy, dz, position, cell)
 
 
 @njit(inline="always")
-def _place(body, first, st, bodies, p, own, shift):
-    """Put body ``body``'s members, moved by the lattice vector ``shift`` (its image's), in the
-    scratch rows from ``first`` on; returns their number."""
+def _place(body, first, st, bodies, p, own, shift, drift):
+    """Put body ``body``'s members, moved by the lattice vector ``shift`` and moving faster by
+    ``drift`` (its image's, `_image`), in the scratch rows from ``first`` on; returns their
+    number."""
     start = p.member_start[body]
     count = p.member_start[body + 1] - start
     for k in range(count):
@@ -137,7 +143,7 @@ def _place(body, first, st, bodies, p, own, shift):
         for c in range(3):
             own.arm[s, c] = arm[c]
             own.position[s, c] = x[c] + shift[c]
-            own.velocity[s, c] = v[c]
+            own.velocity[s, c] = v[c] + drift[c]
             own.spin[s, c] = st.angular_velocity[body, c]
         own.diameter[s] = 2.0 * p.member_radius[m]
         own.inverse_mass[s] = bodies.inverse_mass[body]
@@ -171,12 +177,13 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     placed, placed_bodies, pm = _members(st, p, own)
     arm = own.arm
     for i in range(lo, hi):
-        fx = fy = fz = tx = ty = tz = booked = power = lost = 0.0
-        count = _place(i, first, st, bodies, p, own, (0.0, 0.0, 0.0))
+        fx = fy = fz = tx = ty = tz = booked = power = lost = driven = 0.0
+        count = _place(i, first, st, bodies, p, own, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            partners = _place(j, other, st, bodies, p, own, _image(i, j, st.position, st.cell))
+            shift, drift = _image(i, j, st.position, st.cell)
+            partners = _place(j, other, st, bodies, p, own, shift, drift)
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
             if p.network:
                 for c in range(LOADS, LOADS + most * most * MEMBER_LOADS):
@@ -207,6 +214,7 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
                     by += tj[1] - (arm[sb, 2] * f[0] - arm[sb, 0] * f[2])
                     bz += tj[2] - (arm[sb, 0] * f[1] - arm[sb, 1] * f[0])
             fx, fy, fz, tx, ty, tz = fx + gx, fy + gy, fz + gz, tx + ax, ty + ay, tz + az
+            driven += gx * drift[0] + gy * drift[1] + gz * drift[2]
             loads[slot, 0], loads[slot, 1], loads[slot, 2] = -gx, -gy, -gz
             loads[slot, 3], loads[slot, 4], loads[slot, 5] = bx, by, bz
             slot += 1
@@ -216,6 +224,8 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
         own.dissipated[i] += h * power
         if own.hysteresis.shape[0] > 0:  # an adhesive law
             own.hysteresis[i] += lost
+        if own.cell_work.shape[0] > 0:  # a deforming cell
+            own.cell_work[i] -= h * driven
 
 
 @njit(inline="always")
@@ -244,10 +254,11 @@ def _energies(st, bodies, contacts, p, own, history):
     placed, placed_bodies, pm = _members(st, p, own)
     normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        count = _place(i, 0, st, bodies, p, own, (0.0, 0.0, 0.0))
+        count = _place(i, 0, st, bodies, p, own, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            partners = _place(index[k], most, st, bodies, p, own, _image(i, index[k], st.position, st.cell))
+            shift, drift = _image(i, index[k], st.position, st.cell)
+            partners = _place(index[k], most, st, bodies, p, own, shift, drift)
             for a in range(count):
                 for b in range(partners):
                     touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(
@@ -266,20 +277,21 @@ def _energies(st, bodies, contacts, p, own, history):
 
 @njit(cache=True, _nrt=False)
 def clump_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated)``: the normal law's and
-    the springs' elastic energies over the touching member pairs (`_energies`) and the booked
-    work."""
+    """``(hertz_pp, tangential, rolling, twisting, friction, dissipated, cell)``: the normal law's
+    and the springs' elastic energies over the touching member pairs (`_energies`), the booked
+    work and the work done against a deforming cell."""
     normal, _, tangential, rolling, twisting = _energies(st, bodies, contacts, p, own, history)
-    return normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated)
+    return (normal, tangential, rolling, twisting, np.sum(own.friction), np.sum(own.dissipated),
+            np.sum(own.cell_work))
 
 
 @njit(cache=True, _nrt=False)
 def adhesive_clump_pp_energy(st, bodies, contacts, p, own, history):
-    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated)``:
-    `clump_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
+    """``(hertz_pp, adhesion, hysteresis, tangential, rolling, twisting, friction, dissipated,
+    cell)``: `clump_pp_energy` with the adhesion's energy and the JKR contacts' lost energy."""
     normal, adhesion, tangential, rolling, twisting = _energies(st, bodies, contacts, p, own, history)
     return (normal, adhesion, np.sum(own.hysteresis), tangential, rolling, twisting, np.sum(own.friction),
-            np.sum(own.dissipated))
+            np.sum(own.dissipated), np.sum(own.cell_work))
 
 
 def clump_contacts_act(model):
@@ -330,6 +342,13 @@ def enclosing_diameters(model, members=None):
     return 2.0 * reach
 
 
+def reach_diameters(model):
+    """``(n,)`` the diameter each body reaches across a periodic face with: its own, or a clump's
+    `enclosing_diameters` (the cell's edges must be more than twice the largest plus the skin,
+    `dem.cell.reach_problem`)."""
+    return np.maximum(model.diameter, enclosing_diameters(model)) if model.has_clumps else model.diameter
+
+
 def _setup(adhesion):
     def setup(model):
         if not clump_contacts_act(model) or adhesive(model.sections["contact"]) != adhesion:
@@ -375,7 +394,8 @@ def _state(model, params):
     rows = 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)  # each chunk's scratch members
     vectors = [np.zeros((rows, 3)) for _ in range(4)]
     return ClumpContactState(np.zeros(n), np.zeros(n), *vectors, np.zeros(rows),
-                             np.zeros(rows), np.zeros((rows, 2)), np.zeros(n if LAWS[params.law].adhesive else 0))
+                             np.zeros(rows), np.zeros((rows, 2)), np.zeros(n if LAWS[params.law].adhesive else 0),
+                             np.zeros(n if deforming(model.sections["cell"]) else 0))
 
 
 def _critical_step(model, state, p):
@@ -395,7 +415,7 @@ CLUMP_PP = Interaction(
     doc="Clumps against clumps and spheres: every member sphere touches the other bodies' members through the "
         "particle–particle contact pipeline (normal law, damping, friction, rolling, twisting); the forces act at the "
         "contact points.",
-    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated"), internal=True,
+    columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated", "cell"), internal=True,
     keys=CONTACT_PP.keys, setup=_setup(False), state=_state, forces=clump_pp_forces, energy=clump_pp_energy,
     neighbors=True,
     history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
@@ -409,7 +429,8 @@ ADHESIVE_CLUMP_PP = Interaction(
     name="adhesive_clump_pp", kind=ROW,
     doc="Clumps against clumps and spheres under an adhesive normal law (JKR or DMT): as clump_pp, each member pair "
         "holding its JKR contact until it breaks, with the adhesion's energy and the JKR hysteresis booked.",
-    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated"),
+    columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated",
+             "cell"),
     internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=clump_pp_forces,
     energy=adhesive_clump_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=clump_pp_update,
     critical_step=_critical_step, localize=_localize, history_width=CLUMP_PP.history_width,
