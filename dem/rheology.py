@@ -11,7 +11,9 @@ by default):
   servoed one at constant pressure), their means and ``μ = τ̄ / p̄``, with a standard error from
   five consecutive blocks of the rows;
 * the inertial number ``I = γ̇ d / √(p̄/ρ)``, ``d`` the particles' mean diameter and ``ρ`` their
-  density (from the run's last particle snapshot), and the mean solid fraction ``φ``.
+  density (from the run's last particle snapshot; with clumps, `dem.clumps`, the diameter of the
+  sphere of a body's mean solid volume and the mass over the solid volume, that volume from
+  cell.csv's last solid fraction), and the mean solid fraction ``φ``.
 
 With three runs or more it fits ``μ(I) = μ_s + (μ₂ − μ_s) / (I₀/I + 1)`` (Jop, Forterre &
 Pouliquen 2006, scipy's least squares, weighted by the standard errors) and compares it with
@@ -67,8 +69,13 @@ def steady_flow(run_dir, skip=0.5):
     tau, p = -log["s_xy"][steady], log["s_yy"][steady]
     blocks = [tau_b.mean() / p_b.mean() for tau_b, p_b in zip(np.array_split(tau, BLOCKS), np.array_split(p, BLOCKS))]
     particles = read_snapshot(run_dir)
-    diameter = float(particles["diameter"].mean())
-    density = float(np.mean(particles["mass"] / (np.pi / 6.0 * particles["diameter"] ** 3)))
+    if (particles["diameter"] > 0).all():
+        diameter = float(particles["diameter"].mean())
+        density = float(np.mean(particles["mass"] / (np.pi / 6.0 * particles["diameter"] ** 3)))
+    else:  # clumps: the volume-equivalent sphere's diameter and the solid's density, from cell.csv's solid volume
+        solid = float(log["solid_fraction"][-1] * log["volume"][-1])
+        diameter = float(np.cbrt(6.0 * solid / (np.pi * len(particles["mass"]))))
+        density = float(np.sum(particles["mass"]) / solid)
     rate = float(np.mean(np.abs(log["rate_xy"][steady])))
     pressure = float(p.mean())
     inertial = float(rate * diameter / np.sqrt(pressure / density))

@@ -2,6 +2,7 @@
 integrations, template validation, and a clump tumbling in free flight under `lgvi`."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,8 @@ from dem.clumps import (
 from dem.cell import cell_image
 from dem.diagnostics import energy_budget
 from dem.rotations import quat_from_rotvec, quat_matrix
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def dimer_by_cross_sections(r1, r2, d):
@@ -1689,3 +1692,20 @@ def test_the_stress_of_clumps_in_a_periodic_cell_sums_their_member_contacts(tmp_
         stress = homogenised_stress(model, state, sim.contacts)["contact"]
         assert np.abs(stress - expected).max() <= 1e-12 * np.abs(expected).max() and np.abs(expected).max() > 0.0
         compared += 1
+
+
+def test_the_rheology_of_sheared_clumps_takes_their_volume_equivalent_diameter(tmp_path):
+    """`scenes/clump_shear.toml` with 170 dimers in a cell 8 × 12 × 8 whose servo squeezes y ten
+    times faster, sheared at 0.5 for 3 time units: `dem rheology`'s inertial number is
+    γ̇ d / √(p/ρ) with ``d`` the diameter of the sphere of a dimer's volume (the closed form of two
+    overlapping spheres) and ``ρ`` = 1, the table's density, to 1e-9."""
+    from dem.rheology import steady_flow
+    from dem.runner import run
+
+    overrides = ["cell.size=[8.0, 12.0, 8.0]", "cell.servo_gain=1.0", "cell.shear_rate=0.5", "clump.0.count=170",
+                 "clump.0.max=[8.0, 12.0, 8.0]", "simulation.t_end=3.0", "output.log_every=20"]
+    run(ROOT / "scenes" / "clump_shear.toml", overrides, tmp_path / "run", quiet=True)
+    flow = steady_flow(tmp_path / "run")
+    diameter = np.cbrt(6.0 * DIMER_VOLUME / np.pi)
+    assert flow.pressure > 0.0 and flow.shear_rate == pytest.approx(0.5, rel=1e-12)
+    assert flow.inertial_number == pytest.approx(0.5 * diameter / np.sqrt(flow.pressure), rel=1e-9)
