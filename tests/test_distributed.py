@@ -12,6 +12,7 @@ on 2 ranks friction, rolling and twisting resistance and JKR adhesion. The ranks
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,11 @@ import pytest
 from support.granule import GRANULE, PARALLEL_BONDED, granule_file
 from support.feeding import pour_file
 from support.history_probe import PROBE
+from test_clumps import FLOOR, clump_scene, raised_step
 from test_restart import assert_same_run, outputs
 
 from dem.cell import box_cell
+from dem.checkpoint import load_checkpoint
 from dem.distributed import Bisection
 from dem.interactions import register, unregister
 from dem.runner import run
@@ -72,6 +75,11 @@ GAS_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "output.log_ever
                 "contact.rolling_friction=0.1"]
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
 TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
+#: the clumps of `clump_file`: rough contacts between members and with the walls, the contact
+#: network of the member pairs written (``contacts.pvd``, ``fabric.csv``)
+CLUMP_SETTINGS = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
+                  "contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05",
+                  "output.contacts=true"]
 
 
 def serial(scene, settings, out, restart=None, probe=True):
@@ -120,6 +128,24 @@ def assert_same_but_wall_loads(one, many):
 
 def last_snapshot(folder):
     return max((folder / "vtk").glob("particles_*.vtp")).read_bytes()
+
+
+def snapshots(folder):
+    """Every VTK file of a run (particles, sites, walls, meshes, contact network), by name."""
+    return {path.name: path.read_bytes() for path in (folder / "vtk").glob("*.vtp")}
+
+
+def clump_file(folder):
+    """Tetrahedral clumps (4 members) dropped on a rough floor, half of it under a raised step (a
+    mesh), and dimers (2 members) thrown down onto them, pushed by a wall moving along −x (the
+    interactions of tests/test_clumps.py's clumps on the floor: its loops): the path of the scene,
+    written into ``folder``."""
+    return clump_scene(folder, FLOOR + "[[walls]]\npoint = [3.5, 0, 0]\nnormal = [-1, 0, 0]\nvelocity = [-0.5, 0, 0]\n"
+                       '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ncount = 10\nmin = [-2.5, -2.5, 0.2]\n'
+                       "max = [2.5, 2.5, 4]\nattempts = 1000\nvelocity = [0.3, 0, -1]\n"
+                       '[[clump]]\ntemplate = "dimer"\nradius = 0.4\ncount = 10\nmin = [-3, -3, 4.5]\nmax = [3, 3, 7]\n'
+                       "seed = 2\nvelocity = [-0.3, 0, -2.5]\n"
+                       + raised_step(folder, (-8.0, 0.0), (-8.0, 8.0), 0.1, n=6), name="clumps.toml")
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +217,25 @@ def rough_runs(tmp_path_factory):
     serial(granule, STICKY_SETTINGS, folder / "sticky_1")
     reports = ranks(2, [{"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
                         {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")}], folder)
+    return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def clump_runs(tmp_path_factory):
+    """The clumps of `clump_file` on one process, on 2 and 4 ranks, and restarted on 4 ranks from
+    the checkpoint of 2 ranks half-way (kept as ``midway.npz``): the loops of the ranks compiled
+    once (the one process's are tests/test_clumps.py's)."""
+    folder = tmp_path_factory.mktemp("mpi_clumps")
+    scene = str(clump_file(folder))
+    serial(scene, CLUMP_SETTINGS, folder / "clumps_1", probe=False)
+    jobs = [{"scene": scene, "settings": CLUMP_SETTINGS, "out": str(folder / "clumps_2"), "probe": False},
+            {"scene": scene, "settings": CLUMP_SETTINGS + ["simulation.t_end=1.0"], "out": str(folder / "clumps_2to4"),
+             "probe": False}]
+    reports = ranks(2, jobs, folder)
+    shutil.copy(folder / "clumps_2to4/checkpoint.npz", folder / "midway.npz")
+    reports += ranks(4, [{**jobs[0], "out": str(folder / "clumps_4")},
+                         {**jobs[0], "out": str(folder / "clumps_2to4"),
+                          "restart": str(folder / "clumps_2to4/checkpoint.npz")}], folder)
     return folder, {Path(report["out"]).name: report for report in reports}
 
 
@@ -286,6 +331,45 @@ def test_restart_of_every_feature_on_another_number_of_ranks(feature_runs, case)
     folder, _ = feature_runs
     scene = case.partition("_")[0]
     assert_same_but_wall_loads(outputs(folder / f"{scene}_1"), outputs(folder / case))
+
+
+@needs_mpi
+@pytest.mark.parametrize("case", ["clumps_2", "clumps_4", "clumps_2to4"])
+def test_clumps_are_the_same_as_one_process(clump_runs, case):
+    """Clumps on 2 and 4 ranks, and restarted from 2 ranks on 4: the same run as one process's,
+    bit for bit (the walls' loads to round-off): the state, the members' wall springs and mesh
+    contacts, the member pairs' springs and booked energies in the checkpoint, energy.csv, every
+    snapshot of the bodies, their member spheres and the contact network of the member pairs, and
+    fabric.csv."""
+    folder, reports = clump_runs
+    one, many = folder / "clumps_1", folder / case
+    assert_same_but_wall_loads(outputs(one), outputs(many))
+    assert snapshots(one) == snapshots(many)
+    assert (one / "fabric.csv").read_text() == (many / "fabric.csv").read_text()
+    if case != "clumps_2to4":  # bodies crossed from one rank's box to another's
+        assert reports[case]["migrated"] > 0
+
+
+@needs_mpi
+def test_the_clumps_on_ranks_form_load_slide_and_break_their_springs(clump_runs):
+    """What the runs of `test_clumps_are_the_same_as_one_process` went through (so that the test
+    can fail): member pairs touched and parted (the pairs with springs half-way are not all there at
+    the end), their springs and the members' wall springs were loaded (tangential, rolling and
+    twisting energies) and slipped (friction work), members held springs on the floor and on the
+    step (a mesh: its contacts kept), and the contact network listed member pairs."""
+    folder, _ = clump_runs
+    logs, _, last = outputs(folder / "clumps_4")
+    midway = load_checkpoint(folder / "midway.npz")
+    held, kept = (set(map(tuple, checkpoint["contacts.history_keys.clump_pp"])) for checkpoint in (midway, last))
+    assert len(held) >= 3 and held - kept
+    log = np.genfromtxt(logs["energy.csv"].splitlines(), delimiter=",", names=True)
+    for column in ("hertz_pp", "tangential", "rolling", "twisting"):
+        assert log[column].max() > 1e-3, column
+    assert log["friction"][-1] > 1.0
+    keys = last["interaction.clump_pw.wall_key"]
+    assert (keys == 0).any() and (keys == 2).any() and last["interaction.clump_pw.mesh_contact"].any()
+    fabric = np.genfromtxt((folder / "clumps_4/fabric.csv").read_text().splitlines(), delimiter=",", names=True)
+    assert fabric["contacts"].max() >= 3
 
 
 def test_bisection_tiles_space_in_balanced_boxes():
