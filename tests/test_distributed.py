@@ -22,7 +22,7 @@ import pytest
 from support.granule import GRANULE, PARALLEL_BONDED, granule_file
 from support.feeding import pour_file
 from support.history_probe import PROBE
-from test_clumps import FLOOR, clump_scene, raised_step
+from test_clumps import COLLISION, FLOOR, clump_pour, clump_scene, raised_step, read_lines
 from test_restart import assert_same_run, outputs
 
 from dem.cell import box_cell
@@ -80,6 +80,10 @@ TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
 CLUMP_SETTINGS = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
                   "contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05",
                   "output.contacts=true"]
+#: tests/test_clumps.py's collision of a dimer, a tetrahedron and a sphere (no gravity, no walls) with
+#: rolling and twisting resistance too, its contact network written at every log row
+COLLISION_SETTINGS = ["simulation.dt=2e-4", "simulation.t_end=1.0", "output.vtk_every=100", "output.log_every=100",
+                      "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "output.contacts=true"]
 
 
 def serial(scene, settings, out, restart=None, probe=True):
@@ -223,20 +227,41 @@ def rough_runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clump_runs(tmp_path_factory):
     """The clumps of `clump_file` on one process, on 2 and 4 ranks, and restarted on 4 ranks from
-    the checkpoint of 2 ranks half-way (kept as ``midway.npz``): the loops of the ranks compiled
-    once (the one process's are tests/test_clumps.py's)."""
+    the checkpoint of 2 ranks half-way (kept as ``midway.npz``); the collision of `COLLISION_SETTINGS`
+    on one process and on 2 and 4 ranks (one of which owns no body): two loops of the ranks to
+    compile (the one process's are tests/test_clumps.py's)."""
     folder = tmp_path_factory.mktemp("mpi_clumps")
     scene = str(clump_file(folder))
+    collision = str(clump_scene(folder, COLLISION, name="collision.toml"))
     serial(scene, CLUMP_SETTINGS, folder / "clumps_1", probe=False)
+    serial(collision, COLLISION_SETTINGS, folder / "collision_1", probe=False)
     jobs = [{"scene": scene, "settings": CLUMP_SETTINGS, "out": str(folder / "clumps_2"), "probe": False},
             {"scene": scene, "settings": CLUMP_SETTINGS + ["simulation.t_end=1.0"], "out": str(folder / "clumps_2to4"),
-             "probe": False}]
+             "probe": False},
+            {"scene": collision, "settings": COLLISION_SETTINGS, "out": str(folder / "collision_2"), "probe": False}]
     reports = ranks(2, jobs, folder)
     shutil.copy(folder / "clumps_2to4/checkpoint.npz", folder / "midway.npz")
     reports += ranks(4, [{**jobs[0], "out": str(folder / "clumps_4")},
                          {**jobs[0], "out": str(folder / "clumps_2to4"),
-                          "restart": str(folder / "clumps_2to4/checkpoint.npz")}], folder)
+                          "restart": str(folder / "clumps_2to4/checkpoint.npz")},
+                         {**jobs[2], "out": str(folder / "collision_4")}], folder)
     return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def clump_pour_runs(tmp_path_factory):
+    """tests/test_clumps.py's pour of tetrahedral clumps (a source and an outlet) on one process and
+    on 2 ranks, and stopped mid-filling on 2 ranks and restarted on 3 (slow: a loop of the ranks to
+    compile)."""
+    folder = tmp_path_factory.mktemp("mpi_clump_pour")
+    pour = str(clump_pour(folder))
+    serial(pour, [], folder / "clumpfill_1", probe=False)
+    job = {"scene": pour, "settings": [], "probe": False}
+    ranks(2, [{**job, "out": str(folder / "clumpfill_2")},
+              {**job, "settings": ["simulation.t_end=0.5"], "out": str(folder / "clumpfill_2to3")}], folder)
+    ranks(3, [{**job, "out": str(folder / "clumpfill_2to3"), "restart": str(folder / "clumpfill_2to3/checkpoint.npz")}],
+          folder)
+    return folder
 
 
 def assert_same_as_one_process(runs, scene, n):
@@ -334,19 +359,23 @@ def test_restart_of_every_feature_on_another_number_of_ranks(feature_runs, case)
 
 
 @needs_mpi
-@pytest.mark.parametrize("case", ["clumps_2", "clumps_4", "clumps_2to4"])
+@pytest.mark.parametrize("case", ["clumps_2", "clumps_4", "clumps_2to4", "collision_2", "collision_4"])
 def test_clumps_are_the_same_as_one_process(clump_runs, case):
     """Clumps on 2 and 4 ranks, and restarted from 2 ranks on 4: the same run as one process's,
-    bit for bit (the walls' loads to round-off): the state, the members' wall springs and mesh
-    contacts, the member pairs' springs and booked energies in the checkpoint, energy.csv, every
-    snapshot of the bodies, their member spheres and the contact network of the member pairs, and
-    fabric.csv."""
+    bit for bit (the walls' loads to round-off; the collision has none): the state, the members'
+    wall springs and mesh contacts, the member pairs' springs and booked energies in the
+    checkpoint, energy.csv, every snapshot of the bodies, their member spheres and the contact
+    network of the member pairs, and fabric.csv."""
     folder, reports = clump_runs
-    one, many = folder / "clumps_1", folder / case
-    assert_same_but_wall_loads(outputs(one), outputs(many))
+    scene = case.partition("_")[0]
+    one, many = folder / f"{scene}_1", folder / case
+    if scene == "collision":
+        assert_same_run(outputs(one), outputs(many))
+    else:
+        assert_same_but_wall_loads(outputs(one), outputs(many))
     assert snapshots(one) == snapshots(many)
     assert (one / "fabric.csv").read_text() == (many / "fabric.csv").read_text()
-    if case != "clumps_2to4":  # bodies crossed from one rank's box to another's
+    if case in ("clumps_2", "clumps_4"):  # bodies crossed from one rank's box to another's
         assert reports[case]["migrated"] > 0
 
 
@@ -370,6 +399,45 @@ def test_the_clumps_on_ranks_form_load_slide_and_break_their_springs(clump_runs)
     assert (keys == 0).any() and (keys == 2).any() and last["interaction.clump_pw.mesh_contact"].any()
     fabric = np.genfromtxt((folder / "clumps_4/fabric.csv").read_text().splitlines(), delimiter=",", names=True)
     assert fabric["contacts"].max() >= 3
+
+
+@needs_mpi
+def test_a_clump_and_a_sphere_colliding_on_ranks_keep_their_momenta(clump_runs):
+    """The collision on 4 ranks (`test_clumps_are_the_same_as_one_process`): the dimer hit the
+    tetrahedron and the sphere hit the tetrahedron (the contact network's lines join bodies 1 and 2,
+    then 0, the sphere, and 2), their springs loaded and slipping, and every contact opened again;
+    linear and angular momenta stayed what they were to 1e-12 of their size."""
+    folder, _ = clump_runs
+    many = folder / "collision_4"
+    pairs = set()
+    for path in (many / "vtk").glob("contacts_*.vtp"):
+        arrays = read_lines(path)[2]
+        pairs.update(zip(arrays["i"], arrays["j"]))
+    assert pairs == {(1, 2), (0, 2)}
+    log = np.genfromtxt((many / "energy.csv").read_text().splitlines(), delimiter=",", names=True)
+    for column in ("tangential", "rolling", "twisting"):
+        assert log[column].max() > 1e-4, column
+    assert log["friction"][-1] > 0.05 and log["hertz_pp"][-1] == 0.0
+    for momentum in ("P", "L"):
+        size = np.linalg.norm([log[f"{momentum}{c}"][0] for c in "xyz"])
+        for c in "xyz":
+            assert np.abs(log[f"{momentum}{c}"] - log[f"{momentum}{c}"][0]).max() < 1e-12 * size
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["clumpfill_2", "clumpfill_2to3"])
+def test_a_pour_of_clumps_is_the_same_as_one_process(clump_pour_runs, case):
+    """Clumps poured by a source and taken by an outlet (rank 0's Feeder on the gathered state; every
+    rank takes its part of what it changed, the clumps' list diameters too) on 2 ranks, and stopped
+    mid-filling on 2 ranks and restarted on 3: energy.csv, flow.csv, the checkpoint and every
+    snapshot are the one process's, bit for bit (the walls' loads to round-off)."""
+    folder = clump_pour_runs
+    one, many = folder / "clumpfill_1", folder / case
+    assert_same_but_wall_loads(outputs(one), outputs(many))
+    assert snapshots(one) == snapshots(many)
+    flow = np.genfromtxt(outputs(many)[0]["flow.csv"].splitlines(), delimiter=",", names=True)
+    assert flow["inserted_0"][-1] > 100 and flow["removed_0"][-1] > 10
 
 
 def test_bisection_tiles_space_in_balanced_boxes():
