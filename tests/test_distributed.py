@@ -3,11 +3,14 @@ ranks — positions, velocities, forces, own states and contact histories in the
 energy log and the VTK snapshots; the walls' loads (``walls.csv``) to round-off. The default suite
 runs the torus (bonds, contacts, per-contact history: the test probe of `history_probe`) against
 a fixed, a moving and a servo plane, and restarts it on another number of ranks: one loop of the
-ranks to compile. The slow suite (``python -m pytest -m slow``) adds both bond laws with contact
-and local damping and breakage, rigid clusters under Lennard-Jones and applied forces (``lgvi``),
-a frictional gas in a periodic cell (``cell.csv`` too), a mesh wall, a sheared cell, particles
-poured in and let out (``flow.csv`` too; a restart mid-filling on another number of ranks), and
-on 2 ranks friction, rolling and twisting resistance and JKR adhesion. The ranks run
+ranks to compile; and clumps on 2 and 4 ranks (dimers and tetrahedra on a rough floor and a mesh
+step, pushed by a moving wall, with their contact network, restarted from 2 ranks on 4; a dimer,
+a tetrahedron and a sphere colliding): two more. The slow suite (``python -m pytest -m slow``)
+adds both bond laws with contact and local damping and breakage, rigid clusters under
+Lennard-Jones and applied forces (``lgvi``), a frictional gas in a periodic cell (``cell.csv``
+too), a mesh wall, a sheared cell, particles poured in and let out (``flow.csv`` too; a restart
+mid-filling on another number of ranks), on 2 ranks friction, rolling and twisting resistance
+and JKR adhesion, and clumps poured and let out (restarted mid-filling on 3 ranks). The ranks run
 `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
