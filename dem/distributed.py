@@ -490,7 +490,8 @@ class DistributedSimulation(Simulation):
                              for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
         #: per-body own-state fields that do not move with the bodies: scratch (`Interaction.
         #: scratch_state`, each rank's own) and fields with no rows (what the run does not use, as the
-        #: fast force without contact sub-steps); their rows (per body, or none), trailing shape and type
+        #: fast force without contact sub-steps); whether they have rows (per body, or as the
+        #: interaction's ``scratch_rows`` say: `_unmoved`), their trailing shape and type
         self.unmoved = {(n, f): (len(values) > 0, values.shape[1:], values.dtype)
                         for n, own in state.interactions.items() for f, values in zip(own._fields, own)
                         if f in INTERACTIONS[n].scratch_state
