@@ -53,6 +53,16 @@ stages of the generated module instead of ``before_forces``/``after_forces``, wi
 exchange and a rebuild check after each drift but the last, before the fast force is evaluated:
 the same bits as one process.
 
+Clumps (`dem.interactions.clump_contacts`, `dem.interactions.clump_walls`): the list is built, and
+the halo sized, with the bodies' list diameters (`dem.interactions.list_diameters`: a clump's
+sphere that holds its members); a ghost's members are placed from its exchanged position and
+orientation, and each interaction's parameters are the rank's bodies' and members'
+(`dem.interactions.contract.localize_members`); a body pair's member springs are its keyed
+history, and the members' wall springs and mesh contacts (``Interaction.member_state``) travel
+with their body as one row of `most_members` members; the member pairs' loads of the contact
+network go to the snapshot with the pairs' (`dem.network.pair_loads`). The same bits as one
+process, but for the walls' loads as above.
+
 Sources and outlets (`dem.feeding`): the Feeder, an observer, acts on rank 0's gathered view
 like the others; where it inserted or removed particles (``altered``), every rank takes its part
 of the view's whole state anew, as at a restart (`DistributedSimulation._take`): the list built
@@ -78,10 +88,10 @@ from .cell import GRADIENT, PERIOD, TILT, cell_image, lattice_at_build, wrapped
 from .contacts import ContactTable, owner_offsets, restore_history, save_history
 from .engine import FAILED, NOT_FINITE, OK, distributed_module, fast_pair_law, substeps_contacts
 from .integrators.stages import first_not_finite
-from .interactions import BOND, GLOBAL, INTERACTIONS
-from .interactions.contract import MPIError
+from .interactions import BOND, GLOBAL, INTERACTIONS, history_width, list_diameters, loads_width
+from .interactions.contract import MPIError, ranges
 from .neighbors import N_BUILDS, bounds, build_due, grid_of_bounds, needs_rebuild
-from .network import pair_loads, pipeline_name, put_pair_loads
+from .network import loads_pipeline, pair_loads, put_pair_loads
 from .feeding import run_bodies
 from .simulation import Simulation, SimulationError
 from .state import BodyArrays, State, StateArrays
@@ -274,10 +284,14 @@ def _bond_table(model):
     return start, order % max(len(model.bonds), 1)
 
 
-def _ranges(starts, stops):
-    """``concatenate([arange(a, b) for a, b in zip(starts, stops)])``, without the loop."""
-    counts = stops - starts
-    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+def _member_rows(start, index):
+    """``(member, body, place)``: the rows of the members of the bodies ``index`` (``start`` (n +
+    1): each body's first member row, as ``member_start``), the place of each one's body in
+    ``index`` and its place among its body's members."""
+    counts = start[index + 1] - start[index]
+    member = ranges(start[index], start[index + 1])
+    return member, np.repeat(np.arange(len(index)), counts), np.arange(len(member)) - np.repeat(
+        np.cumsum(counts) - counts, counts)
 
 
 def _concatenated(pieces, key, like):
@@ -365,7 +379,7 @@ class Decomposition:
         order = np.argsort(bodies)
         owned = np.empty(len(ids), np.int64)
         owned[:] = np.flatnonzero(order < len(ids))
-        bonds = np.unique(self.bond_list[_ranges(self.bond_start[ids], self.bond_start[ids + 1])])
+        bonds = np.unique(self.bond_list[ranges(self.bond_start[ids], self.bond_start[ids + 1])])
         self.part = Part(bodies[order], owned, bonds[intact[bonds]])
         # what goes where at every step, in the same order on both sides
         self.send_index = [self.part.owned[index] for index in sends]
@@ -419,7 +433,12 @@ class DistributedSimulation(Simulation):
                 raise MPIError(f"interaction {name!r} cannot run under MPI: it defines no localize/shared_bodies "
                                f"(dem.interactions.contract)")
         self.neighbors = any(INTERACTIONS[n].neighbors for n in names)
-        self.histories = {n: INTERACTIONS[n].history for n in names if INTERACTIONS[n].history}
+        #: each history's width (`dem.interactions.history_width`)
+        self.histories = {n: history_width(n, p) for n, p in model.interactions.items() if INTERACTIONS[n].history}
+        #: the most members a body has, for each interaction with state per member (the width of
+        #: their rows as they travel: `_rows_of`)
+        self.most_members = {n: int(np.diff(p.member_start).max(initial=0)) for n, p in model.interactions.items()
+                             if INTERACTIONS[n].member_state}
         self.kernels = distributed_module(scheme, names)
         #: the interaction whose elastic pair force is sub-stepped (`dem.engine.fast_pair_law`)
         self.fast_law = fast_pair_law(names)
@@ -471,7 +490,8 @@ class DistributedSimulation(Simulation):
                              for n, own in state.interactions.items() for f in INTERACTIONS[n].shared_state}
         #: per-body own-state fields that do not move with the bodies: scratch (`Interaction.
         #: scratch_state`, each rank's own) and fields with no rows (what the run does not use, as the
-        #: fast force without contact sub-steps); their rows (per body, or none), trailing shape and type
+        #: fast force without contact sub-steps); whether they have rows (per body, or as the
+        #: interaction's ``scratch_rows`` say: `_unmoved`), their trailing shape and type
         self.unmoved = {(n, f): (len(values) > 0, values.shape[1:], values.dtype)
                         for n, own in state.interactions.items() for f, values in zip(own._fields, own)
                         if f in INTERACTIONS[n].scratch_state
@@ -491,26 +511,52 @@ class DistributedSimulation(Simulation):
         #: the lattice of the first build: a restart's is the interrupted run's last (`dem.cell`)
         self._lattice = lattice_at_build(self.cell) if restarted else None
         bond_length = self._bond_length(np.arange(len(model.bonds)), model.bonds.i, model.bonds.j, reference)
-        self._distribute(mine, self._rows_of(mine, state, aux, state.interactions), reference[mine], histories,
-                         bond_length, build=self.neighbors and (first or restarted))
+        self._distribute(mine, self._rows_of(mine, state, aux, state.interactions, model.interactions),
+                         reference[mine], histories, bond_length, build=self.neighbors and (first or restarted))
 
     # -- the rank's data -------------------------------------------------------------------------
 
-    def _rows_of(self, index, state, aux, own_states):
-        """The per-body data of bodies ``index`` (of ``state``/``aux``/``own_states``) that
-        migrate with them: ``{key: rows}``."""
+    def _rows_of(self, index, state, aux, own_states, params):
+        """The per-body data of bodies ``index`` (of ``state``/``aux``/``own_states``, whose
+        interactions have the parameters ``params``) that migrate with them: ``{key: rows}``; the
+        fields per member as a row per body of `most_members` rows (`_member_rows`)."""
         rows = {f"state.{f}": getattr(state, f)[index] for f in STATE_FIELDS}
         rows.update({f"aux.{f}": getattr(aux, f)[index] for f in aux._fields})
         for name, own in own_states.items():
-            kept = INTERACTIONS[name].bond_state + INTERACTIONS[name].shared_state
-            rows.update({f"own.{name}.{f}": getattr(own, f)[index] for f in own._fields
-                         if f not in kept and (name, f) not in self.unmoved})
+            interaction = INTERACTIONS[name]
+            kept = interaction.bond_state + interaction.shared_state
+            for f in own._fields:
+                if f in kept or (name, f) in self.unmoved:
+                    continue
+                values = getattr(own, f)
+                if f in interaction.member_state:
+                    member, body, place = _member_rows(params[name].member_start, index)
+                    rows[f"own.{name}.{f}"] = packed = np.zeros((len(index), self.most_members[name])
+                                                                + values.shape[1:], values.dtype)
+                    packed[body, place] = values[member]
+                else:
+                    rows[f"own.{name}.{f}"] = values[index]
         return rows
 
-    def _unmoved(self, name, field, n_bodies):
-        """A new own-state field that does not move with the bodies (`unmoved`), for ``n_bodies``."""
+    def _own_field(self, name, field, params, index, rows, n_bodies):
+        """Own-state field ``field`` of interaction ``name`` (parameters ``params``) for ``n_bodies``
+        bodies: the ``rows`` (`_rows_of`'s) at the bodies ``index``, zero elsewhere (its rows per
+        member at the members of ``index``)."""
+        if field not in INTERACTIONS[name].member_state:
+            array = np.zeros((n_bodies,) + rows.shape[1:], rows.dtype)
+            array[index] = rows
+            return array
+        member, body, place = _member_rows(params.member_start, index)
+        array = np.zeros((params.member_start[-1],) + rows.shape[2:], rows.dtype)
+        array[member] = rows[body, place]
+        return array
+
+    def _unmoved(self, name, field, params, n_bodies):
+        """A new own-state field that does not move with the bodies (`unmoved`), for ``n_bodies``
+        (the interaction's ``scratch_rows``, with its parameters ``params``, where it gives them)."""
         per_body, shape, dtype = self.unmoved[(name, field)]
-        return np.zeros((n_bodies if per_body else 0,) + shape, dtype)
+        rows = INTERACTIONS[name].scratch_rows
+        return np.zeros((0 if not per_body else n_bodies if rows is None else rows(params, n_bodies),) + shape, dtype)
 
     def _bond_length(self, bonds, i, j, position):
         """The longest of the intact ``bonds`` (global ids; ends ``i``, ``j`` in ``position``) of
@@ -552,13 +598,18 @@ class DistributedSimulation(Simulation):
         positions. Returns the number of bodies it handed to other ranks."""
         model, decomposition = self.model, self.decomposition
         ids, mine, reference, keys, moved = decomposition.migrate(owned_ids, rows, reference, histories)
-        largest = self.comm.allreduce(float(bounds(reference, model.diameter[ids])[2]), op=self._mpi.MAX)
+        largest = self.comm.allreduce(float(bounds(reference, list_diameters(model, model)[ids])[2]), op=self._mpi.MAX)
         width = max(largest + model.skin if self.neighbors else 0.0, bond_length)
         received = decomposition.plan_halo(ids, {f"state.{f}": mine[f"state.{f}"] for f in GHOST_FIELDS}, reference,
                                            width, self._intact())
         part = decomposition.part
         bodies, owned = part.bodies, part.owned
         self.parts = {name: part.block(block) for name, block in self.bond_blocks.items()}
+        self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
+        #: the diameters the rank's neighbour list is built with (`dem.interactions.list_diameters`)
+        self.list_diameter = list_diameters(model, self.global_bodies)[bodies]
+        self.params = {name: INTERACTIONS[name].localize(p, self.parts.get(name, part)) if INTERACTIONS[name].localize
+                       else p for name, p in model.interactions.items()}
 
         def local(owned_rows, ghost_key=None):
             """A rank's array: ``owned_rows`` at the owned bodies, the ghosts' ``ghost_key``."""
@@ -578,13 +629,11 @@ class DistributedSimulation(Simulation):
             self.state.interactions[name] = own_type(*(
                 self.bond_state[(name, f)][self.parts[name].bonds].copy() if f in bond_fields
                 else self.shared_state[(name, f)] if (name, f) in self.shared_state
-                else self._unmoved(name, f, len(bodies)) if (name, f) in self.unmoved
-                else local(mine[f"own.{name}.{f}"]) for f in own_type._fields))
-        self.bodies = BodyArrays(*(array[bodies] for array in self.global_bodies))
-        self.params = {name: INTERACTIONS[name].localize(p, self.parts.get(name, part)) if INTERACTIONS[name].localize
-                       else p for name, p in model.interactions.items()}
+                else self._unmoved(name, f, self.params[name], len(bodies)) if (name, f) in self.unmoved
+                else self._own_field(name, f, self.params[name], owned, mine[f"own.{name}.{f}"], len(bodies))
+                for f in own_type._fields))
         self.contacts = ContactTable(len(bodies), model.skin, self.histories,
-                                     {name: INTERACTIONS[name].loads for name in self.histories})
+                                     {name: loads_width(name, self.params[name]) for name in self.histories})
         if build:
             self._build(local(reference, "reference"), keys)
         histories = self.contacts.carried()
@@ -598,14 +647,14 @@ class DistributedSimulation(Simulation):
         the received histories (global keys) put back."""
         model, part, table = self.model, self.part, self.contacts
         MPI = self._mpi
-        lo, hi, largest = bounds(positions[part.owned], self.bodies.diameter[part.owned])
+        lo, hi, largest = bounds(positions[part.owned], self.list_diameter[part.owned])
         self.comm.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
         self.comm.Allreduce(MPI.IN_PLACE, hi, op=MPI.MAX)
         largest = self.comm.allreduce(float(largest), op=MPI.MAX)
         cell = self.state.cell if self._lattice is None else self._lattice  # (a build records its lattice in it)
         self._lattice = None
         grid = grid_of_bounds(lo, hi, largest, model.skin, 2 * model.n_bodies + 8, cell)
-        table.build_part(positions, self.bodies.diameter, model.skin, grid, (lo, hi, largest), cell)
+        table.build_part(positions, self.list_diameter, model.skin, grid, (lo, hi, largest), cell)
         table.counters[N_BUILDS] = self._builds
         owner_offsets(table.start, table.index, table.owner_start, table.cell_particles)
         for name, (keys, values) in histories.items():
@@ -648,7 +697,7 @@ class DistributedSimulation(Simulation):
                                         st.position)
         self.decomposition.rebalance(st.position[owned])
         self._builds += 1
-        moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions),
+        moved = self._distribute(part.bodies[owned], self._rows_of(owned, st, self.aux, st.interactions, self.params),
                                  st.position[owned], histories, bond_length, build=True)
         self.decomposition.migrated += self.comm.allreduce(moved)
 
@@ -677,7 +726,7 @@ class DistributedSimulation(Simulation):
         is_owned[owned] = True
         piece = {"ids": part.bodies[owned], "reference": table.reference_position[owned]}
         piece.update({f"bonds.{n}": self.parts[n].bonds for n in self.bond_blocks})
-        piece.update(self._rows_of(owned, st, self.aux, st.interactions))
+        piece.update(self._rows_of(owned, st, self.aux, st.interactions, self.params))
         piece.update({f"bond.{n}.{f}": getattr(st.interactions[n], f) for n, f in self.bond_state})
         piece.update({f"summed.{n}.{f}": self.shared_state[(n, f)] for n, f in self.shared_state
                       if f in INTERACTIONS[n].summed_state})
@@ -686,7 +735,7 @@ class DistributedSimulation(Simulation):
                                         self.histories[name])
             held = is_owned[keys[:, 0]]
             piece[f"keys.{name}"], piece[f"values.{name}"] = part.bodies[keys[held]].astype(np.int32), values[held]
-        if pipeline_name(self.histories):  # its pair loads (scratch, not in the keyed histories) for the network
+        if loads_pipeline(self.histories):  # its pair loads (scratch, not in the keyed histories) for the network
             keys, piece["loads.values"] = pair_loads(table, st.position, self.bodies.diameter, is_owned, st.cell)
             piece["loads.keys"] = part.bodies[keys]
         pieces = self.comm.gather(piece, root=0)
@@ -719,9 +768,11 @@ class DistributedSimulation(Simulation):
                             values += p[f"summed.{name}.{f}"]
                     fields.append(values)
                 elif (name, f) in self.unmoved:
-                    fields.append(self._unmoved(name, f, model.n_bodies))
+                    fields.append(self._unmoved(name, f, model.interactions[name], model.n_bodies))
                 else:
-                    fields.append(whole(f"own.{name}.{f}", getattr(own, f)))
+                    key = f"own.{name}.{f}"
+                    fields.append(self._own_field(name, f, model.interactions[name], ids,
+                                                  _concatenated(pieces, key, piece[key]), model.n_bodies))
             state.interactions[name] = type(own)(*fields)
         aux = {f: whole(f"aux.{f}", getattr(self.aux, f)) for f in self.aux_type._fields}
         contacts = {"reference_position": whole("reference", table.reference_position), "builds": self._builds}
@@ -729,7 +780,7 @@ class DistributedSimulation(Simulation):
             contacts[f"history_keys.{name}"] = _concatenated(pieces, f"keys.{name}", np.zeros((0, 2), np.int32))
             contacts[f"history_values.{name}"] = _concatenated(pieces, f"values.{name}", np.zeros((0, width)))
         view = Simulation(model, state, self.integrator, self.dt, parallel=False, restored=(aux, contacts))
-        if pipeline_name(self.histories):
+        if loads_pipeline(self.histories):
             put_pair_loads(view.contacts, np.concatenate([p["loads.keys"] for p in pieces]),
                            np.concatenate([p["loads.values"] for p in pieces]))
         return view
@@ -846,7 +897,7 @@ class RankLoop:
         for sub in range(sim.substeps - 1):
             if sub > 0:
                 self._drift(h, False)
-            moved[0] = sim.neighbors and needs_rebuild(sim.state.position, sim.bodies.diameter, sim.model.skin,
+            moved[0] = sim.neighbors and needs_rebuild(sim.state.position, sim.list_diameter, sim.model.skin,
                                                        sim.contacts.reference_position)
             request = sim.comm.Iallreduce(MPI.IN_PLACE, moved, op=MPI.MAX)
             sim.decomposition.exchange(sim._arguments[0])  # (while the flag travels)
@@ -865,7 +916,7 @@ class RankLoop:
         exchange runs."""
         sim, MPI, flags = self.sim, self.sim._mpi, self.flags
         st = sim.state
-        moved = sim.neighbors and build_due(st.position, sim.bodies.diameter, sim.model.skin,
+        moved = sim.neighbors and build_due(st.position, sim.list_diameter, sim.model.skin,
                                             sim.contacts.reference_position, sim.contacts.counters, sim.cell)
         flags[0] = self.failed
         flags[1] = 0 if moved else 1

@@ -141,12 +141,27 @@ def _coulomb_forces(law, stiffness, work, distance, reach, reduced):
     return elastic
 
 
+@njit(inline="always")
+def _carries(a, b, slot, position, diameter, loads, cell, members):
+    """Whether the pair ``a < b`` (its slot ``slot`` of ``loads``) carried a load: its spheres
+    touch or, with ``members`` (clumps), some value of its row is not zero (the pair's load, or
+    where the run keeps them a member pair's, `_member_pairs`)."""
+    if members:
+        for c in range(loads.shape[1]):
+            if loads[slot, c] != 0.0:
+                return True
+        return False
+    r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter, cell)[3:]
+    return r2 < reach * reach
+
+
 @njit(cache=True)
-def _held_loads(contacts, position, diameter, loads, held, cell):
-    """``(keys (m, 2), values (m, LOADS))``: the touching pairs ``i < j`` of the ``held`` bodies
-    ``j`` and their slots' rows of ``loads``."""
+def _held_loads(contacts, position, diameter, loads, held, cell, members):
+    """``(keys (m, 2), values (m, width))``: the pairs ``i < j`` of the ``held`` bodies ``j`` that
+    carried a load (`_carries`) and their slots' rows of ``loads``."""
     start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
-    keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], LOADS))
+    width = loads.shape[1]
+    keys, values = np.empty((owner_start[-1], 2), np.int64), np.empty((owner_start[-1], width))
     m = 0
     for a in range(position.shape[0]):
         slot = owner_start[a]
@@ -154,13 +169,11 @@ def _held_loads(contacts, position, diameter, loads, held, cell):
             b = index[k]
             if b < a:
                 continue
-            if held[b]:
-                r2, reach = pair_overlap(a, b, 0.5 * diameter[a], position, diameter, cell)[3:]
-                if r2 < reach * reach:
-                    keys[m, 0], keys[m, 1] = a, b
-                    for c in range(LOADS):
-                        values[m, c] = loads[slot, c]
-                    m += 1
+            if held[b] and _carries(a, b, slot, position, diameter, loads, cell, members):
+                keys[m, 0], keys[m, 1] = a, b
+                for c in range(width):
+                    values[m, c] = loads[slot, c]
+                m += 1
             slot += 1
     return keys[:m].copy(), values[:m].copy()
 
@@ -170,7 +183,7 @@ def _put_loads(contacts, keys, values, loads):
     """``values`` (`_held_loads`'s) into their pairs' slots of ``loads``."""
     for m in range(keys.shape[0]):
         slot = pair_slot(contacts.start, contacts.neighbors, contacts.owner_start, keys[m, 0], keys[m, 1])
-        for c in range(LOADS):
+        for c in range(values.shape[1]):
             loads[slot, c] = values[m, c]
 
 
@@ -213,10 +226,10 @@ def _member_centres(body, member, position, orientation, member_offset):
     return centre
 
 
-def _clump_pipeline_name(model):
-    """The clumps' contact interaction acting in ``model`` (``clump_pp`` or, under an adhesive law,
+def _clump_pipeline_name(names):
+    """The clumps' contact interaction among ``names`` (``clump_pp`` or, under an adhesive law,
     ``adhesive_clump_pp``), or None."""
-    return next((name for name in CLUMP_PIPELINES if name in model.interactions), None)
+    return next((name for name in CLUMP_PIPELINES if name in names), None)
 
 
 def _clump_network(model, state, contacts, p):
@@ -225,7 +238,7 @@ def _clump_network(model, state, contacts, p):
         raise ValueError("the contact network of clumps needs the member pairs' loads: call "
                          "dem.interactions.clump_contacts.keep_member_loads(model) before the contact table is made")
     first, second, a, b, values = _member_pairs(contacts.contacts(), p.member_start, p.most,
-                                                contacts.pair_scratch(_clump_pipeline_name(model)))
+                                                contacts.pair_scratch(_clump_pipeline_name(model.interactions)))
     global_a, global_b = p.member_start[first] + a, p.member_start[second] + b
     centre_i = _member_centres(first, global_a, state.position, state.orientation, p.member_offset)
     centre_j = _member_centres(second, global_b, state.position, state.orientation, p.member_offset)
@@ -253,18 +266,28 @@ def pipeline_name(names):
     return next((name for name in PIPELINES if name in names), None)
 
 
+def loads_pipeline(names):
+    """The interaction among ``names`` whose pair scratch the contact network reads: the contact
+    pipeline (`pipeline_name`) or the clumps' (`dem.interactions.clump_contacts`), or None."""
+    return pipeline_name(names) or _clump_pipeline_name(names)
+
+
 def pair_loads(table, position, diameter, held, cell):
-    """What ``contact_pp``'s update left in its pair scratch for the touching pairs whose second
-    body is ``held`` (a mask), as ``(keys (m, 2), values (m, LOADS))``: for `dem.distributed`,
-    whose gathered snapshot rebuilds the contact table with the keyed histories alone (its
-    ranks hold the loads of the pairs of their own bodies, in their owners' rows)."""
-    return _held_loads(table.contacts(), position, diameter, table.pair_scratch(pipeline_name(table.histories)),
-                       held, cell)
+    """What the update of the `loads_pipeline` of ``table`` left in its pair scratch for the pairs
+    whose second body is ``held`` (a mask), as ``(keys (m, 2), values)``: ``contact_pp``'s for
+    the touching pairs (``LOADS`` columns), the clumps' for the pairs of which a member pair
+    carried a load (their whole rows, with each member pair's loads where the run keeps them,
+    `dem.interactions.clump_contacts.keep_member_loads`). For `dem.distributed`, whose gathered
+    snapshot rebuilds the contact table with the keyed histories alone (its ranks hold the
+    loads of the pairs of their own bodies, in their owners' rows)."""
+    name = loads_pipeline(table.histories)
+    return _held_loads(table.contacts(), position, diameter, table.pair_scratch(name), held, cell,
+                       name in CLUMP_PIPELINES)
 
 
 def put_pair_loads(table, keys, values):
     """Put `pair_loads`' ``values`` back at their pairs' slots in ``table``."""
-    _put_loads(table.contacts(), keys, values, table.pair_scratch(pipeline_name(table.histories)))
+    _put_loads(table.contacts(), keys, values, table.pair_scratch(loads_pipeline(table.histories)))
 
 
 def separation(state, first, second):
@@ -302,7 +325,7 @@ def pair_forces(model, state, contacts):
     """``(i, j, force on i)`` of the body pairs that touch (`contact_network`'s pairs); with
     clumps the listed body pairs, each with the sum of its member pairs' forces (zero where none
     touch), read from the pair scratch: no member loads needed (`homogenised_stress`)."""
-    name = _clump_pipeline_name(model)
+    name = _clump_pipeline_name(model.interactions)
     if name is None:
         network = contact_network(model, state, contacts)
         return network.i, network.j, network.force

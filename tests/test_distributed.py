@@ -3,15 +3,19 @@ ranks — positions, velocities, forces, own states and contact histories in the
 energy log and the VTK snapshots; the walls' loads (``walls.csv``) to round-off. The default suite
 runs the torus (bonds, contacts, per-contact history: the test probe of `history_probe`) against
 a fixed, a moving and a servo plane, and restarts it on another number of ranks: one loop of the
-ranks to compile. The slow suite (``python -m pytest -m slow``) adds both bond laws with contact
-and local damping and breakage, rigid clusters under Lennard-Jones and applied forces (``lgvi``),
-a frictional gas in a periodic cell (``cell.csv`` too), a mesh wall, a sheared cell, particles
-poured in and let out (``flow.csv`` too; a restart mid-filling on another number of ranks), and
-on 2 ranks friction, rolling and twisting resistance and JKR adhesion. The ranks run
+ranks to compile; and clumps on 2 and 4 ranks (dimers and tetrahedra on a rough floor and a mesh
+step, pushed by a moving wall, with their contact network, restarted from 2 ranks on 4; a dimer,
+a tetrahedron and a sphere colliding): two more. The slow suite (``python -m pytest -m slow``)
+adds both bond laws with contact and local damping and breakage, rigid clusters under
+Lennard-Jones and applied forces (``lgvi``), a frictional gas in a periodic cell (``cell.csv``
+too), a mesh wall, a sheared cell, particles poured in and let out (``flow.csv`` too; a restart
+mid-filling on another number of ranks), on 2 ranks friction, rolling and twisting resistance
+and JKR adhesion, and clumps poured and let out (restarted mid-filling on 3 ranks). The ranks run
 `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +25,11 @@ import pytest
 from support.granule import GRANULE, PARALLEL_BONDED, granule_file
 from support.feeding import pour_file
 from support.history_probe import PROBE
+from test_clumps import COLLISION, FLOOR, clump_pour, clump_scene, raised_step, read_lines
 from test_restart import assert_same_run, outputs
 
 from dem.cell import box_cell
+from dem.checkpoint import load_checkpoint
 from dem.distributed import Bisection
 from dem.interactions import register, unregister
 from dem.runner import run
@@ -72,6 +78,15 @@ GAS_SETTINGS = ["simulation.t_end=0.4", "output.vtk_every=200", "output.log_ever
                 "contact.rolling_friction=0.1"]
 TETRA = str(ROOT / "scenes/tetra_chain.toml")
 TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
+#: the clumps of `clump_file`: rough contacts between members and with the walls, the contact
+#: network of the member pairs written (``contacts.pvd``, ``fabric.csv``)
+CLUMP_SETTINGS = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
+                  "contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05",
+                  "output.contacts=true"]
+#: tests/test_clumps.py's collision of a dimer, a tetrahedron and a sphere (no gravity, no walls) with
+#: rolling and twisting resistance too, its contact network written at every log row
+COLLISION_SETTINGS = ["simulation.dt=2e-4", "simulation.t_end=1.0", "output.vtk_every=100", "output.log_every=100",
+                      "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "output.contacts=true"]
 
 
 def serial(scene, settings, out, restart=None, probe=True):
@@ -120,6 +135,24 @@ def assert_same_but_wall_loads(one, many):
 
 def last_snapshot(folder):
     return max((folder / "vtk").glob("particles_*.vtp")).read_bytes()
+
+
+def snapshots(folder):
+    """Every VTK file of a run (particles, sites, walls, meshes, contact network), by name."""
+    return {path.name: path.read_bytes() for path in (folder / "vtk").glob("*.vtp")}
+
+
+def clump_file(folder):
+    """Tetrahedral clumps (4 members) dropped on a rough floor, half of it under a raised step (a
+    mesh), and dimers (2 members) thrown down onto them, pushed by a wall moving along −x (the
+    interactions of tests/test_clumps.py's clumps on the floor: its loops): the path of the scene,
+    written into ``folder``."""
+    return clump_scene(folder, FLOOR + "[[walls]]\npoint = [3.5, 0, 0]\nnormal = [-1, 0, 0]\nvelocity = [-0.5, 0, 0]\n"
+                       '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ncount = 10\nmin = [-2.5, -2.5, 0.2]\n'
+                       "max = [2.5, 2.5, 4]\nattempts = 1000\nvelocity = [0.3, 0, -1]\n"
+                       '[[clump]]\ntemplate = "dimer"\nradius = 0.4\ncount = 10\nmin = [-3, -3, 4.5]\nmax = [3, 3, 7]\n'
+                       "seed = 2\nvelocity = [-0.3, 0, -2.5]\n"
+                       + raised_step(folder, (-8.0, 0.0), (-8.0, 8.0), 0.1, n=6), name="clumps.toml")
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +225,46 @@ def rough_runs(tmp_path_factory):
     reports = ranks(2, [{"scene": granule, "settings": ROUGH_SETTINGS, "out": str(folder / "rough_2")},
                         {"scene": granule, "settings": STICKY_SETTINGS, "out": str(folder / "sticky_2")}], folder)
     return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def clump_runs(tmp_path_factory):
+    """The clumps of `clump_file` on one process, on 2 and 4 ranks, and restarted on 4 ranks from
+    the checkpoint of 2 ranks half-way (kept as ``midway.npz``); the collision of `COLLISION_SETTINGS`
+    on one process and on 2 and 4 ranks (one of which owns no body): two loops of the ranks to
+    compile (the one process's are tests/test_clumps.py's)."""
+    folder = tmp_path_factory.mktemp("mpi_clumps")
+    scene = str(clump_file(folder))
+    collision = str(clump_scene(folder, COLLISION, name="collision.toml"))
+    serial(scene, CLUMP_SETTINGS, folder / "clumps_1", probe=False)
+    serial(collision, COLLISION_SETTINGS, folder / "collision_1", probe=False)
+    jobs = [{"scene": scene, "settings": CLUMP_SETTINGS, "out": str(folder / "clumps_2"), "probe": False},
+            {"scene": scene, "settings": CLUMP_SETTINGS + ["simulation.t_end=1.0"], "out": str(folder / "clumps_2to4"),
+             "probe": False},
+            {"scene": collision, "settings": COLLISION_SETTINGS, "out": str(folder / "collision_2"), "probe": False}]
+    reports = ranks(2, jobs, folder)
+    shutil.copy(folder / "clumps_2to4/checkpoint.npz", folder / "midway.npz")
+    reports += ranks(4, [{**jobs[0], "out": str(folder / "clumps_4")},
+                         {**jobs[0], "out": str(folder / "clumps_2to4"),
+                          "restart": str(folder / "clumps_2to4/checkpoint.npz")},
+                         {**jobs[2], "out": str(folder / "collision_4")}], folder)
+    return folder, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def clump_pour_runs(tmp_path_factory):
+    """tests/test_clumps.py's pour of tetrahedral clumps (a source and an outlet) on one process and
+    on 2 ranks, and stopped mid-filling on 2 ranks and restarted on 3 (slow: a loop of the ranks to
+    compile)."""
+    folder = tmp_path_factory.mktemp("mpi_clump_pour")
+    pour = str(clump_pour(folder))
+    serial(pour, [], folder / "clumpfill_1", probe=False)
+    job = {"scene": pour, "settings": [], "probe": False}
+    ranks(2, [{**job, "out": str(folder / "clumpfill_2")},
+              {**job, "settings": ["simulation.t_end=0.5"], "out": str(folder / "clumpfill_2to3")}], folder)
+    ranks(3, [{**job, "out": str(folder / "clumpfill_2to3"), "restart": str(folder / "clumpfill_2to3/checkpoint.npz")}],
+          folder)
+    return folder
 
 
 def assert_same_as_one_process(runs, scene, n):
@@ -286,6 +359,88 @@ def test_restart_of_every_feature_on_another_number_of_ranks(feature_runs, case)
     folder, _ = feature_runs
     scene = case.partition("_")[0]
     assert_same_but_wall_loads(outputs(folder / f"{scene}_1"), outputs(folder / case))
+
+
+@needs_mpi
+@pytest.mark.parametrize("case", ["clumps_2", "clumps_4", "clumps_2to4", "collision_2", "collision_4"])
+def test_clumps_are_the_same_as_one_process(clump_runs, case):
+    """Clumps on 2 and 4 ranks, and restarted from 2 ranks on 4: the same run as one process's,
+    bit for bit (the walls' loads to round-off; the collision has none): the state, the members'
+    wall springs and mesh contacts, the member pairs' springs and booked energies in the
+    checkpoint, energy.csv, every snapshot of the bodies, their member spheres and the contact
+    network of the member pairs, and fabric.csv."""
+    folder, reports = clump_runs
+    scene = case.partition("_")[0]
+    one, many = folder / f"{scene}_1", folder / case
+    if scene == "collision":
+        assert_same_run(outputs(one), outputs(many))
+    else:
+        assert_same_but_wall_loads(outputs(one), outputs(many))
+    assert snapshots(one) == snapshots(many)
+    assert (one / "fabric.csv").read_text() == (many / "fabric.csv").read_text()
+    if case in ("clumps_2", "clumps_4"):  # bodies crossed from one rank's box to another's
+        assert reports[case]["migrated"] > 0
+
+
+@needs_mpi
+def test_the_clumps_on_ranks_form_load_slide_and_break_their_springs(clump_runs):
+    """What the runs of `test_clumps_are_the_same_as_one_process` went through (so that the test
+    can fail): member pairs touched and parted (the pairs with springs half-way are not all there at
+    the end), their springs and the members' wall springs were loaded (tangential, rolling and
+    twisting energies) and slipped (friction work), members held springs on the floor and on the
+    step (a mesh: its contacts kept), and the contact network listed member pairs."""
+    folder, _ = clump_runs
+    logs, _, last = outputs(folder / "clumps_4")
+    midway = load_checkpoint(folder / "midway.npz")
+    held, kept = (set(map(tuple, checkpoint["contacts.history_keys.clump_pp"])) for checkpoint in (midway, last))
+    assert len(held) >= 3 and held - kept
+    log = np.genfromtxt(logs["energy.csv"].splitlines(), delimiter=",", names=True)
+    for column in ("hertz_pp", "tangential", "rolling", "twisting"):
+        assert log[column].max() > 1e-3, column
+    assert log["friction"][-1] > 1.0
+    keys = last["interaction.clump_pw.wall_key"]
+    assert (keys == 0).any() and (keys == 2).any() and last["interaction.clump_pw.mesh_contact"].any()
+    fabric = np.genfromtxt((folder / "clumps_4/fabric.csv").read_text().splitlines(), delimiter=",", names=True)
+    assert fabric["contacts"].max() >= 3
+
+
+@needs_mpi
+def test_a_clump_and_a_sphere_colliding_on_ranks_keep_their_momenta(clump_runs):
+    """The collision on 4 ranks (`test_clumps_are_the_same_as_one_process`): the dimer hit the
+    tetrahedron and the sphere hit the tetrahedron (the contact network's lines join bodies 1 and 2,
+    then 0, the sphere, and 2), their springs loaded and slipping, and every contact opened again;
+    linear and angular momenta stayed what they were to 1e-12 of their size."""
+    folder, _ = clump_runs
+    many = folder / "collision_4"
+    pairs = set()
+    for path in (many / "vtk").glob("contacts_*.vtp"):
+        arrays = read_lines(path)[2]
+        pairs.update(zip(arrays["i"], arrays["j"]))
+    assert pairs == {(1, 2), (0, 2)}
+    log = np.genfromtxt((many / "energy.csv").read_text().splitlines(), delimiter=",", names=True)
+    for column in ("tangential", "rolling", "twisting"):
+        assert log[column].max() > 1e-4, column
+    assert log["friction"][-1] > 0.05 and log["hertz_pp"][-1] == 0.0
+    for momentum in ("P", "L"):
+        size = np.linalg.norm([log[f"{momentum}{c}"][0] for c in "xyz"])
+        for c in "xyz":
+            assert np.abs(log[f"{momentum}{c}"] - log[f"{momentum}{c}"][0]).max() < 1e-12 * size
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["clumpfill_2", "clumpfill_2to3"])
+def test_a_pour_of_clumps_is_the_same_as_one_process(clump_pour_runs, case):
+    """Clumps poured by a source and taken by an outlet (rank 0's Feeder on the gathered state; every
+    rank takes its part of what it changed, the clumps' list diameters too) on 2 ranks, and stopped
+    mid-filling on 2 ranks and restarted on 3: energy.csv, flow.csv, the checkpoint and every
+    snapshot are the one process's, bit for bit (the walls' loads to round-off)."""
+    folder = clump_pour_runs
+    one, many = folder / "clumpfill_1", folder / case
+    assert_same_but_wall_loads(outputs(one), outputs(many))
+    assert snapshots(one) == snapshots(many)
+    flow = np.genfromtxt(outputs(many)[0]["flow.csv"].splitlines(), delimiter=",", names=True)
+    assert flow["inserted_0"][-1] > 100 and flow["removed_0"][-1] > 10
 
 
 def test_bisection_tiles_space_in_balanced_boxes():

@@ -51,7 +51,12 @@ plain arrays and row indices, no views, so they compile without numba's referenc
 The dashpots take the bodies' masses (and the smallest principal moments, for the rolling one),
 as `dem.interactions.clump_walls` does: a member pair's damping coefficient is that of two
 spheres of their clumps' masses. The contacts are not sub-stepped (the plain map: `dem.system`
-refuses ``contact.substeps > 1`` with clumps). Not yet: MPI (refused where the scene is read).
+refuses ``contact.substeps > 1`` with clumps).
+
+Under MPI (`dem.distributed`) a rank's parameters are those of its bodies and their members
+(`dem.interactions.contract.localize_members`); a ghost's members are placed from its position and
+orientation, which the halo exchange brings, so the update of every pair with an owned body is the
+one process's, bit for bit, and a body pair's springs travel by its key as a sphere pair's do.
 
 In a periodic cell (`dem.cell`) a body pair acts through one image: the minimum image is taken of
 the centres' separation, ``d = x_i − x_j − s`` (``s`` a lattice vector, 0 without a periodic
@@ -68,6 +73,7 @@ by ``w``, and the pair's force ``F`` on ``i`` books ``−h F·w`` to the budget'
 the sphere pipeline's pairs do (±0 where the cell does not deform: the same bits).
 """
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -79,7 +85,7 @@ from .clump_walls import member_bodies, member_inertia, member_motion
 from .contact import (
     CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, pair_energies, upper_entries,
 )
-from .contract import CHUNK, ROW, Interaction, MPIError
+from .contract import CHUNK, ROW, Interaction, localize_members
 from .friction import TANGENTIAL_MODELS, stiffness_ratio
 from .hertz import adhesive, normal_code, normal_damping
 from .normal import LAWS, is_adhesive
@@ -389,9 +395,14 @@ def keep_member_loads(model):
             model.interactions[name] = params._replace(network=True)
 
 
+def _scratch_rows(params, n):
+    """The scratch members' rows for ``n`` bodies: ``2 most`` for each chunk of rows."""
+    return 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)
+
+
 def _state(model, params):
     n = model.n_bodies
-    rows = 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)  # each chunk's scratch members
+    rows = _scratch_rows(params, n)
     vectors = [np.zeros((rows, 3)) for _ in range(4)]
     return ClumpContactState(np.zeros(n), np.zeros(n), *vectors, np.zeros(rows),
                              np.zeros(rows), np.zeros((rows, 2)), np.zeros(n if LAWS[params.law].adhesive else 0),
@@ -405,9 +416,8 @@ def _critical_step(model, state, p):
     return [(dt, what, int(owner[k])) for dt, what, k in CONTACT_PP.critical_step(members, moving, p)]
 
 
-def _localize(params, part):
-    raise MPIError("clumps touching particles do not run on several processes yet (their members' springs are kept "
-                   "by body pairs that the ranks do not share): run without mpiexec")
+_localize = functools.partial(localize_members, per_member=("member_inertia", "member_offset", "member_radius"),
+                              per_body=("list_diameter",))
 
 
 CLUMP_PP = Interaction(
@@ -421,7 +431,8 @@ CLUMP_PP = Interaction(
     history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
     history_width=lambda p: p.width, loads_width=lambda p: LOADS + (p.most * p.most * MEMBER_LOADS if p.network else 0),
     list_diameter=True,
-    scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"), row_sums=True,
+    scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"),
+    scratch_rows=_scratch_rows, row_sums=True,
 )
 #: the clumps' contacts under an adhesive normal law (JKR, DMT): as `CLUMP_PP`, each member pair
 #: keeping its formed flag, with the adhesion's energy and the JKR hysteresis booked
@@ -434,7 +445,8 @@ ADHESIVE_CLUMP_PP = Interaction(
     internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=clump_pp_forces,
     energy=adhesive_clump_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=clump_pp_update,
     critical_step=_critical_step, localize=_localize, history_width=CLUMP_PP.history_width,
-    loads_width=CLUMP_PP.loads_width, list_diameter=True, scratch_state=CLUMP_PP.scratch_state, row_sums=True,
+    loads_width=CLUMP_PP.loads_width, list_diameter=True, scratch_state=CLUMP_PP.scratch_state,
+    scratch_rows=_scratch_rows, row_sums=True,
 )
 #: the names of the clumps' contact interactions (one acts at most)
 NAMES = (CLUMP_PP.name, ADHESIVE_CLUMP_PP.name)

@@ -31,9 +31,12 @@ sphere takes its own: the damping coefficient of a member's contact is that of a
 clump's mass, so an off-centre impact of a clump rebounds with a restitution that differs from
 the nominal one (the mass at a contact point off the line of the centre of mass is smaller).
 A body of zero mass in the run's arrays (a source's clump not in play, `dem.feeding.park`) has
-no wall contact. Not yet: adhesive normal laws, MPI (the member rows do not travel with their body).
+no wall contact. Not yet: adhesive normal laws. Under MPI (`dem.distributed`) a rank's parameters
+are those of its bodies' members (`dem.interactions.contract.localize_members`) and the members'
+springs and mesh contacts travel with their body (``member_state``).
 """
 
+import functools
 from collections import namedtuple
 from types import SimpleNamespace
 
@@ -42,7 +45,7 @@ from numba import njit
 
 from ..meshes import MAX_CONTACTS, MeshArrays, mesh_arrays, sphere_contacts
 from ..rotations import quat_matrix, quat_rotate_one
-from .contract import ROW, Interaction, MPIError
+from .contract import ROW, Interaction, localize_members
 from .friction import (
     find_wall_slot, gap_before, holds_wall_springs, release_slot, released, spring_squares,
     stiffness_ratio, wall_contact as tangential, wall_slots,
@@ -362,11 +365,6 @@ def _critical_step(model, state, p):
     return [(dt, what, int(owner[k])) for dt, what, k in _member_steps(members, moving, p)]
 
 
-def _localize(params, part):
-    raise MPIError("clumps touching walls do not run on several processes yet (their members' springs stay with "
-                   "the process that built them): run without mpiexec")
-
-
 CLUMP_PW = Interaction(
     name="clump_pw", kind=ROW, internal=False, walls=True, keys=KEYS,
     doc="Clumps against walls: every member sphere of a clump touches the planes and the meshes through the "
@@ -374,6 +372,9 @@ CLUMP_PW = Interaction(
         "points.",
     columns=("hertz_pw", "dissipated", "tangential", "friction", "rolling", "twisting"),
     setup=_setup, state=_state, forces=clump_pw_forces, energy=clump_pw_energy, critical_step=_critical_step,
-    localize=_localize, scratch_state=("member_position", "member_velocity", "member_arm", "mesh_load", "mesh_count",
-                                       "mesh_wall", "mesh_feature", "mesh_gap", "mesh_normal"),
+    localize=functools.partial(localize_members, per_member=("member_offset", "member_radius", "member_inertia")),
+    scratch_state=("member_position", "member_velocity", "member_arm", "mesh_load", "mesh_count", "mesh_wall",
+                   "mesh_feature", "mesh_gap", "mesh_normal"),
+    scratch_rows=lambda p, n: len(p.member_radius),
+    member_state=("wall_key", "wall_spring", "mesh_contact", "mesh_most"),
 )

@@ -133,7 +133,11 @@ system's value is the ranks' sum, in rank order; rank 0 starts with the whole, t
 zeros); the others are indexed by body. ``scratch_state`` names fields indexed by body (or by chunk
 of `CHUNK` rows, or with no rows where the run does not use them) that each force evaluation
 writes before anything reads them: they are neither saved in checkpoints nor carried by bodies
-that move to another rank (each rank allocates its own).
+that move to another rank (each rank allocates its own, with ``scratch_rows(params, n)`` rows for
+a rank of ``n`` bodies where that is not ``n``: the parameters are the rank's). ``member_state``
+names the fields indexed by member, the parameters' ``member_start`` (n + 1) giving each body's
+rows (`dem.interactions.clump_walls`: the members' wall springs): they travel with their body, and
+its ``localize`` gives the rank's members (`localize_members`).
 
 An interaction whose history width depends on the model gives ``history_width(params)``, the
 width of its history (``history`` then only says that it keeps one); likewise ``loads_width(params)``
@@ -191,6 +195,8 @@ class Interaction:
     shared_state: tuple = ()
     summed_state: tuple = ()
     scratch_state: tuple = ()
+    scratch_rows: object = None
+    member_state: tuple = ()
     bond_law: str = None
     fast: object = None
     fast_pairs: bool = False
@@ -233,6 +239,25 @@ def localize_bodies(params, part, per_body):
     """`Interaction.localize` of an interaction whose parameters hold the arrays ``per_body``, one
     row per body: their rows of the rank's bodies ``part.bodies`` (global ids, in local order)."""
     return params._replace(**{field: getattr(params, field)[part.bodies] for field in per_body})
+
+
+def ranges(starts, stops):
+    """``concatenate([arange(a, b) for a, b in zip(starts, stops)])``, without the loop."""
+    counts = stops - starts
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+
+
+def localize_members(params, part, per_member, per_body=()):
+    """`Interaction.localize` of an interaction whose parameters list the members of each body
+    (``member_start`` (n + 1), the arrays ``per_member`` with a row per member) and hold the
+    arrays ``per_body``: those of the rank's bodies ``part.bodies``, their members in the same
+    order."""
+    start = params.member_start
+    counts = start[part.bodies + 1] - start[part.bodies]
+    rows = ranges(start[part.bodies], start[part.bodies + 1])
+    return params._replace(member_start=np.concatenate(([0], np.cumsum(counts))).astype(start.dtype),
+                           **{field: getattr(params, field)[rows] for field in per_member},
+                           **{field: getattr(params, field)[part.bodies] for field in per_body})
 
 
 def localize_body(params, part):

@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 # the probe as `support.history_probe`, its name in the test process: numba's cache records the
-# types of its parameters by module name, and a rank loads what the test process compiled
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# types of its parameters by module name, and a rank loads what the test process compiled; and the
+# `dem` of this checkout, which the test process (``python -m pytest`` in it) imports, not an
+# installed one
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
 from support.history_probe import PROBE  # noqa: E402
 
 from dem import distributed
