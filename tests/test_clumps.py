@@ -338,12 +338,10 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
     """Contact sub-steps, adhesive wall laws (on planes and meshes): one line naming the key,
-    rather than members passing through what they should touch; several MPI processes:
-    one line saying so. Planes and meshes are walls clumps touch."""
+    rather than members passing through what they should touch. Planes and meshes are walls
+    clumps touch."""
     from pathlib import Path
 
-    from dem.interactions import INTERACTIONS
-    from dem.interactions.contract import MPIError
     from dem.runner import prepare
     from dem.schema import SceneError
 
@@ -355,9 +353,6 @@ def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, se
     for walls in ([], [tube]):   # planes, and a mesh too: clump_pw
         model = prepare(path, walls)[1]
         assert "clump_pw" in model.interactions and model.interactions["clump_pw"].meshes == bool(walls)
-    with pytest.raises(MPIError, match="^clumps touching walls do not run on several processes yet") as error:
-        INTERACTIONS["clump_pw"].localize(model.interactions["clump_pw"], None)
-    assert "\n" not in str(error.value)
     with pytest.raises(SceneError, match=key) as error:
         prepare(path, setting.replace("MESH", str(mesh)).split(";") + [tube])
     assert "\n" not in str(error.value)
