@@ -333,7 +333,7 @@ def body_volumes(model):
     sphere of its diameter (0 for a point)."""
     volume = np.pi / 6.0 * model.diameter ** 3
     shapes = {}
-    for i in range(model.n_bodies):
+    for i in np.flatnonzero(np.diff(model.site_start) > 0):   # the bodies with sites
         sites = slice(model.site_start[i], model.site_start[i + 1])
         radius = model.site_radius[sites]
         if len(radius) and (radius > 0).all():

@@ -302,34 +302,18 @@ def touching_pairs(model, state, contacts):
     return _touching(contacts.contacts(), state.position, model.diameter, state.cell)
 
 
-@njit(cache=True)
-def _listed_pair_loads(contacts, loads):
-    """``(i (m,), j (m,), force (m, 3))`` of every listed pair ``i < j`` in owner order: the force
-    on ``i``, minus the one the update left on ``j`` at the pair's slot (zero where none)."""
-    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
-    size = owner_start[-1]
-    first, second, force = np.empty(size, np.int64), np.empty(size, np.int64), np.empty((size, 3))
-    for a in range(start.shape[0] - 1):
-        slot = owner_start[a]
-        for k in range(start[a], start[a + 1]):
-            b = index[k]
-            if b > a:
-                first[slot], second[slot] = a, b
-                for c in range(3):
-                    force[slot, c] = -loads[slot, c]
-                slot += 1
-    return first, second, force
-
-
 def pair_forces(model, state, contacts):
     """``(i, j, force on i)`` of the body pairs that touch (`contact_network`'s pairs); with
-    clumps the listed body pairs, each with the sum of its member pairs' forces (zero where none
-    touch), read from the pair scratch: no member loads needed (`homogenised_stress`)."""
+    clumps the body pairs that carried a load, each with the sum of its member pairs' forces,
+    minus the load the update left on ``j`` in the pair scratch (`_held_loads`): no member loads
+    needed (`homogenised_stress`)."""
     name = _clump_pipeline_name(model.interactions)
     if name is None:
         network = contact_network(model, state, contacts)
         return network.i, network.j, network.force
-    return _listed_pair_loads(contacts.contacts(), contacts.pair_scratch(name))
+    keys, values = _held_loads(contacts.contacts(), state.position, model.diameter, contacts.pair_scratch(name),
+                               np.ones(model.n_bodies, np.bool_), state.cell, True)
+    return keys[:, 0], keys[:, 1], -values[:, :3]
 
 
 def contact_network(model, state, contacts):

@@ -1551,8 +1551,7 @@ def bonded_dimers(tmp_path, rows, extra=""):
     from dem.runner import prepare
 
     table = tmp_path / "rows.csv"
-    lines = [",".join(repr(float(v)) for v in row) for row in rows]
-    table.write_text("x,y,z,qw,qx,qy,qz,vx,vy,vz\n" + "".join(line + "\n" for line in lines))
+    np.savetxt(table, np.array(rows, float), delimiter=",", header="x,y,z,qw,qx,qy,qz,vx,vy,vz", comments="")
     path = clump_scene(tmp_path, extra + '[[clump]]\ntemplate = "dimer"\nradius = 0.5\nrows = "rows.csv"\n'
                        'bonded = true\nbinder_modulus = 100.0\nbinder_shear_modulus = 40.0\n')
     _, model, state, _ = prepare(path, [])

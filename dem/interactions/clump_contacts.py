@@ -73,6 +73,7 @@ by ``w``, and the pair's force ``F`` on ``i`` books ``−h F·w`` to the budget'
 the sphere pipeline's pairs do (±0 where the cell does not deform: the same bits).
 """
 
+import dataclasses
 import functools
 from collections import namedtuple
 
@@ -436,17 +437,13 @@ CLUMP_PP = Interaction(
 )
 #: the clumps' contacts under an adhesive normal law (JKR, DMT): as `CLUMP_PP`, each member pair
 #: keeping its formed flag, with the adhesion's energy and the JKR hysteresis booked
-ADHESIVE_CLUMP_PP = Interaction(
-    name="adhesive_clump_pp", kind=ROW,
+ADHESIVE_CLUMP_PP = dataclasses.replace(
+    CLUMP_PP, name="adhesive_clump_pp",
     doc="Clumps against clumps and spheres under an adhesive normal law (JKR or DMT): as clump_pp, each member pair "
         "holding its JKR contact until it breaks, with the adhesion's energy and the JKR hysteresis booked.",
     columns=("hertz_pp", "adhesion", "hysteresis", "tangential", "rolling", "twisting", "friction", "dissipated",
              "cell"),
-    internal=True, keys=CONTACT_PP.keys, setup=_setup(True), state=_state, forces=clump_pp_forces,
-    energy=adhesive_clump_pp_energy, neighbors=True, history=SPRINGS + 1, loads=LOADS, update=clump_pp_update,
-    critical_step=_critical_step, localize=_localize, history_width=CLUMP_PP.history_width,
-    loads_width=CLUMP_PP.loads_width, list_diameter=True, scratch_state=CLUMP_PP.scratch_state,
-    scratch_rows=_scratch_rows, row_sums=True,
+    setup=_setup(True), energy=adhesive_clump_pp_energy, history=SPRINGS + 1,
 )
 #: the names of the clumps' contact interactions (one acts at most)
 NAMES = (CLUMP_PP.name, ADHESIVE_CLUMP_PP.name)
