@@ -80,12 +80,12 @@ TETRA = str(ROOT / "scenes/tetra_chain.toml")
 TETRA_SETTINGS = ["simulation.t_end=0.5", "output.vtk_every=250"]
 #: the clumps of `clump_file`: rough contacts between members and with the walls, the contact
 #: network of the member pairs written (``contacts.pvd``, ``fabric.csv``)
-CLUMP_SETTINGS = ["simulation.dt=5e-4", "simulation.t_end=2.0", "output.vtk_every=400", "output.log_every=100",
+CLUMP_SETTINGS = ["simulation.dt=1e-3", "simulation.t_end=2.0", "output.vtk_every=200", "output.log_every=50",
                   "contact.k_pp=2e4", "contact.rolling_friction=0.1", "contact.twisting_friction=0.05",
                   "output.contacts=true"]
 #: tests/test_clumps.py's collision of a dimer, a tetrahedron and a sphere (no gravity, no walls) with
 #: rolling and twisting resistance too, its contact network written at every log row
-COLLISION_SETTINGS = ["simulation.dt=2e-4", "simulation.t_end=1.0", "output.vtk_every=100", "output.log_every=100",
+COLLISION_SETTINGS = ["simulation.dt=5e-4", "simulation.t_end=1.0", "output.vtk_every=40", "output.log_every=40",
                       "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "output.contacts=true"]
 
 

@@ -3,6 +3,7 @@ tools/paraview_state.py and the ParaView macro tools/dem_paraview_macro.py; and 
 standing on its own (no file names a path outside it)."""
 
 import importlib.util
+import json
 import os
 import re
 import py_compile
@@ -161,12 +162,75 @@ PICTURES = {  # scene, overrides, options of paraview_state.py
                                               "assembly.0.height=6.0", "assembly.0.center=[0.0, 0.0, 3.01]"],
                      ["--contacts", "--slab", "3"]),
 }
+#: the runs whose default view `test_paraview_default_view_looks_across_gravity` reads: gravity
+#: along z, along y, none
+GRAVITY_RUNS = {"z": ("pendulum.toml", []), "y": ("pendulum.toml", ["fields.gravity=[0.0, -1.0, 0.0]"]),
+                "none": ("torus_impact.toml", [])}
+
+#: what `paraview_session` does in one pvbatch process, after the runs: each case of `PICTURES`
+#: through ``paraview_state.main`` (its status, stdout and stderr), the refusals, the default
+#: views, and the GUI macro run as the GUI runs it (a script, ``__name__ == "__main__"``, after
+#: the user opened particles.pvd); the session is reset between them
+SESSION = """
+import contextlib, io, json, sys, traceback
+sys.path.insert(0, {tools!r})
+import paraview.simple as pvs
+import dem_paraview_macro as recipe
+import paraview_state
+
+results = {{}}
+for name, argv in {calls!r}.items():
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = paraview_state.main(argv)
+    except Exception:
+        status = traceback.format_exc()
+    results[name] = [status, out.getvalue(), err.getvalue()]
+    pvs.ResetSession()
+results["views"] = [recipe.default_view(path) for path in {views!r}]
+view = pvs.CreateView("RenderView")
+view.ViewSize = [800, 500]
+pvs.SetActiveView(view)
+pvs.SetActiveSource(pvs.PVDReader(FileName={particles!r}))
+exec(compile(open({macro!r}).read(), "dem_paraview_macro.py", "exec"), {{"__name__": "__main__"}})
+results["gui"] = sorted(name for name, _ in pvs.GetSources())
+pvs.SaveScreenshot({gui!r}, view, ImageResolution=[800, 500])
+with open({results!r}, "w") as file:
+    json.dump(results, file)
+pvs.Disconnect()
+"""
 
 
-@pytest.mark.parametrize("case", sorted(PICTURES))
-def test_paraview_script_saves_a_picture(tmp_path, display, case):
-    scene, overrides, options = PICTURES[case]
-    run_dir = tmp_path / case
+@pytest.fixture(scope="module")
+def paraview_session(tmp_path_factory, display):
+    """The runs of `PICTURES` and `GRAVITY_RUNS`, and one pvbatch process that draws and checks
+    them (`SESSION`: ParaView's start-up, about 1.5 s, paid once): ``(folder, results)``."""
+    folder = tmp_path_factory.mktemp("paraview")
+    runs = {case: (scene, overrides) for case, (scene, overrides, _) in PICTURES.items()}
+    runs.update({f"gravity {name}": (scene, ["simulation.t_end=0.1", *overrides])
+                 for name, (scene, overrides) in GRAVITY_RUNS.items()})
+    for case, (scene, overrides) in runs.items():
+        run(ROOT / "scenes" / scene, overrides=overrides, out=folder / case, quiet=True)
+    calls = {case: [str(folder / case), "--size", "800", "500", *options]
+             for case, (_, _, options) in PICTURES.items()}
+    calls["contacts without a network"] = [str(folder / "gravity none"), "--contacts"]
+    calls["not a run"] = [str(folder)]
+    driver = folder / "session.py"
+    driver.write_text(SESSION.format(tools=str(PARAVIEW_SCRIPT.parent), calls=calls,
+                                     views=[str(folder / f"gravity {name}") for name in GRAVITY_RUNS],
+                                     particles=str(folder / "torus" / "particles.pvd"), macro=str(PARAVIEW_MACRO),
+                                     gui=str(folder / "gui.png"), results=str(folder / "results.json")),
+                      encoding="utf-8")
+    result = _pvbatch([driver], folder, display)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return folder, json.loads((folder / "results.json").read_text(encoding="utf-8"))
+
+
+def test_paraview_script_saves_a_picture_from_the_command_line(tmp_path, display):
+    """The script as a user runs it: its own pvbatch process, which exits 0 after the picture."""
+    run_dir = tmp_path / "pendulum"
+    scene, overrides, options = PICTURES["pendulum"]
     run(ROOT / "scenes" / scene, overrides=overrides, out=run_dir, quiet=True)
     result = _pvbatch([PARAVIEW_SCRIPT, run_dir, "--size", 800, 500, *options], tmp_path, display)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -174,61 +238,43 @@ def test_paraview_script_saves_a_picture(tmp_path, display, case):
     _assert_picture(run_dir / "paraview.png")
 
 
-def test_paraview_default_view_looks_across_gravity(tmp_path, display):
+@pytest.mark.parametrize("case", sorted(PICTURES))
+def test_paraview_script_saves_a_picture(paraview_session, case):
+    folder, results = paraview_session
+    status, out, err = results[case]
+    assert status == 0, out + err
+    assert out.strip().splitlines()[-1] == str(folder / case / "paraview.png")
+    _assert_picture(folder / case / "paraview.png")
+
+
+def test_paraview_default_view_looks_across_gravity(paraview_session):
     """The default view is xz (looking along y, z up) for gravity along z, read from the run's
     checkpoint with its --set overrides; xy for gravity along y and without gravity."""
-    runs = {"z": ("pendulum.toml", []), "y": ("pendulum.toml", ["fields.gravity=[0.0, -1.0, 0.0]"]),
-            "none": ("torus_impact.toml", [])}
-    for name, (scene, overrides) in runs.items():
-        run(ROOT / "scenes" / scene, overrides=["simulation.t_end=0.1", *overrides], out=tmp_path / name, quiet=True)
-    driver = tmp_path / "views.py"
-    driver.write_text(f"""
-import sys
-sys.path.insert(0, {str(PARAVIEW_MACRO.parent)!r})
-import dem_paraview_macro as recipe
-print([recipe.default_view({str(tmp_path)!r} + "/" + name) for name in ("z", "y", "none")])
-""", encoding="utf-8")
-    result = _pvbatch([driver], tmp_path, display)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "['xz', 'xy', 'xy']"
+    _, results = paraview_session
+    assert results["views"] == ["xz", "xy", "xy"]
 
 
-def test_paraview_contacts_need_the_network(tmp_path, display):
-    run(ROOT / "scenes" / "torus_impact.toml", overrides=["simulation.t_end=0.1"], out=tmp_path / "torus", quiet=True)
-    result = _pvbatch([PARAVIEW_SCRIPT, tmp_path / "torus", "--contacts"], tmp_path, display)
-    assert result.returncode == 2
-    assert "no contacts.pvd (run the scene with [output] contacts = true)" in result.stderr
+def test_paraview_contacts_need_the_network(paraview_session):
+    _, results = paraview_session
+    status, _, err = results["contacts without a network"]
+    assert status == 2
+    assert "no contacts.pvd (run the scene with [output] contacts = true)" in err
 
 
-def test_paraview_script_refuses_a_folder_without_a_run(tmp_path, display):
-    result = _pvbatch([PARAVIEW_SCRIPT, tmp_path], tmp_path, display)
-    assert result.returncode == 2
-    assert "no particles.pvd" in result.stderr
+def test_paraview_script_refuses_a_folder_without_a_run(paraview_session):
+    _, results = paraview_session
+    status, _, err = results["not a run"]
+    assert status == 2
+    assert "no particles.pvd" in err
 
 
-def test_paraview_macro_as_the_gui_runs_it(tmp_path, display):
-    """The GUI runs a macro as a script (``__name__ == "__main__"``) in its interpreter, after the
-    user opened particles.pvd."""
-    run_dir = tmp_path / "torus"
-    run(ROOT / "scenes" / "torus_impact.toml", overrides=["simulation.t_end=0.2", "output.vtk_every=100"],
-        out=run_dir, quiet=True)
-    driver = tmp_path / "gui.py"
-    driver.write_text(f"""
-import paraview.simple as pvs
-view = pvs.CreateView("RenderView")
-view.ViewSize = [800, 500]
-pvs.SetActiveView(view)
-pvs.SetActiveSource(pvs.PVDReader(FileName={str(run_dir / "particles.pvd")!r}))
-exec(compile(open({str(PARAVIEW_MACRO)!r}).read(), "dem_paraview_macro.py", "exec"), {{"__name__": "__main__"}})
-names = {{name for name, _ in pvs.GetSources()}}
-assert {{"particle spheres", "bond tubes", "bonds.pvd", "walls.pvd"}} <= names, names
-assert "particles.pvd" not in names, names  # the reader the user opened is used, not a second one
-pvs.SaveScreenshot({str(tmp_path / "gui.png")!r}, view, ImageResolution=[800, 500])
-pvs.Disconnect()
-""", encoding="utf-8")
-    result = _pvbatch([driver], tmp_path, display)
-    assert result.returncode == 0, result.stdout + result.stderr
-    _assert_picture(tmp_path / "gui.png")
+def test_paraview_macro_as_the_gui_runs_it(paraview_session):
+    """The macro builds the recipe's pipeline on the reader the user opened (not a second one)."""
+    folder, results = paraview_session
+    names = set(results["gui"])
+    assert {"particle spheres", "bond tubes", "bonds.pvd", "walls.pvd"} <= names, names
+    assert "particles.pvd" not in names, names
+    _assert_picture(folder / "gui.png")
 
 
 #: the concrete ``python -m dem …`` commands of the README and the guide (a command's name alone,

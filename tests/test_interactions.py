@@ -91,15 +91,23 @@ def spheres_near_walls(rng, wall_friction=None, **contact):
 def three_clumps(rng, extent):
     """A system with a dimer, a tetrahedral clump and a trimer of unequal members (`dem.clumps`) at
     random places in the cube ``[0, extent]³`` and random orientations."""
-    from dem.clumps import Template, built_in
-
     system = SystemBuilder()
+    for template, (mass, moments, centre, axes, offsets) in _clump_frames():
+        density = rng.uniform(0.8, 1.5)
+        system.add_clumps(template, rng.uniform(0.0, extent, size=(1, 3)), orientation=random_quaternions(rng, 1),
+                          frame=(density * mass, density * moments, centre, axes.copy(), offsets.copy()))
+    return system
+
+
+@functools.lru_cache(maxsize=None)
+def _clump_frames():
+    """`three_clumps`'s templates and their `dem.clumps.body_frame` at density 1 (mass and moments
+    scale with the density): the union volume's quadrature, computed once."""
+    from dem.clumps import Template, body_frame, built_in
+
     templates = (built_in("dimer", 0.4, 0.4), built_in("tetrahedron", 0.3, 0.35),
                  Template(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.4, 0.1]]), np.array([0.35, 0.3, 0.25])))
-    for template in templates:
-        system.add_clumps(template, rng.uniform(0.0, extent, size=(1, 3)), orientation=random_quaternions(rng, 1),
-                          density=rng.uniform(0.8, 1.5))
-    return system
+    return tuple((template, body_frame(template)) for template in templates)
 
 
 def clumps_near_walls(rng, wall_friction=None, **contact):
