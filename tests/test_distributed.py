@@ -3,14 +3,15 @@ ranks — positions, velocities, forces, own states and contact histories in the
 energy log and the VTK snapshots; the walls' loads (``walls.csv``) to round-off. The default suite
 runs the torus (bonds, contacts, per-contact history: the test probe of `history_probe`) against
 a fixed, a moving and a servo plane, and restarts it on another number of ranks: one loop of the
-ranks to compile; and clumps on 2 and 4 ranks (dimers and tetrahedra on a rough floor and a mesh
-step, pushed by a moving wall, with their contact network, restarted from 2 ranks on 4; a dimer,
-a tetrahedron and a sphere colliding): two more. The slow suite (``python -m pytest -m slow``)
+ranks to compile; and clumps on 2 ranks (dimers and tetrahedra on a rough floor and a mesh step,
+pushed by a moving wall, with their contact network; a dimer, a tetrahedron and a sphere
+colliding): one more. The slow suite (``python -m pytest -m slow``)
 adds both bond laws with contact and local damping and breakage, rigid clusters under
 Lennard-Jones and applied forces (``lgvi``), a frictional gas in a periodic cell (``cell.csv``
 too), a mesh wall, a sheared cell, particles poured in and let out (``flow.csv`` too; a restart
 mid-filling on another number of ranks), on 2 ranks friction, rolling and twisting resistance
-and JKR adhesion, and clumps poured and let out (restarted mid-filling on 3 ranks). The ranks run
+and JKR adhesion, the clumps on 4 ranks (restarted there from 2 ranks half-way; the collision
+with a rank that owns no body), and clumps poured and let out (restarted mid-filling on 3 ranks). The ranks run
 `support/mpi_job.py`; the one-process runs are made here."""
 
 import json
@@ -229,10 +230,9 @@ def rough_runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def clump_runs(tmp_path_factory):
-    """The clumps of `clump_file` on one process, on 2 and 4 ranks, and restarted on 4 ranks from
-    the checkpoint of 2 ranks half-way (kept as ``midway.npz``); the collision of `COLLISION_SETTINGS`
-    on one process and on 2 and 4 ranks (one of which owns no body): two loops of the ranks to
-    compile (the one process's are tests/test_clumps.py's)."""
+    """The clumps of `clump_file` on one process and on 2 ranks, and half-way on 2 ranks (its
+    checkpoint kept as ``midway.npz``); the collision of `COLLISION_SETTINGS` on one process and on 2
+    ranks: one loop of the ranks to compile (the one process's are tests/test_clumps.py's)."""
     folder = tmp_path_factory.mktemp("mpi_clumps")
     scene = str(clump_file(folder))
     collision = str(clump_scene(folder, COLLISION, name="collision.toml"))
@@ -244,11 +244,22 @@ def clump_runs(tmp_path_factory):
             {"scene": collision, "settings": COLLISION_SETTINGS, "out": str(folder / "collision_2"), "probe": False}]
     reports = ranks(2, jobs, folder)
     shutil.copy(folder / "clumps_2to4/checkpoint.npz", folder / "midway.npz")
-    reports += ranks(4, [{**jobs[0], "out": str(folder / "clumps_4")},
-                         {**jobs[0], "out": str(folder / "clumps_2to4"),
-                          "restart": str(folder / "clumps_2to4/checkpoint.npz")},
-                         {**jobs[2], "out": str(folder / "collision_4")}], folder)
-    return folder, {Path(report["out"]).name: report for report in reports}
+    return folder, jobs, {Path(report["out"]).name: report for report in reports}
+
+
+@pytest.fixture(scope="module")
+def clump_runs_on_4(clump_runs):
+    """`clump_runs` on 4 ranks too, and restarted on 4 ranks from the checkpoint of 2 ranks
+    half-way; the collision on 4 ranks, one of which owns no body (slow: on a 2-core machine 4 ranks
+    take turns on the cores, about 20 s)."""
+    folder, jobs, reports = clump_runs
+    reports = {**reports}
+    for report in ranks(4, [{**jobs[0], "out": str(folder / "clumps_4")},
+                            {**jobs[0], "out": str(folder / "clumps_2to4"),
+                             "restart": str(folder / "clumps_2to4/checkpoint.npz")},
+                            {**jobs[2], "out": str(folder / "collision_4")}], folder):
+        reports[Path(report["out"]).name] = report
+    return folder, reports
 
 
 @pytest.fixture(scope="module")
@@ -361,15 +372,11 @@ def test_restart_of_every_feature_on_another_number_of_ranks(feature_runs, case)
     assert_same_but_wall_loads(outputs(folder / f"{scene}_1"), outputs(folder / case))
 
 
-@needs_mpi
-@pytest.mark.parametrize("case", ["clumps_2", "clumps_4", "clumps_2to4", "collision_2", "collision_4"])
-def test_clumps_are_the_same_as_one_process(clump_runs, case):
-    """Clumps on 2 and 4 ranks, and restarted from 2 ranks on 4: the same run as one process's,
-    bit for bit (the walls' loads to round-off; the collision has none): the state, the members'
-    wall springs and mesh contacts, the member pairs' springs and booked energies in the
-    checkpoint, energy.csv, every snapshot of the bodies, their member spheres and the contact
-    network of the member pairs, and fabric.csv."""
-    folder, reports = clump_runs
+def assert_clumps_same_as_one_process(folder, reports, case):
+    """Clumps on ranks (``case``): the same run as one process's, bit for bit (the walls' loads to
+    round-off; the collision has none): the state, the members' wall springs and mesh contacts, the
+    member pairs' springs and booked energies in the checkpoint, energy.csv, every snapshot of the
+    bodies, their member spheres and the contact network of the member pairs, and fabric.csv."""
     scene = case.partition("_")[0]
     one, many = folder / f"{scene}_1", folder / case
     if scene == "collision":
@@ -383,14 +390,31 @@ def test_clumps_are_the_same_as_one_process(clump_runs, case):
 
 
 @needs_mpi
+@pytest.mark.parametrize("case", ["clumps_2", "collision_2"])
+def test_clumps_are_the_same_as_one_process(clump_runs, case):
+    """Clumps on 2 ranks (`assert_clumps_same_as_one_process`)."""
+    folder, _, reports = clump_runs
+    assert_clumps_same_as_one_process(folder, reports, case)
+
+
+@needs_mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["clumps_4", "clumps_2to4", "collision_4"])
+def test_clumps_are_the_same_as_one_process_on_4_ranks(clump_runs_on_4, case):
+    """Clumps on 4 ranks, and restarted from 2 ranks on 4 (`assert_clumps_same_as_one_process`)."""
+    folder, reports = clump_runs_on_4
+    assert_clumps_same_as_one_process(folder, reports, case)
+
+
+@needs_mpi
 def test_the_clumps_on_ranks_form_load_slide_and_break_their_springs(clump_runs):
     """What the runs of `test_clumps_are_the_same_as_one_process` went through (so that the test
     can fail): member pairs touched and parted (the pairs with springs half-way are not all there at
     the end), their springs and the members' wall springs were loaded (tangential, rolling and
     twisting energies) and slipped (friction work), members held springs on the floor and on the
     step (a mesh: its contacts kept), and the contact network listed member pairs."""
-    folder, _ = clump_runs
-    logs, _, last = outputs(folder / "clumps_4")
+    folder, _, _ = clump_runs
+    logs, _, last = outputs(folder / "clumps_2")
     midway = load_checkpoint(folder / "midway.npz")
     held, kept = (set(map(tuple, checkpoint["contacts.history_keys.clump_pp"])) for checkpoint in (midway, last))
     assert len(held) >= 3 and held - kept
@@ -400,18 +424,18 @@ def test_the_clumps_on_ranks_form_load_slide_and_break_their_springs(clump_runs)
     assert log["friction"][-1] > 1.0
     keys = last["interaction.clump_pw.wall_key"]
     assert (keys == 0).any() and (keys == 2).any() and last["interaction.clump_pw.mesh_contact"].any()
-    fabric = np.genfromtxt((folder / "clumps_4/fabric.csv").read_text().splitlines(), delimiter=",", names=True)
+    fabric = np.genfromtxt((folder / "clumps_2/fabric.csv").read_text().splitlines(), delimiter=",", names=True)
     assert fabric["contacts"].max() >= 3
 
 
 @needs_mpi
 def test_a_clump_and_a_sphere_colliding_on_ranks_keep_their_momenta(clump_runs):
-    """The collision on 4 ranks (`test_clumps_are_the_same_as_one_process`): the dimer hit the
+    """The collision on 2 ranks (`test_clumps_are_the_same_as_one_process`): the dimer hit the
     tetrahedron and the sphere hit the tetrahedron (the contact network's lines join bodies 1 and 2,
     then 0, the sphere, and 2), their springs loaded and slipping, and every contact opened again;
     linear and angular momenta stayed what they were to 1e-12 of their size."""
-    folder, _ = clump_runs
-    many = folder / "collision_4"
+    folder, _, _ = clump_runs
+    many = folder / "collision_2"
     pairs = set()
     for path in (many / "vtk").glob("contacts_*.vtp"):
         arrays = read_lines(path)[2]
