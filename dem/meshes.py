@@ -241,32 +241,42 @@ def topology(vertices, faces):
                 vertex_edge=vertex_edge.astype(np.int64), vertex_owner=vertex_owner)
 
 
-@njit(cache=True)
-def _closest_on_triangle(p, a, b, c):
-    """The point of triangle ``abc`` closest to ``p`` (Ericson, Real-Time Collision Detection §5.1.5)."""
-    ab, ac, ap = b - a, c - a, p - a
-    d1, d2 = ab @ ap, ac @ ap
+@njit(inline="always")
+def _closest_point(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
+    """The point ``(x, y, z)`` of triangle ``abc`` closest to ``p`` (Ericson, Real-Time Collision
+    Detection §5.1.5), in scalars: no arrays, so that the grid's registration (`_register`), which
+    calls it for every cell near every face, allocates nothing."""
+    abx, aby, abz, acx, acy, acz = bx - ax, by - ay, bz - az, cx - ax, cy - ay, cz - az
+    apx, apy, apz = px - ax, py - ay, pz - az
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
     if d1 <= 0.0 and d2 <= 0.0:
-        return a
-    bp = p - b
-    d3, d4 = ab @ bp, ac @ bp
+        return ax, ay, az
+    bpx, bpy, bpz = px - bx, py - by, pz - bz
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
     if d3 >= 0.0 and d4 <= d3:
-        return b
+        return bx, by, bz
     vc = d1 * d4 - d3 * d2
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        return a + d1 / (d1 - d3) * ab
-    cp = p - c
-    d5, d6 = ab @ cp, ac @ cp
+        t = d1 / (d1 - d3)
+        return ax + t * abx, ay + t * aby, az + t * abz
+    cpx, cpy, cpz = px - cx, py - cy, pz - cz
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
     if d6 >= 0.0 and d5 <= d6:
-        return c
+        return cx, cy, cz
     vb = d5 * d2 - d1 * d6
     if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        return a + d2 / (d2 - d6) * ac
+        t = d2 / (d2 - d6)
+        return ax + t * acx, ay + t * acy, az + t * acz
     va = d3 * d6 - d5 * d4
     if va <= 0.0 and d4 - d3 >= 0.0 and d5 - d6 >= 0.0:
-        return b + (d4 - d3) / ((d4 - d3) + (d5 - d6)) * (c - b)
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return bx + t * (cx - bx), by + t * (cy - by), bz + t * (cz - bz)
     denominator = 1.0 / (va + vb + vc)
-    return a + ab * (vb * denominator) + ac * (vc * denominator)
+    v, w = vb * denominator, vc * denominator
+    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w
 
 
 @njit(cache=True)
@@ -275,8 +285,9 @@ def surface_distance(p, vertex, face, faces):
     whose corners are rows of ``vertex``; all in one frame)."""
     best = np.inf
     for f in faces:
-        q = _closest_on_triangle(p, vertex[face[f, 0]], vertex[face[f, 1]], vertex[face[f, 2]])
-        best = min(best, np.sqrt((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2))
+        a, b, c = vertex[face[f, 0]], vertex[face[f, 1]], vertex[face[f, 2]]
+        x, y, z = _closest_point(p[0], p[1], p[2], a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2])
+        best = min(best, np.sqrt((p[0] - x) ** 2 + (p[1] - y) ** 2 + (p[2] - z) ** 2))
     return best
 
 
@@ -285,19 +296,22 @@ def _register(vertices, faces, origin, cell, shape, reach, fill, cell_start, cel
     """Count (``fill`` False: into ``cell_start[1:]``) or list (``fill``: at ``cell_start``) the
     cells whose centre is within ``reach`` of each face."""
     cursor = cell_start[:-1].copy()
+    first, last = np.empty(3, np.int64), np.empty(3, np.int64)
     for f in range(faces.shape[0]):
         a, b, c = vertices[faces[f, 0]], vertices[faces[f, 1]], vertices[faces[f, 2]]
-        lo = np.minimum(np.minimum(a, b), c) - reach
-        hi = np.maximum(np.maximum(a, b), c) + reach
-        first = np.maximum(np.floor((lo - origin) / cell).astype(np.int64), 0)
-        last = np.minimum(np.floor((hi - origin) / cell).astype(np.int64), shape - 1)
+        for axis in range(3):
+            lo = min(min(a[axis], b[axis]), c[axis]) - reach
+            hi = max(max(a[axis], b[axis]), c[axis]) + reach
+            first[axis] = max(int(np.floor((lo - origin[axis]) / cell)), 0)
+            last[axis] = min(int(np.floor((hi - origin[axis]) / cell)), shape[axis] - 1)
         for iz in range(first[2], last[2] + 1):
+            z = origin[2] + (iz + 0.5) * cell
             for iy in range(first[1], last[1] + 1):
+                y = origin[1] + (iy + 0.5) * cell
                 for ix in range(first[0], last[0] + 1):
-                    centre = origin + (np.array((ix, iy, iz)) + 0.5) * cell
-                    q = _closest_on_triangle(centre, a, b, c)
-                    d = centre - q
-                    if d @ d > reach * reach:
+                    x = origin[0] + (ix + 0.5) * cell
+                    qx, qy, qz = _closest_point(x, y, z, a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2])
+                    if (x - qx) ** 2 + (y - qy) ** 2 + (z - qz) ** 2 > reach * reach:
                         continue
                     k = ix + shape[0] * (iy + shape[1] * iz)
                     if fill:
