@@ -30,6 +30,7 @@ from .cell import ORIGIN, PERIOD, cell_image, wrapped
 from .clumps import unit_frame
 from .interactions import list_diameters
 from .interactions.clump_contacts import clump_contacts, enclosing_diameters, members_of
+from .interactions.clump_walls import clump_walls
 from .meshes import surface_distance
 from .neighbors import N_BUILDS
 from .rotations import quat_matrix
@@ -257,15 +258,16 @@ def wake(bodies, model, index):
 
 
 def drop_member_history(model, state, leaving):
-    """Empty the wall springs that the members of the clumps ``leaving`` kept
+    """Empty the wall springs and JKR flags that the members of the clumps ``leaving`` kept
     (`dem.interactions.clump_walls`, per member), as `drop_wall_history` does a particle's."""
-    if "clump_pw" not in model.interactions:
+    name = clump_walls(model)
+    if name is None:
         return
-    start = model.interactions["clump_pw"].member_start
+    start = model.interactions[name].member_start
     rows = np.concatenate([np.arange(start[b], start[b + 1]) for b in leaving])
-    own = state.interactions["clump_pw"]
-    for values, empty in ((own.wall_key, -1), (own.wall_spring, 0.0), (own.mesh_contact, 0.0)):
-        if len(values):   # (the mesh contacts have no rows without meshes)
+    own = state.interactions[name]
+    for values, empty in ((own.wall_key, -1), (own.wall_spring, 0.0), (own.mesh_contact, 0.0), (own.adhered, 0)):
+        if len(values):   # (the mesh contacts have no rows without meshes, the flags none but under JKR)
             values[rows] = empty
 
 

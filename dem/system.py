@@ -18,7 +18,7 @@ from .feeding import run_bodies
 from .interactions import INTERACTIONS, initial_states, section_keys, setup_interactions
 from .interactions.clump_contacts import reach_diameters
 from .interactions.contact import check_sub_models
-from .interactions.hertz import adhesive, jkr_skin
+from .interactions.hertz import jkr_skin
 from .interactions.walls import WALL_FRICTION_KEYS, WALL_KEYS
 from .meshes import load_mesh, place_mesh
 from .rotations import (
@@ -291,19 +291,16 @@ def _check_cell(model, cell):
 
 
 def _check_clumps(model):
-    """Refuse what clumps (`dem.clumps`) do not do yet, rather than let particles and walls pass
-    through their members without a word: adhesive laws at walls, contact sub-steps. (Walls,
-    planes and meshes: `dem.interactions.clump_walls`; particles:
-    `dem.interactions.clump_contacts`; sources and outlets: `dem.feeding`.)"""
+    """Refuse what clumps (`dem.clumps`) do not do yet, rather than let their contacts run another
+    map without a word: contact sub-steps. (Walls, planes and meshes:
+    `dem.interactions.clump_walls`; particles: `dem.interactions.clump_contacts`; sources and
+    outlets: `dem.feeding`.)"""
     if not model.has_clumps:
         return
     contact = model.sections["contact"]
     if contact["k_pp"] > 0.0 and contact["substeps"] > 1:
         raise SceneError("contact.substeps: the contacts of clumps are not sub-stepped (they run the plain map): set "
                          "contact.substeps = 1 (or 0) in a scene with clumps")
-    if contact["k_pw"] > 0.0 and adhesive(contact):
-        raise SceneError(f"contact.normal: clumps touch walls through non-adhesive normal laws only, not yet "
-                         f"'{contact['normal']}'")
 
 
 def _joined(arrays):

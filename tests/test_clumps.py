@@ -333,13 +333,13 @@ def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
 
 @pytest.mark.parametrize("setting, key", [
     ("contact.k_pp=100.0;contact.substeps=3", "contact.substeps: the contacts of clumps are not sub-stepped"),
-    ('contact.normal="dmt";contact.work_of_adhesion=0.1',
-     "contact.normal: clumps touch walls through non-adhesive normal laws only"),
+    ('contact.normal="jkr";contact.work_of_adhesion=0.1',
+     "contact.normal: the 'jkr' law acts on particles and planes; mesh walls take"),
 ])
 def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, setting, key):
-    """Contact sub-steps, adhesive wall laws (on planes and meshes): one line naming the key,
-    rather than members passing through what they should touch. Planes and meshes are walls
-    clumps touch."""
+    """Contact sub-steps, a JKR law with meshes (as for spheres): one line naming the key, rather
+    than members passing through what they should touch. Planes and meshes are walls clumps
+    touch, under DMT too."""
     from pathlib import Path
 
     from dem.runner import prepare
@@ -350,9 +350,11 @@ def test_what_clumps_do_not_touch_yet_is_refused_not_silently_wrong(tmp_path, se
                                  '[[walls]]\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n')
     mesh = Path(__file__).resolve().parents[1] / "scenes" / "meshes" / "tube.stl"
     tube = f'mesh=[{{file = "{mesh}", rotate = [1.5707963267948966, 0.0, 0.0], translate = [0.0, 0.0, 5.0]}}]'
-    for walls in ([], [tube]):   # planes, and a mesh too: clump_pw
+    for walls in ([], [tube]):   # planes, and a mesh too: clump_pw (adhesive_clump_pw under DMT)
         model = prepare(path, walls)[1]
         assert "clump_pw" in model.interactions and model.interactions["clump_pw"].meshes == bool(walls)
+        model = prepare(path, walls + ['contact.normal="dmt"', "contact.work_of_adhesion=0.1"])[1]
+        assert list(model.interactions) == ["adhesive_clump_pw", "walls"]
     with pytest.raises(SceneError, match=key) as error:
         prepare(path, setting.replace("MESH", str(mesh)).split(";") + [tube])
     assert "\n" not in str(error.value)
@@ -1182,6 +1184,203 @@ def test_adhesive_clumps_restart_exactly(tmp_path):
         if name.startswith(("state_", "interaction.", "scheme.", "contacts.history")):
             assert np.array_equal(first[name], second[name]), name
     assert sim.energy_budget()["hysteresis"] > 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# adhesive clumps at walls (dem.interactions.clump_walls.ADHESIVE_CLUMP_PW)
+# ---------------------------------------------------------------------------------------------
+
+#: a JKR floor (k_pw = 1e4, w = 2, damped, rough) and a side wall, no gravity: the adhesive wall
+#: tests share the interactions ``adhesive_clump_pw`` and ``walls`` (one set of compiled loops)
+STICKY = """[contact]
+k_pw = 1e4
+normal = "jkr"
+work_of_adhesion = 2.0
+restitution = 0.5
+friction = 0.3
+rolling_friction = 0.05
+twisting_friction = 0.05
+poisson_ratio = 0.22
+[[walls]]
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+[[walls]]
+point = [3.0, 0.0, 0.0]
+normal = [-1.0, 0.0, 0.0]
+"""
+FLOOR_PLANE = dict(point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), size=0.0)
+
+
+def dimer_over_a_floor(law, stiffness, work, height, velocity=(0.0, 0.0, 0.0), mesh=False):
+    """``(model, state)``: a dimer (members of radius 0.5, 0.5 apart) lying along x with its centre
+    ``height`` above a floor (a plane, or with ``mesh`` two triangles in its place), under the
+    normal ``law`` (elastic, frictionless)."""
+    from dem.clumps import built_in
+
+    system = SystemBuilder()
+    system.add_clumps(built_in("dimer", 0.5), [[0.0, 0.0, height]], velocity=velocity)
+    floor = dict(vertices=np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [5.0, 5.0, 0.0], [-5.0, 5.0, 0.0]]),
+                 faces=np.array([[0, 1, 2], [0, 2, 3]]))
+    return system.finish([] if mesh else [FLOOR_PLANE], [floor] if mesh else [],
+                         contact={"normal": law, "k_pw": stiffness, "work_of_adhesion": work})
+
+
+@pytest.mark.parametrize("law, factor", [("jkr", 1.5), ("dmt", 2.0)])
+def test_a_dimer_pulled_off_an_adhesive_floor_quasi_statically_reaches_its_members_pull_off_force(law, factor):
+    """A dimer lying on an adhesive plane, both members touching it (R* = R = 0.5), lifted in
+    small steps: the least force is the pull-off force of its two members, 2 × 1.5 π w R (JKR) or
+    2 × 2 π w R (DMT), to 1 %, straight up (no moment, no sideways force). The members' JKR
+    contacts hold, stretched, until ξ_c (`jkr_theory`, the sphere's against a wall) and break
+    there; pushed back, they do not form again before the members touch, and then at once on the
+    JKR branch (−8/9 of the pull-off force at ξ = 0). A DMT dimer on a floor of two triangles (a
+    mesh) feels the plane's forces to round-off."""
+    from test_contact_models import assert_pull_off_curve, jkr_theory
+
+    from dem.engine import compute_forces
+
+    stiffness, work, radius = 1e4, 2.0, 0.5
+    xi_break = jkr_theory(stiffness, radius, radius, work)[3]
+    overlaps = np.linspace(0.02, 1.5 * xi_break, 2001)
+    model, state = dimer_over_a_floor(law, stiffness, work, radius - 0.02)
+    assert list(model.interactions) == ["adhesive_clump_pw", "walls"]
+
+    pull_off = 2 * factor * np.pi * work * radius
+
+    def lift(xi, model=model, state=state):
+        state.position[0, 2] = radius - xi
+        compute_forces(model, state)
+        assert np.abs(state.force[0, :2]).max() <= 1e-12 * pull_off
+        assert np.abs(state.moment).max() <= 1e-12 * pull_off
+        return state.force[0, 2]   # up: positive in compression
+
+    forces = np.array([lift(xi) for xi in overlaps])
+    assert_pull_off_curve(law, overlaps, forces, pull_off, xi_break)
+    if law == "dmt":
+        on_mesh = dimer_over_a_floor(law, stiffness, work, radius - 0.02, mesh=True)
+        assert list(on_mesh[0].interactions) == ["adhesive_clump_pw", "walls"] and on_mesh[0].interactions[
+            "adhesive_clump_pw"].meshes
+        meshed = np.array([lift(xi, *on_mesh) for xi in overlaps])
+        assert np.abs(meshed - forces).max() <= 1e-12 * pull_off
+        return
+    for xi in (0.5 * xi_break, -1e-9 * radius):   # back towards touch: apart, they stay broken
+        assert lift(xi) == 0.0
+    assert lift(radius * 1e-12) == pytest.approx(-8 / 9 * pull_off, rel=1e-6)
+
+
+@pytest.mark.parametrize("ratio", [0.8, 1.25])
+def test_a_slow_dimer_sticks_to_a_jkr_floor_and_a_fast_one_rebounds(ratio):
+    """A dimer (mass m, members of radius 0.5) falls flat onto a JKR plane, undamped, at
+    ``ratio`` times its sticking velocity ``v_s = √(2 · 2ΔE/m)``, ``ΔE`` the hysteresis of one
+    member's contact (`jkr_theory`): below it the dimer stays bound, above it leaves at
+    ``√(v² − v_s²)`` to 1 %, having booked exactly 2ΔE as ``hysteresis`` (1e-12); the budget closes
+    to 1e-3 of the kinetic energy, as a sphere's does."""
+    from test_contact_models import jkr_theory
+
+    stiffness, work, radius = 1e4, 1.0, 0.5
+    _, _, _, xi_break, lost = jkr_theory(stiffness, radius, radius, work)
+    model, state = dimer_over_a_floor("jkr", stiffness, work, radius + 1e-3)
+    mass = model.mass[0]
+    sticking = np.sqrt(4 * lost / mass)
+    speed = ratio * sticking
+    state.velocity[0, 2] = -speed
+    sim = Simulation(model, state, "lgvi", 2e-5)
+    start = sim.energy_budget()
+    sim.advance(40000)
+    budget = sim.energy_budget()
+    bound = state.position[0, 2] < radius - xi_break
+    assert bound == (ratio < 1) and np.abs(state.angular_velocity).max() < 1e-9
+    if not bound:
+        assert state.velocity[0, 2] == pytest.approx(np.sqrt(speed ** 2 - sticking ** 2), rel=1e-2)
+        assert budget["hysteresis"] == pytest.approx(2 * lost, rel=1e-12)   # one cycle of each member
+    assert abs(budget["total"] - start["total"]) < 1e-3 * start["kinetic_translational"]
+
+
+THROWN = ('[[clump]]\ntemplate = "dimer"\nradius = 0.5\ndistance = 0.5\nposition = [-1.0, 0.0, 1.0]\n'
+          'rotation_vector = [0.0, 0.4, 0.3]\nvelocity = [0.3, 0.0, -0.4]\nangular_velocity = [0.5, 0.0, 1.0]\n'
+          '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\nposition = [1.0, 0.5, 1.2]\n'
+          'rotation_vector = [0.7, -0.2, 0.1]\nvelocity = [0.5, 0.0, -0.5]\nangular_velocity = [0.0, 2.0, 0.0]\n')
+
+
+@pytest.mark.parametrize("rough", [False, True])
+def test_clumps_thrown_at_a_jkr_floor_close_the_budget(tmp_path, rough):
+    """A tilted dimer and a tetrahedron thrown spinning at the JKR floor and side wall of `STICKY`:
+    their members' contacts form, hold stretched and snap off as they land, rock and bounce. Elastic
+    and smooth, the budget (kinetic + Hertz + adhesion + the booked hysteresis) stays within 1e-3 of
+    the kinetic energy at the start throughout, as a sphere's on a JKR plane; damped and rough
+    (restitution 0.5, friction, rolling and twisting resistance), within 1e-2 of the work booked
+    (dashpots, slip, hysteresis) at dt = 2e-4."""
+    from dem.runner import prepare
+
+    overrides = [] if rough else ["contact.restitution=1.0", "contact.friction=0.0", "contact.rolling_friction=0.0",
+                                  "contact.twisting_friction=0.0"]
+    _, model, state, _ = prepare(clump_scene(tmp_path, STICKY + THROWN), overrides)
+    assert list(model.interactions) == ["adhesive_clump_pw", "walls"]
+    sim = Simulation(model, state, "lgvi", 2e-4)
+    budgets = [energy_budget(model, state)]
+    for _ in range(40):
+        sim.advance(250)
+        budgets.append(energy_budget(model, state))
+    first, last = budgets[0], budgets[-1]
+    kinetic = first["kinetic_translational"] + first["kinetic_rotational"]
+    booked = last["dissipated"] + last["friction"] + last["hysteresis"]
+    worst = max(abs(row["total"] - first["total"]) for row in budgets)
+    assert min(row["adhesion"] for row in budgets) < 0.0 and last["hysteresis"] > 0.0
+    assert worst < (1e-2 * booked if rough else 1e-3 * kinetic), (worst, booked, kinetic)
+
+
+def test_adhesive_clumps_on_a_floor_are_the_same_bits_on_threads(tmp_path):
+    """2 500 dimers (two chunks of rows) at random orientations and velocities at the rough JKR
+    floor of `STICKY`, the last row by its side wall: 400 steps of the serial loop and of the
+    parallel loop on one and on two threads give the same bits (the state, the members' springs,
+    JKR flags and booked work, the walls' loads)."""
+    from support.threads import across_threads
+
+    from dem.interactions import INTERACTIONS
+    from dem.runner import prepare
+
+    rng = np.random.default_rng(11)
+    grid = np.stack(np.meshgrid(2.23 - 1.6 * np.arange(50), 1.6 * np.arange(50), indexing="ij"), axis=-1).reshape(-1, 2)
+    turns = rng.standard_normal((len(grid), 4))
+    rows = np.column_stack([grid, np.full(len(grid), 0.76), turns / np.linalg.norm(turns, axis=1, keepdims=True),
+                            rng.uniform(-1.0, 1.0, size=(len(grid), 2)), np.full(len(grid), -0.5)])
+    np.savetxt(tmp_path / "rows.csv", rows, delimiter=",", header="x,y,z,qw,qx,qy,qz,vx,vy,vz", comments="")
+    scene = clump_scene(tmp_path, STICKY + DIMER + 'rows = "rows.csv"\n')
+
+    def run(parallel):
+        _, model, state, _ = prepare(scene)
+        sim = Simulation(model, state, "lgvi", 5e-4, parallel=parallel)
+        sim.advance(400)
+        return model, state, sim.energy_budget()
+
+    runs = across_threads(run)
+    model, first, budget = runs[0]
+    assert model.n_bodies == 2500
+    own, walls = first.interactions["adhesive_clump_pw"], first.interactions["walls"]
+    assert budget["adhesion"] < 0.0 and budget["hysteresis"] > 0.0 and budget["friction"] > 0.0
+    assert own.adhered[:, 0].any() and (np.abs(walls.load[:, :3]).max(axis=1) > 0).all()
+    for _, other, _ in runs[1:]:
+        for name in ("position", "velocity", "orientation", "angular_velocity", "force", "moment"):
+            assert np.array_equal(getattr(first, name), getattr(other, name)), name
+        for name in ("adhesive_clump_pw", "walls"):
+            for field, one, two in zip(first.interactions[name]._fields, first.interactions[name],
+                                       other.interactions[name]):
+                assert field in INTERACTIONS[name].scratch_state or np.array_equal(one, two), (name, field)
+
+
+def test_adhesive_clumps_on_a_floor_restart_exactly(tmp_path):
+    """Tetrahedra and dimers thrown at the rough JKR floor and side wall of `STICKY`: a run stopped
+    half-way, while members' JKR contacts are formed (their flags in the checkpoint), and
+    restarted from its checkpoint ends with the same bits as a run straight through (energy.csv,
+    the state, the interactions' arrays, the hysteresis booked)."""
+    path = clump_scene(tmp_path, STICKY + '[[clump]]\ntemplate = "tetrahedron"\nradius = 0.5\ncount = 10\n'
+                       'min = [-2.5, -2.5, 0.6]\nmax = [2.5, 2.5, 4]\nattempts = 1000\nvelocity = [0.4, 0, -0.3]\n'
+                       + DIMER + 'count = 10\nmin = [-3, -3, 0.6]\nmax = [2.5, 3, 4]\nseed = 2\n'
+                       'velocity = [0.2, 0.1, -0.3]\n')
+    settings = ["simulation.dt=5e-4", "simulation.t_end=5.0", "output.vtk_every=0", "output.log_every=100"]
+    sim, midway, _ = restarted(tmp_path, path, settings, 3.0)
+    assert midway["interaction.adhesive_clump_pw.adhered"].any()
+    assert midway["interaction.adhesive_clump_pw.hysteresis"].sum() > 0.0
+    assert sim.energy_budget()["friction"] > 0.0
 
 
 # ---------------------------------------------------------------------------------------------

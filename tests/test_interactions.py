@@ -37,8 +37,8 @@ SEEDS = range(5)
 #: columns that book work taken out of the system: not potential energy
 BOOKED = ("broken", "dissipated", "friction", "walls", "hysteresis")
 #: interactions with contact springs: their cases give springs (see the module's docstring)
-SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw", "clump_pp",
-           "adhesive_clump_pp")
+SPRINGS = ("contact_pp", "adhesive_pp", "contact_pw", "adhesive_contact_pw", "clump_pw", "adhesive_clump_pw",
+           "clump_pp", "adhesive_clump_pp")
 #: interactions that derive from no potential, and the modules that test them
 NOT_POTENTIALS = {"walls": "test_walls.py", "damping": "test_damping.py", "cell": "test_deforming.py",
                   "insertion": "test_insertion.py"}
@@ -321,6 +321,12 @@ CASES = {
                  "linear_history": with_springs("clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4,
                                                 restitution=0.7, tangential="linear_history",
                                                 tangential_stiffness=500.0)},
+    "adhesive_clump_pw": {
+        **{law: with_springs("adhesive_clump_pw", clumps_near_walls, k_pw=3000.0, friction=0.4, rolling_friction=0.1,
+                             twisting_friction=0.08, restitution=0.7, normal=law, work_of_adhesion=0.3,
+                             wall_friction={"friction": 0.25, "rolling_friction": 0.2}) for law in ("jkr", "dmt")},
+        **{f"no springs {law}": functools.partial(clumps_near_walls, k_pw=3000.0, restitution=0.7, normal=law,
+                                                  work_of_adhesion=0.3) for law in ("jkr", "dmt")}},
     "clump_pp": {**{normal: with_springs("clump_pp", clumps_touching, friction=0.4, rolling_friction=0.1,
                                          twisting_friction=0.08, restitution=0.7, **law)
                     for normal, law in NORMAL_VARIANTS.items()},

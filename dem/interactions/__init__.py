@@ -15,7 +15,7 @@ import numpy as np
 from .applied_force import APPLIED_FORCE
 from .binder import BINDER
 from .clump_contacts import ADHESIVE_CLUMP_PP, CLUMP_PP
-from .clump_walls import CLUMP_PW
+from .clump_walls import ADHESIVE_CLUMP_PW, CLUMP_PW
 from .contract import BOND, CHUNK, GLOBAL, ROW, Interaction
 from .damping import DAMPING
 from .deformation import DEFORMATION
@@ -34,8 +34,8 @@ from .walls import WALLS
 INTERACTIONS = {
     interaction.name: interaction
     for interaction in (BINDER, PARALLEL_BOND, HERTZ_PP, CONTACT_PP, ADHESIVE_PP, CLUMP_PP, ADHESIVE_CLUMP_PP, HERTZ_PW,
-                        ADHESIVE_PW, CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, GRAVITY, LENNARD_JONES, ORTOLAN_SACCON,
-                        APPLIED_FORCE, WALLS, DEFORMATION, INSERTION, DAMPING)
+                        ADHESIVE_PW, CONTACT_PW, ADHESIVE_CONTACT_PW, CLUMP_PW, ADHESIVE_CLUMP_PW, GRAVITY,
+                        LENNARD_JONES, ORTOLAN_SACCON, APPLIED_FORCE, WALLS, DEFORMATION, INSERTION, DAMPING)
 }
 
 #: The energy columns of docs/theory.md §4, in its order (after the two kinetic ones). Columns of

@@ -31,11 +31,25 @@ sphere takes its own: the damping coefficient of a member's contact is that of a
 clump's mass, so an off-centre impact of a clump rebounds with a restitution that differs from
 the nominal one (the mass at a contact point off the line of the centre of mass is smaller).
 A body of zero mass in the run's arrays (a source's clump not in play, `dem.feeding.park`) has
-no wall contact. Not yet: adhesive normal laws. Under MPI (`dem.distributed`) a rank's parameters
-are those of its bodies' members (`dem.interactions.contract.localize_members`) and the members'
-springs and mesh contacts travel with their body (``member_state``).
+no wall contact.
+
+Under an adhesive normal law (JKR, DMT) the same kernels act as `ADHESIVE_CLUMP_PW`: each
+member's normal contact is a particle's under that law (`dem.interactions.hertz.
+adhesive_wall_contact`, called on the member), so that a member's JKR contact with a plane forms
+at touch, holds stretched until ``ξ_c`` and breaks there, its flag kept per member and plane
+(``adhered``, beside the member's springs); the energy the JKR contacts lose forming and
+breaking is booked to the body (``hysteresis``) and the adhesion's energy is a column of its own,
+so the budget closes as for spheres. The springs act while a member overlaps a wall, their
+Coulomb limits on the adhesive law's force plus twice its pull-off (`dem.interactions.friction`).
+JKR acts on planes, DMT on planes and meshes (`dem.interactions.hertz.check_formed_on_meshes`).
+A body with a member held stretched is walked though no member touches (`_near_walls`).
+
+Under MPI (`dem.distributed`) a rank's parameters are those of its bodies' members
+(`dem.interactions.contract.localize_members`) and the members' springs, mesh contacts and JKR
+flags travel with their body (``member_state``).
 """
 
+import dataclasses
 import functools
 from collections import namedtuple
 from types import SimpleNamespace
@@ -50,7 +64,11 @@ from .friction import (
     find_wall_slot, gap_before, holds_wall_springs, release_slot, released, spring_squares,
     stiffness_ratio, wall_contact as tangential, wall_slots,
 )
-from .hertz import normal_code, normal_damping, wall_contact as normal, wall_gap
+from .hertz import (
+    adhesive, adhesive_wall_contact, check_formed_on_meshes, normal_code, normal_damping, wall_contact as normal,
+    wall_gap,
+)
+from .normal import LAWS
 from .rolling import WIDTH, spins, wall_contact as rolling, wall_stiffnesses
 from .wall_contact import KEYS, mesh_springs, near_planes, wall_critical_steps
 from .walls import add_wall_couple, add_wall_load, wall_coefficients
@@ -76,9 +94,13 @@ ClumpWallParams = namedtuple("ClumpWallParams", "law stiffness damping wall_norm
 #: MAX_CONTACTS)``, ``mesh_normal (M, MAX_CONTACTS, 3)`` (as `dem.interactions.walls.WallState`
 #: has a particle's) and ``mesh_load (M, s, 9)``, a mesh slot's reactions until they are booked
 #: (`dem.interactions.wall_contact.mesh_springs`). The mesh fields have no rows without meshes.
+#: Under an adhesive normal law (`ADHESIVE_CLUMP_PW`): per member ``adhered (M, planes)``, whether
+#: its JKR contact with each plane is formed (no rows for a law that does not hold contacts
+#: stretched), and per body ``hysteresis (n,)``, the energy its members' JKR contacts lost forming
+#: and breaking (no rows without adhesion), as `dem.interactions.wall_contact` keeps a particle's.
 ClumpWallState = namedtuple("ClumpWallState", "dissipated friction wall_key wall_spring member_position "
                             "member_velocity member_arm mesh_contact mesh_load mesh_count mesh_wall mesh_feature "
-                            "mesh_gap mesh_normal mesh_most")
+                            "mesh_gap mesh_normal mesh_most adhered hysteresis")
 #: the wall pipeline's parts (`dem.interactions.wall_contact._walls`) before a member's mesh springs add theirs
 _NO_PARTS = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -107,31 +129,56 @@ def place_members(i, st, p, own):
 
 
 @njit(inline="always")
-def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance):
+def _member_normal(m, i, w, plane, gap, n, radius, power, lost, p, own, walls, inverse_mass, advance, adhesive):
+    """The normal contact of member ``m`` of body ``i`` with wall ``w`` (a plane's with ``plane``,
+    else a mesh contact's), its centre at ``gap`` along the unit normal ``n``: ``(touching, |F|,
+    power, U_n, U_a, lost)``, the dashpot's power added to ``power`` (with ``advance``) and the
+    energy a JKR contact lost forming or breaking added to ``lost``; with ``advance`` the reaction
+    goes to the wall. Under an adhesive law (``adhesive``, a constant of each kernel) it is
+    `dem.interactions.hertz.adhesive_wall_contact` on the member, whose JKR contact with a plane
+    holds stretched while its flag ``own.adhered[m, w]`` says it is formed (updated with
+    ``advance``); else the normal law while the member overlaps the wall."""
+    position, velocity, wall_point = own.member_position, own.member_velocity, walls.point
+    if adhesive:
+        touching, force, power, u, u_a, lost, px, py, pz, k = adhesive_wall_contact(
+            m, w, plane, gap, n[0], n[1], n[2], radius, inverse_mass, power, lost, position, velocity, p, own, walls,
+            advance)
+    else:
+        touching, u_a = True, 0.0
+        force, power, u, px, py, pz, k = normal(m, w, gap, n[0], n[1], n[2], radius, power, position, velocity,
+                                                inverse_mass, p.law, p.stiffness, p.damping if advance else 0.0,
+                                                walls)
+    if touching and advance:
+        add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
+                      py - wall_point[w, 1], pz - wall_point[w, 2], k)
+    return touching, force, power, u, u_a, lost
+
+
+@njit(inline="always")
+def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance, adhesive):
     """Member ``m`` of body ``i`` against the planes: ``(f (3), τ (3) about the member's centre,
-    power, booked, U_n, U_t, U_r, U_tw)``, the dashpots' power and the booked slip and release
-    work; with ``advance`` the springs take the step and the reactions go to the walls (as
-    `dem.interactions.wall_contact`'s planes)."""
+    power, booked, U_n, U_t, U_r, U_tw, U_a, lost)``, the dashpots' power, the booked slip and
+    release work, the energies and the energy the JKR contacts lost forming and breaking; with
+    ``advance`` the springs take the step and the reactions go to the walls (as
+    `dem.interactions.wall_contact`'s planes). The springs act while the member overlaps the
+    plane, a stretched JKR contact's normal force beyond (`_member_normal`)."""
     position, velocity = own.member_position, own.member_velocity
     keys, springs, table, wall_point = own.wall_key, own.wall_spring, p.walls, walls.point
     radius = p.member_radius[m]
     inverse = (p.member_inertia[m, 0], p.member_inertia[m, 1])
     v = (velocity[m, 0], velocity[m, 1], velocity[m, 2])
-    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
+    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = u_a = lost = 0.0
     held = holds_wall_springs(keys, m)
     for w in range(p.planes):
         n = (table[w, 0], table[w, 1], table[w, 2])
         gap = wall_gap(m, w, position, wall_point, p.wall_normal)
         touching = gap < radius and radius > 0.0
-        if touching:
-            force, power, u, px, py, pz, k = normal(m, w, gap, n[0], n[1], n[2], radius, power, position, velocity,
-                                                    inverse_mass, p.law, p.stiffness, p.damping if advance else 0.0,
-                                                    walls)
-            if advance:
-                add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
-                              py - wall_point[w, 1], pz - wall_point[w, 2], k)
-            fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
-            u_n += u
+        if touching or adhesive and radius > 0.0:
+            acts, force, power, u, adhesion, lost = _member_normal(m, i, w, True, gap, n, radius, power, lost, p,
+                                                                   own, walls, inverse_mass, advance, adhesive)
+            if acts:
+                fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
+                u_n, u_a = u_n + u, u_a + adhesion
         mu = (table[w, 3], table[w, 4], table[w, 5])
         turning = mu[1] != 0.0 or mu[2] != 0.0
         if mu[0] == 0.0 and not turning or radius <= 0.0 or not touching and not held:
@@ -168,29 +215,27 @@ def _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance):
                 add_wall_couple(walls, i, w, moment[0], moment[1], moment[2])
             tx, ty, tz = tx + moment[0], ty + moment[1], tz + moment[2]
             u_r, u_tw, booked, power = u_r + u, u_tw + u_w, booked + work, power + dissipation
-    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw, u_a, lost
 
 
 @njit(inline="always")
-def _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, row):
+def _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, adhesive, row):
     """Member ``m`` of body ``i`` against its mesh contacts (found by `_find_mesh_contacts`):
-    ``row`` (`_member_planes`'s) with theirs added, the normal law's and then the springs'
-    (`dem.interactions.wall_contact.mesh_springs`); with ``advance`` the springs take the step and
-    the reactions go to the walls (as `dem.interactions.wall_contact`'s meshes)."""
-    position, velocity, wall_point = own.member_position, own.member_velocity, walls.point
-    fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw = row
+    ``row`` (`_member_planes`'s) with theirs added, the normal law's (`_member_normal`: a mesh
+    contact acts while it overlaps, DMT's adhesion too; JKR does not act on meshes) and then the
+    springs' (`dem.interactions.wall_contact.mesh_springs`); with ``advance`` the springs take the
+    step and the reactions go to the walls (as `dem.interactions.wall_contact`'s meshes)."""
+    position, velocity = own.member_position, own.member_velocity
+    fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw, u_a, lost = row
     radius = p.member_radius[m]
     for c in range(min(own.mesh_count[m], MAX_CONTACTS)):
         w = own.mesh_wall[m, c]
         n = (own.mesh_normal[m, c, 0], own.mesh_normal[m, c, 1], own.mesh_normal[m, c, 2])
-        force, power, u, px, py, pz, k = normal(m, w, own.mesh_gap[m, c], n[0], n[1], n[2], radius, power, position,
-                                                velocity, inverse_mass, p.law, p.stiffness,
-                                                p.damping if advance else 0.0, walls)
-        if advance:
-            add_wall_load(walls, i, w, force * n[0], force * n[1], force * n[2], px - wall_point[w, 0],
-                          py - wall_point[w, 1], pz - wall_point[w, 2], k)
-        fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
-        u_n += u
+        acts, force, power, u, adhesion, lost = _member_normal(m, i, w, False, own.mesh_gap[m, c], n, radius, power,
+                                                               lost, p, own, walls, inverse_mass, advance, adhesive)
+        if acts:
+            fx, fy, fz = fx + force * n[0], fy + force * n[1], fz + force * n[2]
+            u_n, u_a = u_n + u, u_a + adhesion
     if p.springs:
         parts = mesh_springs(m, i, h, radius, inverse_mass, (p.member_inertia[m, 0], p.member_inertia[m, 1]),
                              (velocity[m, 0], velocity[m, 1], velocity[m, 2]), omega, position, velocity, p, own, own,
@@ -199,30 +244,31 @@ def _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, row):
         tx, ty, tz = tx + parts[7] + parts[13], ty + parts[8] + parts[14], tz + parts[9] + parts[15]
         u_t, u_r, u_tw = u_t + parts[10], u_r + parts[16], u_tw + parts[17]
         booked, power = booked + parts[11] + parts[18], power + parts[12] + parts[19]
-    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw, u_a, lost
 
 
 @njit(inline="always")
-def _clump_row(i, h, st, bodies, p, own, walls, advance):
+def _clump_row(i, h, st, bodies, p, own, walls, advance, adhesive):
     """Body ``i``'s members, placed in their scratch rows (`place_members`) with their mesh
     contacts found (`_find_mesh_contacts`), against the planes and the meshes (`_member_planes`,
-    `_member_meshes`, member by member): ``(F (3), τ (3), power, booked, U_n, U_t, U_r, U_tw)``,
-    the moment about the centre of mass."""
-    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = 0.0
+    `_member_meshes`, member by member): ``(F (3), τ (3), power, booked, U_n, U_t, U_r, U_tw, U_a,
+    lost)``, the moment about the centre of mass."""
+    fx = fy = fz = tx = ty = tz = power = booked = u_n = u_t = u_r = u_tw = u_a = lost = 0.0
     omega = (st.angular_velocity[i, 0], st.angular_velocity[i, 1], st.angular_velocity[i, 2])
     inverse_mass = bodies.inverse_mass[i]
     arm = own.member_arm
     for m in range(p.member_start[i], p.member_start[i + 1]):
-        row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance)
+        row = _member_planes(m, i, h, p, own, walls, omega, inverse_mass, advance, adhesive)
         if p.meshes:
-            row = _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, row)
+            row = _member_meshes(m, i, h, p, own, walls, omega, inverse_mass, advance, adhesive, row)
         fx, fy, fz = fx + row[0], fy + row[1], fz + row[2]
         tx += row[3] + (arm[m, 1] * row[2] - arm[m, 2] * row[1])
         ty += row[4] + (arm[m, 2] * row[0] - arm[m, 0] * row[2])
         tz += row[5] + (arm[m, 0] * row[1] - arm[m, 1] * row[0])
         power, booked = power + row[6], booked + row[7]
         u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
-    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw
+        u_a, lost = u_a + row[12], lost + row[13]
+    return fx, fy, fz, tx, ty, tz, power, booked, u_n, u_t, u_r, u_tw, u_a, lost
 
 
 @njit(cache=True, _nrt=False)
@@ -237,28 +283,42 @@ def _find_mesh_contacts(i, p, own, walls):
 @njit(inline="always")
 def _near_walls(i, p, own, walls):
     """Whether a member of body ``i`` (placed, its mesh contacts found) has a mesh contact, keeps
-    a wall spring or touches a plane (`dem.interactions.wall_contact.near_planes`). A body whose
-    members do none of these adds nothing to its force, its booked work or the walls' sums."""
+    a wall spring, touches a plane (`dem.interactions.wall_contact.near_planes`) or holds a JKR
+    contact with one stretched (``own.adhered``: no rows for other laws). A body whose members do
+    none of these adds nothing to its force, its booked work or the walls' sums."""
     for m in range(p.member_start[i], p.member_start[i + 1]):
         if p.meshes and own.mesh_count[m] > 0:
             return True
         if near_planes(m, own.member_position, p.member_radius[m], own.wall_key, p, walls):
             return True
+        if own.adhered.shape[0] > 0:
+            for w in range(own.adhered.shape[1]):
+                if own.adhered[m, w] != 0:
+                    return True
     return False
 
 
 @njit(cache=True, _nrt=False)
 def _step_members(i, h, st, bodies, p, own, walls):
-    """`_clump_row` stepping the springs: compiled once per machine, out of the loops, which call
-    it only for a body near a wall (`_near_walls`)."""
-    return _clump_row(i, h, st, bodies, p, own, walls, True)
+    """`_clump_row` stepping the springs under a normal law that does not adhere: compiled once per
+    machine, out of the loops, which call it only for a body near a wall (`_near_walls`)."""
+    return _clump_row(i, h, st, bodies, p, own, walls, True, False)
+
+
+@njit(cache=True, _nrt=False)
+def _step_adhesive_members(i, h, st, bodies, p, own, walls):
+    """`_clump_row` stepping the springs and the JKR flags under an adhesive normal law (JKR, DMT),
+    as `_step_members`; a law that does not adhere runs `_step_members`, which holds none of the
+    adhesive laws' code (as `dem.interactions.wall_contact._plain_walls`)."""
+    return _clump_row(i, h, st, bodies, p, own, walls, True, True)
 
 
 @njit(inline="always")
-def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
-    """Body ``i``'s members' wall contacts: steps their springs, books their work and their
-    reactions on the walls; returns the body's force and moment (zero for a body without members
-    or away from the walls, or parked: of zero mass, a source's clump not in play, `dem.feeding`)."""
+def _clump_forces(i, h, st, bodies, p, own, walls, adhesive):
+    """Body ``i``'s members' wall contacts: steps their springs (and JKR flags), books their work
+    and their reactions on the walls; returns the body's force and moment (zero for a body without
+    members or away from the walls, or parked: of zero mass, a source's clump not in play,
+    `dem.feeding`). ``adhesive`` is a constant of each kernel."""
     if bodies.mass[i] == 0.0:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     place_members(i, st, p, own)
@@ -266,33 +326,67 @@ def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
         _find_mesh_contacts(i, p, own, walls)
     if not _near_walls(i, p, own, walls):
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    row = _step_members(i, h, st, bodies, p, own, walls)
+    if adhesive:
+        row = _step_adhesive_members(i, h, st, bodies, p, own, walls)
+        own.hysteresis[i] += row[13]
+    else:
+        row = _step_members(i, h, st, bodies, p, own, walls)
     own.dissipated[i] += h * row[6]
     own.friction[i] += row[7]
     return row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-@njit(cache=True)
-def clump_pw_energy(st, bodies, contacts, p, own, walls):
-    """``(hertz_pw, dissipated, tangential, friction, rolling, twisting)``: the members' normal
-    law and springs' energies at ``st`` (the members placed and their mesh contacts found anew, in
-    rows of this kernel's own) and the booked work."""
+@njit(inline="always")
+def clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """`_clump_forces` under a normal law that does not adhere."""
+    return _clump_forces(i, h, st, bodies, p, own, walls, False)
+
+
+@njit(inline="always")
+def adhesive_clump_pw_forces(i, h, st, bodies, contacts, p, own, walls):
+    """`_clump_forces` under an adhesive normal law (JKR, DMT)."""
+    return _clump_forces(i, h, st, bodies, p, own, walls, True)
+
+
+@njit(inline="always")
+def _energies(st, bodies, p, own, walls, adhesive):
+    """``(U_n, U_a, U_t, U_r, U_tw)``: the members' normal law's energy (its Hertz part under an
+    adhesive law), the adhesion's and the springs' energies at ``st`` (the members placed and
+    their mesh contacts found anew, in rows of this kernel's own; the JKR flags read, not
+    changed)."""
     count = p.member_radius.shape[0]
     view = ClumpWallState(own.dissipated, own.friction, own.wall_key, own.wall_spring, np.zeros((count, 3)),
                           np.zeros((count, 3)), np.zeros((count, 3)), own.mesh_contact, np.zeros_like(own.mesh_load),
                           np.zeros_like(own.mesh_count), np.zeros_like(own.mesh_wall),
                           np.zeros_like(own.mesh_feature), np.zeros_like(own.mesh_gap), np.zeros_like(own.mesh_normal),
-                          np.zeros_like(own.mesh_most))
-    u_n = u_t = u_r = u_tw = 0.0
+                          np.zeros_like(own.mesh_most), own.adhered, own.hysteresis)
+    u_n = u_a = u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
         if bodies.mass[i] == 0.0:   # parked (`dem.feeding`)
             continue
         place_members(i, st, p, view)
         if p.meshes:
             _find_mesh_contacts(i, p, view, walls)
-        row = _clump_row(i, 0.0, st, bodies, p, view, walls, False)
-        u_n, u_t, u_r, u_tw = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11]
+        row = _clump_row(i, 0.0, st, bodies, p, view, walls, False, adhesive)
+        u_n, u_t, u_r, u_tw, u_a = u_n + row[8], u_t + row[9], u_r + row[10], u_tw + row[11], u_a + row[12]
+    return u_n, u_a, u_t, u_r, u_tw
+
+
+@njit(cache=True)
+def clump_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, dissipated, tangential, friction, rolling, twisting)``: the members' normal
+    law and springs' energies at ``st`` (`_energies`) and the booked work."""
+    u_n, _, u_t, u_r, u_tw = _energies(st, bodies, p, own, walls, False)
     return u_n, np.sum(own.dissipated), u_t, np.sum(own.friction), u_r, u_tw
+
+
+@njit(cache=True)
+def adhesive_clump_pw_energy(st, bodies, contacts, p, own, walls):
+    """``(hertz_pw, adhesion, hysteresis, dissipated, tangential, friction, rolling, twisting)``:
+    `clump_pw_energy` under an adhesive normal law, with the adhesion's energy and the energy the
+    JKR contacts lost forming and breaking."""
+    u_n, u_a, u_t, u_r, u_tw = _energies(st, bodies, p, own, walls, True)
+    return u_n, u_a, np.sum(own.hysteresis), np.sum(own.dissipated), u_t, np.sum(own.friction), u_r, u_tw
 
 
 def clump_walls_act(model):
@@ -300,10 +394,18 @@ def clump_walls_act(model):
     return bool(model.has_clumps and model.sections["contact"]["k_pw"] > 0.0 and "walls" in model.inputs)
 
 
-def _setup(model):
-    if not clump_walls_act(model):
-        return None
+def _setup(adhesion):
+    def setup(model):
+        if not clump_walls_act(model) or adhesive(model.sections["contact"]) != adhesion:
+            return None
+        return _params(model)
+
+    return setup
+
+
+def _params(model):
     contact = model.sections["contact"]
+    check_formed_on_meshes(contact, bool(model.inputs["walls"]["meshes"]))
     planes = len(model.wall_normal)
     walls = np.ascontiguousarray(wall_coefficients(model))
     radius = np.ascontiguousarray(model.site_radius, dtype=float)
@@ -337,11 +439,14 @@ def _state(model, params):
                                          (params.walls[:, 3:] > 0).any(axis=1), params.planes)
     n = model.n_bodies
     found = count if params.meshes else 0  # (no rows without meshes: `dem.checkpoint.restore` skips such fields)
+    law = LAWS[params.law]
     return ClumpWallState(np.zeros(n), np.zeros(n), keys, springs, np.zeros((count, 3)), np.zeros((count, 3)),
                           np.zeros((count, 3)), previous[:found], np.zeros((found,) + previous.shape[1:2] + (9,)),
                           np.zeros(found, np.int64), np.zeros((found, MAX_CONTACTS), np.int64),
                           np.zeros((found, MAX_CONTACTS), np.int64), np.zeros((found, MAX_CONTACTS)),
-                          np.zeros((found, MAX_CONTACTS, 3)), np.zeros(found, np.int64))
+                          np.zeros((found, MAX_CONTACTS, 3)), np.zeros(found, np.int64),
+                          np.zeros((count if law.beyond_contact else 0, params.planes), np.uint8),
+                          np.zeros(n if law.adhesive else 0))
 
 
 def member_bodies(model, state, p):
@@ -371,10 +476,26 @@ CLUMP_PW = Interaction(
         "particle–wall sub-models (normal law, damping, friction, rolling, twisting); the forces act at the contact "
         "points.",
     columns=("hertz_pw", "dissipated", "tangential", "friction", "rolling", "twisting"),
-    setup=_setup, state=_state, forces=clump_pw_forces, energy=clump_pw_energy, critical_step=_critical_step,
+    setup=_setup(False), state=_state, forces=clump_pw_forces, energy=clump_pw_energy, critical_step=_critical_step,
     localize=functools.partial(localize_members, per_member=("member_offset", "member_radius", "member_inertia")),
     scratch_state=("member_position", "member_velocity", "member_arm", "mesh_load", "mesh_count", "mesh_wall",
                    "mesh_feature", "mesh_gap", "mesh_normal"),
     scratch_rows=lambda p, n: len(p.member_radius),
-    member_state=("wall_key", "wall_spring", "mesh_contact", "mesh_most"),
+    member_state=("wall_key", "wall_spring", "mesh_contact", "mesh_most", "adhered"),
 )
+#: the clumps' wall contacts under an adhesive normal law (JKR: planes only; DMT): as `CLUMP_PW`,
+#: each member keeping its JKR flag per plane, with the adhesion's energy and the JKR hysteresis booked
+ADHESIVE_CLUMP_PW = dataclasses.replace(
+    CLUMP_PW, name="adhesive_clump_pw",
+    doc="Clumps against walls under an adhesive normal law (JKR: planes only; DMT): as clump_pw, each member holding "
+        "its JKR contact with a plane until it breaks, with the adhesion's energy and the JKR hysteresis booked.",
+    columns=("hertz_pw", "adhesion", "hysteresis", "dissipated", "tangential", "friction", "rolling", "twisting"),
+    setup=_setup(True), forces=adhesive_clump_pw_forces, energy=adhesive_clump_pw_energy,
+)
+#: the names of the clumps' wall interactions (one acts at most)
+NAMES = (CLUMP_PW.name, ADHESIVE_CLUMP_PW.name)
+
+
+def clump_walls(model):
+    """The name of the clumps' wall interaction acting in ``model`` (`NAMES`: one at most), or None."""
+    return next((name for name in NAMES if name in model.interactions), None)

@@ -8,6 +8,7 @@ import numpy as np
 from ..cell import GRADIENT, INITIAL, PERIOD, SHEAR, SHEARS, STRAIN, TILT
 from ..clumps import body_volumes
 from ..interactions import CORE_COLUMNS, KINETIC_COLUMNS, extra_columns
+from ..interactions.clump_walls import clump_walls
 from ..meshes import MAX_CONTACTS
 from ..network import fabric
 from ..stress import COMPONENTS, PARTS, cell_volume, homogenised_stress
@@ -113,12 +114,13 @@ class WallLog(CsvLog):
         from ..simulation import SimulationError
 
         walls = sim.state.interactions["walls"]
-        members = sim.state.interactions.get("clump_pw")
+        clumps = clump_walls(sim.model)
+        members = sim.state.interactions.get(clumps)
         for most, who in ((walls.mesh_most, "particle"), (getattr(members, "mesh_most", ()), "member")):
             if len(most) and most.max() > MAX_CONTACTS:
                 i = int(np.argmax(most))
                 if who == "member":  # (a clump's member sphere: named by its clump and its place in it)
-                    start = sim.model.interactions["clump_pw"].member_start
+                    start = sim.model.interactions[clumps].member_start
                     body = int(np.searchsorted(start, i, side="right")) - 1
                     who, i = f"clump {body}'s member", i - int(start[body])
                 raise SimulationError(f"by step {sim.state.step}: {who} {i} touched {most.max()} mesh features at "

@@ -366,7 +366,7 @@ def random_springs(model, state, name, rng):
     if name in ("contact_pp", "adhesive_pp"):
         tangential, rolling = (random_springs(model, state, law, rng) for law in ("friction_pp", "rolling_pp"))
         return {key: np.concatenate((tangential[key], rolling[key])) for key in tangential}
-    if name == "clump_pw":  # the members' springs, as spheres' (`member_spheres`)
+    if name in ("clump_pw", "adhesive_clump_pw"):  # the members' springs, as spheres' (`member_spheres`)
         return _clump_springs(model, state, rng)
     if name in ("clump_pp", "adhesive_clump_pp"):  # the member pairs' springs, side by side in their body pair's
         return _clump_pair_springs(model, state, rng, name)
@@ -582,7 +582,7 @@ def member_spheres(model, state):
     meshes, at rest) under the same ``[contact]``; ``owner`` the clump of each, ``arm`` its ``R s``."""
     from dem import SystemBuilder
 
-    p = model.interactions["clump_pw"]
+    p = model.interactions["clump_pw" if "clump_pw" in model.interactions else "adhesive_clump_pw"]
     owner = np.repeat(np.arange(model.n_bodies), np.diff(p.member_start))
     arm = Rotation.from_quat(state.orientation[owner][:, [1, 2, 3, 0]]).apply(p.member_offset)
     system = SystemBuilder()
@@ -597,11 +597,17 @@ def member_spheres(model, state):
 
 def clump_pw(model, state, springs=None):
     """`contact_pw` on the members as spheres (`member_spheres`; ``springs`` keyed by member and
-    wall; without friction and rolling resistance the normal law and its dashpot alone), each
-    member's force to its clump and its moment plus ``R s × f`` about the clump's centre of mass."""
+    wall; without friction and rolling resistance the normal law and its dashpot alone; under an
+    adhesive law ``adhesive_clump_pw``'s: `adhesive_contact_pw`, or `adhesive_pw` without springs),
+    each member's force to its clump and its moment plus ``R s × f`` about the clump's centre of
+    mass."""
     spheres, moving, owner, arm = member_spheres(model, state)
     if "contact_pw" in spheres.interactions:
         energy, member_force, member_moment = contact_pw(spheres, moving, springs or {})
+    elif "adhesive_contact_pw" in spheres.interactions:
+        energy, member_force, member_moment = adhesive_contact_pw(spheres, moving, springs or {})
+    elif "adhesive_pw" in spheres.interactions:
+        energy, member_force, member_moment = adhesive_pw(spheres, moving)
     else:
         parts = [hertz_pw(spheres, moving), normal_damping(spheres, moving, walls=True)]
         energy, member_force, member_moment = (sum(part[k] for part in parts) for k in range(3))
@@ -613,10 +619,11 @@ def clump_pw(model, state, springs=None):
 
 def _clump_springs(model, state, rng):
     spheres, moving, _, _ = member_spheres(model, state)
-    return random_springs(spheres, moving, "contact_pw", rng)
+    return random_springs(spheres, moving, "contact_pw" if "contact_pw" in spheres.interactions
+                          else "adhesive_contact_pw", rng)
 
 
-REFERENCE.update(clump_pw=clump_pw)
+REFERENCE.update(clump_pw=clump_pw, adhesive_clump_pw=clump_pw)
 
 
 def member_pairs(model, state, name="clump_pp"):
