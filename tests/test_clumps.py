@@ -285,16 +285,16 @@ PERIODIC_CELL = "[cell]\nperiodic = [true, true, true]\norigin = [0, 0, 0]\nsize
 
 @pytest.mark.parametrize("shape, fraction, periodic", [("dimer", 0.5, False), ("tetrahedron", 0.55, False),
                                                        ("trimer", 0.6, True)])
-def test_a_dense_packing_of_clumps_fills_its_solid_fraction_without_overlaps(tmp_path, shape, fraction, periodic):
+def test_a_dense_packing_of_clumps_fills_its_packing_fraction_without_overlaps(tmp_path, shape, fraction, periodic):
     """``packing = "dense"`` in a box 6 × 6 × 6 (periodic: a periodic cell, the box spanning it): the
-    clumps fill ``solid_fraction`` of the box to the rounding of their count (half a clump's volume),
+    clumps fill ``packing_fraction`` of the box to the rounding of their count (half a clump's volume),
     no member of one overlaps a member of another by more than the tolerance, 1e-4 of a diameter,
     every member lies inside the box to 1e-4 of a diameter (periodic: every centre of mass in the
     cell, the members meeting the images across its faces), every clump has the template's mass
     properties, and the same seed gives the same bits."""
     from dem.runner import prepare
 
-    table = (f'[[clump]]\ntemplate = "{shape}"\nradius = 0.5\ndensity = 2.0\nsolid_fraction = {fraction}\n' + DENSE
+    table = (f'[[clump]]\ntemplate = "{shape}"\nradius = 0.5\ndensity = 2.0\npacking_fraction = {fraction}\n' + DENSE
              + ("periodic = [true, true, true]\n" if periodic else ""))
     path = clump_scene(tmp_path, (PERIODIC_CELL if periodic else "") + table)
     _, model, state, _ = prepare(path)
@@ -380,25 +380,25 @@ def test_clumps_imported_from_rows_with_a_template_from_a_file(tmp_path):
      "clump.0.bond_gap_tolerance: must be at most 1"),
     ('template = "dimer"\nposition = [0, 0, 0]\nbonded = true\nbinder = "parallel_bond"\nbinder_modulus = 1.0',
      "clump.0.binder_shear_modulus: is required with binder = 'parallel_bond'"),
-    ('template = "dimer"\nsolid_fraction = 0.0\n' + DENSE, "clump.0.solid_fraction: must be in (0, 1), got 0.0"),
-    ('template = "dimer"\nsolid_fraction = 1.0\n' + DENSE, "clump.0.solid_fraction: must be in (0, 1), got 1.0"),
+    ('template = "dimer"\npacking_fraction = 0.0\n' + DENSE, "clump.0.packing_fraction: must be in (0, 1), got 0.0"),
+    ('template = "dimer"\npacking_fraction = 1.0\n' + DENSE, "clump.0.packing_fraction: must be in (0, 1), got 1.0"),
     ('template = "dimer"\ncount = 3\nmin = [0, 0, 0]\nmax = [6, 6, 6]\npacking = "tight"',
      "clump.0.packing: must be one of random, dense, got 'tight'"),
-    ('template = "dimer"\nsolid_fraction = 0.5\npacking = "dense"\nmax = [6, 6, 6]',
-     "clump.0.min: is required with solid_fraction"),
-    ('template = "dimer"\nsolid_fraction = 0.5\nmin = [0, 0, 0]\nmax = [6, 6, 6]',
-     "clump.0.solid_fraction: is a key of packing = 'dense'"),
+    ('template = "dimer"\npacking_fraction = 0.5\npacking = "dense"\nmax = [6, 6, 6]',
+     "clump.0.min: is required with packing_fraction"),
+    ('template = "dimer"\npacking_fraction = 0.5\nmin = [0, 0, 0]\nmax = [6, 6, 6]',
+     "clump.0.packing_fraction: is a key of packing = 'dense'"),
     ('template = "dimer"\nposition = [0, 0, 0]\npacking = "dense"', "clump.0.packing: 'dense' fills the box min–max "
-     "with count clumps or solid_fraction: give one of them, not position"),
-    ('template = "dimer"\ncount = 30\nsolid_fraction = 0.5\n' + DENSE,
-     "clump.0.solid_fraction: give count or solid_fraction, one of them"),
-    ('template = "dimer"\nsolid_fraction = 0.5\nperiodic = [true, false, false]\n' + DENSE,
+     "with count clumps or packing_fraction: give one of them, not position"),
+    ('template = "dimer"\ncount = 30\npacking_fraction = 0.5\n' + DENSE,
+     "clump.0.packing_fraction: give count or packing_fraction, one of them"),
+    ('template = "dimer"\npacking_fraction = 0.5\nperiodic = [true, false, false]\n' + DENSE,
      "clump.0.periodic: is periodic along x, but the cell is not: set cell.periodic"),
-    ('template = "dimer"\nsolid_fraction = 0.5\nperiodic = [true, true, true]\n'
+    ('template = "dimer"\npacking_fraction = 0.5\nperiodic = [true, true, true]\n'
      + DENSE.replace("6, 6, 6", "6, 6, 5") + PERIODIC_CELL,
      "clump.0.max: along the periodic axis z the box must span the cell, [0, 6], got [0, 5] (min–max)"),
-    ('template = "dimer"\nsolid_fraction = 0.9\n' + DENSE.replace("6, 6, 6", "4, 4, 4"),
-     "clump.0.solid_fraction: the dense packing jammed: the largest overlap is still "),
+    ('template = "dimer"\npacking_fraction = 0.9\n' + DENSE.replace("6, 6, 6", "4, 4, 4"),
+     "clump.0.packing_fraction: the dense packing jammed: the largest overlap is still "),
 ])
 def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     from dem.cli import main

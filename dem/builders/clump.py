@@ -18,11 +18,11 @@ before it (random sequential addition, `random_placement`): the box is full at a
 of about 0.2. ``dense`` draws them all at once, overlapping, and pushes them apart
 (`dem.packing.dense_clump_packing`: FIRE on the clumps' positions and rotations until every
 member overlap is below `OVERLAP_TOLERANCE` of a member diameter): ``count`` clumps, or the
-``solid_fraction`` φ of the box, ``count = round(φ V_box / V)`` with ``V`` the volume of the
+``packing_fraction`` φ of the box, ``count = round(φ V_box / V)`` with ``V`` the volume of the
 union of the members, up to about 0.65 between walls and 0.68 periodic (`DENSE_MEASURED`). Along
 the ``periodic`` axes the box spans a periodic ``[cell]`` and the clumps fill it across its
 faces. A packing that cannot be relaxed within `MAX_STEPS` is an error naming
-``solid_fraction`` (or ``count``).
+``packing_fraction`` (or ``count``).
 
 With ``bonded = true`` the table's clumps whose members touch are bonded, a bonded aggregate of
 shaped grains: two clumps get one bond when a member of one and a member of the other are within
@@ -89,22 +89,22 @@ KEYS = {
                  "without overlapping one another", "", at_least(1)),
     "packing": Key("str", "random", "how the clumps fill the box min–max: random (count clumps one after another, "
                    "each at a free random place; the box is full at a solid fraction of about 0.2) or dense (count "
-                   "clumps, or solid_fraction of the box, all at once at random, then pushed apart until no member "
+                   "clumps, or packing_fraction of the box, all at once at random, then pushed apart until no member "
                    f"overlap exceeds 1e-4 of a diameter; reached: {DENSE_MEASURED})", choices=PACKINGS),
-    "solid_fraction": Key("float", None, "instead of count, the target solid fraction φ of a dense packing: "
+    "packing_fraction": Key("float", None, "instead of count, the target solid fraction φ of a dense packing: "
                           "round(φ V_box / V) clumps, V the volume of the union of the members (reached: "
                           f"{DENSE_MEASURED}; more is refused at build naming this key)", "", _fraction),
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which a dense packing fills the box across "
                     "its faces, for a periodic [cell] (packing = dense; along these axes the box must span the "
                     "cell)"),
-    "min": Key("vec3", None, "the box's lowest corner (count, solid_fraction)", "length"),
-    "max": Key("vec3", None, "the box's highest corner (count, solid_fraction)", "length"),
+    "min": Key("vec3", None, "the box's lowest corner (count, packing_fraction)", "length"),
+    "max": Key("vec3", None, "the box's highest corner (count, packing_fraction)", "length"),
     "rows": Key("path", None, "one clump per row: CSV with a header row, columns x, y, z (centre of mass) and "
                 "optionally qw, qx, qy, qz (orientation of the template frame, a quaternion, scalar first) and vx, "
                 "vy, vz (velocity); relative to the scene file's folder", ""),
     "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity (added to the rows' velocities)", "length/time"),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial angular velocity Ω", "1/time"),
-    "seed": Key("int", 0, "seed of the random places and orientations (count, solid_fraction)", ""),
+    "seed": Key("int", 0, "seed of the random places and orientations (count, packing_fraction)", ""),
     "attempts": Key("int", 100, "random places tried for each clump before the box counts as full (count, "
                     "packing = random)", "", at_least(1)),
     "bonded": Key("bool", False, "bond the table's clumps whose members touch (within bond_gap_tolerance), one bond "
@@ -204,17 +204,17 @@ def read_rows(path):
 
 
 def check(p):
-    if p["count"] is not None and p["solid_fraction"] is not None:
-        return "solid_fraction", "give count or solid_fraction, one of them"
-    given = [key for key in PLACEMENTS + ("solid_fraction",) if p[key] is not None]
+    if p["count"] is not None and p["packing_fraction"] is not None:
+        return "packing_fraction", "give count or packing_fraction, one of them"
+    given = [key for key in PLACEMENTS + ("packing_fraction",) if p[key] is not None]
     if len(given) != 1:
         return "position", f"give one of {', '.join(PLACEMENTS)} (got {', '.join(given) or 'none'})"
-    filled = p["count"] is not None or p["solid_fraction"] is not None
+    filled = p["count"] is not None or p["packing_fraction"] is not None
     if p["packing"] == "dense" and not filled:
-        return "packing", (f"'dense' fills the box min–max with count clumps or solid_fraction: give one of them, "
+        return "packing", (f"'dense' fills the box min–max with count clumps or packing_fraction: give one of them, "
                            f"not {given[0]}")
     if p["packing"] != "dense":
-        for key in ("solid_fraction", "periodic"):
+        for key in ("packing_fraction", "periodic"):
             if p[key] is not None and p[key] != KEYS[key].default:
                 return key, "is a key of packing = 'dense': set it to pack the clumps densely"
     try:
@@ -235,11 +235,11 @@ def check(p):
                            f"{list(p['min'])})")
         count, fraction = dense_count(p, mass / p["density"])
         if not count >= 0.5:
-            return "solid_fraction", (f"gives no clump (solid_fraction × box volume / clump volume = {count:.3g}): "
+            return "packing_fraction", (f"gives no clump (packing_fraction × box volume / clump volume = {count:.3g}): "
                                       f"ask for more or enlarge the box")
         problem = too_many(count)
         if problem:
-            return "solid_fraction", problem
+            return "packing_fraction", problem
         if not fraction < 1.0:
             return "count", (f"{count} clumps of volume {mass / p['density']:.4g} fill {fraction:.3g} of the box: "
                              f"lower count or enlarge the box")
@@ -261,13 +261,13 @@ def check(p):
 
 def dense_count(p, volume):
     """``(count, solid fraction)`` of a table filling its box with clumps of ``volume``: the count
-    given and the fraction it makes, or ``round(solid_fraction × box volume / volume)`` and the
+    given and the fraction it makes, or ``round(packing_fraction × box volume / volume)`` and the
     target (the count a float while it may be too large to round)."""
     box = float(np.prod(np.subtract(p["max"], p["min"])))
     if p["count"] is not None:
         return p["count"], p["count"] * volume / box
-    count = p["solid_fraction"] * box / volume
-    return (int(round(count)) if count <= 2 ** 62 else count), p["solid_fraction"]
+    count = p["packing_fraction"] * box / volume
+    return (int(round(count)) if count <= 2 ** 62 else count), p["packing_fraction"]
 
 
 def _reach(arms, radii):
@@ -318,7 +318,7 @@ def build(system, p):
     """Clumps of one template (see the module's docstring): rigid bodies of the union of the
     members at ``density``, body frame the principal frame, the members their sites. ``position``
     and ``rows`` give the centre of mass and the orientation of the template frame; ``count`` (or
-    ``solid_fraction``) places clumps at random in the box ``min``–``max`` (seeded by ``seed``), by
+    ``packing_fraction``) places clumps at random in the box ``min``–``max`` (seeded by ``seed``), by
     random sequential addition or, with ``packing = "dense"``, packed densely."""
     members = template(p)
     frame = body_frame(members, p["density"])
@@ -338,7 +338,7 @@ def build(system, p):
             position, orientation = dense_clump_packing(box, members.centres - frame[2], members.radii, count, rng,
                                                         OVERLAP_TOLERANCE, MAX_STEPS, p["periodic"])
         except ValueError as error:
-            key = "count" if p["count"] is not None else "solid_fraction"
+            key = "count" if p["count"] is not None else "packing_fraction"
             raise TableError(key, f"{error}: lower {key} (reached: {DENSE_MEASURED})") from None
     else:
         rng = np.random.default_rng([p["seed"], 0xC1C1])
