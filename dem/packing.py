@@ -21,6 +21,9 @@ Packings return ``(positions (n, 3), diameters (n,))``:
   many layers fit as possible; across curved walls a lattice site sits at the centre.
 * `random_packing` — a random dense packing of polydisperse spheres (see its docstring for the
   method, the packing fractions it reaches and the residual overlap).
+* `dense_clump_packing` — the same method for rigid clumps of one template in a box (the
+  ``[[clump]]`` builder's ``packing = "dense"``): FIRE on the clumps' positions and rotations,
+  the members' overlap forces summed on each clump as a force and a torque.
 
 `bond_pairs` finds the pairs whose surface gap is below a tolerance relative to the pair's mean
 diameter.
@@ -36,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from .cell import box_cell, minimum_image, minimum_image_array
+from .rotations import quat_from_rotvec_one, quat_multiply_one, quat_normalize_one, quat_rotate_one
 
 SHAPES = ("box", "sphere", "cylinder", "torus")
 LATTICES = ("sc", "fcc", "hcp")
@@ -456,6 +460,42 @@ CONVERGED, REBUILD, EXHAUSTED = range(3)
 
 
 @njit(cache=True)
+def _fire_mix(velocity, force, fire):
+    """FIRE's update of the velocities ``(n, k)`` (any number ``k`` of coordinates a body) and of
+    ``fire = [dt, α, n_positive]`` before a step: while the power ``F·v`` is positive the velocity
+    turns toward the force by α (and after `FIRE_N_MIN` such steps the step grows and α shrinks);
+    otherwise the step shrinks, α resets and ``uphill`` is true: the caller then moves back half
+    a step along the velocities and zeroes them. Returns ``(dt, uphill)``."""
+    n, k = velocity.shape
+    dt, alpha, n_positive = fire[0], fire[1], fire[2]
+    power = 0.0
+    v2 = 0.0
+    f2 = 0.0
+    for i in range(n):
+        for c in range(k):
+            power += force[i, c] * velocity[i, c]
+            v2 += velocity[i, c] * velocity[i, c]
+            f2 += force[i, c] * force[i, c]
+    uphill = not power > 0.0
+    if not uphill:
+        if f2 > 0.0:
+            mix = alpha * math.sqrt(v2 / f2)
+            for i in range(n):
+                for c in range(k):
+                    velocity[i, c] = (1.0 - alpha) * velocity[i, c] + mix * force[i, c]
+        if n_positive > FIRE_N_MIN:
+            dt = min(dt * FIRE_F_INC, FIRE_DT_MAX)
+            alpha *= FIRE_F_ALPHA
+        n_positive += 1
+    else:
+        n_positive = 0
+        dt = max(dt * FIRE_F_DEC, FIRE_DT_MIN)
+        alpha = FIRE_ALPHA
+    fire[0], fire[1], fire[2] = dt, alpha, n_positive
+    return dt, uphill
+
+
+@njit(cache=True)
 def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params, reference, half_skin, fire,
                  tolerance, max_steps, cell):
     """FIRE steps minimising the overlap energy of `_overlap_forces_kernel` until the largest
@@ -464,31 +504,10 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
     (``EXHAUSTED``). ``fire = [dt, α, n_positive]`` carries over between calls. Returns
     ``(steps, status, largest overlap)``."""
     n = position.shape[0]
-    dt, alpha, n_positive = fire[0], fire[1], fire[2]
     worst = np.inf
     for step in range(max_steps):
-        power = 0.0
-        v2 = 0.0
-        f2 = 0.0
-        for i in range(n):
-            for c in range(3):
-                power += force[i, c] * velocity[i, c]
-                v2 += velocity[i, c] * velocity[i, c]
-                f2 += force[i, c] * force[i, c]
-        if power > 0.0:
-            if f2 > 0.0:
-                mix = alpha * math.sqrt(v2 / f2)
-                for i in range(n):
-                    for c in range(3):
-                        velocity[i, c] = (1.0 - alpha) * velocity[i, c] + mix * force[i, c]
-            if n_positive > FIRE_N_MIN:
-                dt = min(dt * FIRE_F_INC, FIRE_DT_MAX)
-                alpha *= FIRE_F_ALPHA
-            n_positive += 1
-        else:
-            n_positive = 0
-            dt = max(dt * FIRE_F_DEC, FIRE_DT_MIN)
-            alpha = FIRE_ALPHA
+        dt, uphill = _fire_mix(velocity, force, fire)
+        if uphill:
             for i in range(n):
                 for c in range(3):
                     position[i, c] -= 0.5 * dt * velocity[i, c]
@@ -503,7 +522,6 @@ def _fire_kernel(position, velocity, force, radius, pair_i, pair_j, code, params
                 d2 += delta * delta
             moved = max(moved, d2)
         worst = _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, cell)
-        fire[0], fire[1], fire[2] = dt, alpha, n_positive
         if moved > half_skin * half_skin:
             return step + 1, REBUILD, worst
         if worst < tolerance:
@@ -667,6 +685,209 @@ def random_packing(shape, *, size=None, shape_diameter=None, height=None, tube_d
     position[:, on] = np.mod(position[:, on] + 0.5 * period[on], period[on]) - 0.5 * period[on]
     order = _spatial_order(position, diameters.mean())
     return position[order] + np.asarray(shape.center), diameters[order]
+
+
+# ---------------------------------------------------------------------------------------------
+# Random packings of clumps
+# ---------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _member_arms(orientation, arms, out):
+    """``out (n, m, 3)``: the members' centres from each clump's centre of mass in the world frame,
+    the template arms ``arms (m, 3)`` turned by each clump's unit quaternion ``orientation (n, 4)``."""
+    for i in range(orientation.shape[0]):
+        q = (orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3])
+        for a in range(arms.shape[0]):
+            out[i, a, 0], out[i, a, 1], out[i, a, 2] = quat_rotate_one(q, (arms[a, 0], arms[a, 1], arms[a, 2]))
+
+
+@njit(cache=True)
+def _clump_forces_kernel(position, offset, radius, pair_i, pair_j, code, params, force, cell, lever):
+    """Generalised forces of `_overlap_forces_kernel`'s energy summed over the clumps' members:
+    ``½ Σ [r_a + r_b − |x_a − x_b|]₊²`` over the members ``a``, ``b`` of the listed pairs of
+    clumps (the members of one clump never), plus ``½ excess²`` of each member sticking out of the
+    shape. ``position (n, 3)``: centres of mass (relative to the shape's centre); ``offset (n, m,
+    3)``: the members' arms (`_member_arms`); ``radius (m,)``. Into ``force (n, 6)``: the force
+    on each clump and its torque about the centre of mass (arm × force) over ``lever`` (the torque
+    conjugate to the rotation in units of length, ``lever × angle``). The image of clump ``j`` is
+    taken once per pair, from the centres of mass (its members placed about it). Returns the
+    largest member overlap over the pair's mean diameter (walls: excess over the member's
+    diameter)."""
+    force[:] = 0.0
+    worst = 0.0
+    m = radius.shape[0]
+    for k in range(pair_i.shape[0]):
+        i = pair_i[k]
+        j = pair_j[k]
+        dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
+                                   position[i, 2] - position[j, 2], cell)
+        for a in range(m):
+            for b in range(m):
+                rx = dx + offset[i, a, 0] - offset[j, b, 0]
+                ry = dy + offset[i, a, 1] - offset[j, b, 1]
+                rz = dz + offset[i, a, 2] - offset[j, b, 2]
+                reach = radius[a] + radius[b]
+                d2 = rx * rx + ry * ry + rz * rz
+                if d2 >= reach * reach:
+                    continue
+                d = math.sqrt(d2)
+                overlap = reach - d
+                if d > 1e-12 * reach:
+                    fx, fy, fz = overlap * rx / d, overlap * ry / d, overlap * rz / d
+                else:  # coincident centres: any direction separates them
+                    fx, fy, fz = overlap, 0.0, 0.0
+                force[i, 0] += fx
+                force[i, 1] += fy
+                force[i, 2] += fz
+                force[j, 0] -= fx
+                force[j, 1] -= fy
+                force[j, 2] -= fz
+                ax, ay, az = offset[i, a, 0], offset[i, a, 1], offset[i, a, 2]
+                force[i, 3] += (ay * fz - az * fy) / lever
+                force[i, 4] += (az * fx - ax * fz) / lever
+                force[i, 5] += (ax * fy - ay * fx) / lever
+                ax, ay, az = offset[j, b, 0], offset[j, b, 1], offset[j, b, 2]
+                force[j, 3] -= (ay * fz - az * fy) / lever
+                force[j, 4] -= (az * fx - ax * fz) / lever
+                force[j, 5] -= (ax * fy - ay * fx) / lever
+                worst = max(worst, overlap / reach)
+    for i in range(position.shape[0]):
+        for a in range(m):
+            ax, ay, az = offset[i, a, 0], offset[i, a, 1], offset[i, a, 2]
+            fx, fy, fz, excess = _wall_push(code, params, position[i, 0] + ax, position[i, 1] + ay,
+                                            position[i, 2] + az, radius[a])
+            if excess > 0.0:
+                force[i, 0] += fx
+                force[i, 1] += fy
+                force[i, 2] += fz
+                force[i, 3] += (ay * fz - az * fy) / lever
+                force[i, 4] += (az * fx - ax * fz) / lever
+                force[i, 5] += (ax * fy - ay * fx) / lever
+            worst = max(worst, excess / (2.0 * radius[a]))
+    return worst
+
+
+@njit(cache=True)
+def _turn_and_move(position, orientation, velocity, h, lever):
+    """Move each clump by ``h`` times its velocity: the centre of mass by ``h v``, the orientation
+    by the rotation vector ``h u / lever`` (``u``, the last three velocity components, is the
+    angular velocity times ``lever``), turning in the world frame, renormalised."""
+    for i in range(position.shape[0]):
+        for c in range(3):
+            position[i, c] += h * velocity[i, c]
+        turn = quat_from_rotvec_one((h * velocity[i, 3] / lever, h * velocity[i, 4] / lever,
+                                     h * velocity[i, 5] / lever))
+        q = quat_normalize_one(quat_multiply_one(turn, (orientation[i, 0], orientation[i, 1], orientation[i, 2],
+                                                        orientation[i, 3])))
+        orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3] = q
+
+
+@njit(cache=True)
+def _clump_fire_kernel(position, orientation, arms, offset, velocity, force, radius, pair_i, pair_j, code, params,
+                       reference, half_skin, fire, tolerance, max_steps, cell, lever):
+    """FIRE steps on the clumps' six coordinates (centre of mass, and rotation times ``lever``)
+    minimising the energy of `_clump_forces_kernel`, as `_fire_kernel` does for spheres: until the
+    largest relative member overlap is below ``tolerance`` (``CONVERGED``), a centre of mass has
+    moved more than ``half_skin`` from ``reference`` (``REBUILD``: the list of clump pairs, made
+    with the clumps' enclosing spheres, which turning leaves in place, is stale) or ``max_steps``
+    (``EXHAUSTED``). Returns ``(steps, status, largest overlap)``."""
+    n = position.shape[0]
+    worst = np.inf
+    for step in range(max_steps):
+        dt, uphill = _fire_mix(velocity, force, fire)
+        if uphill:
+            _turn_and_move(position, orientation, velocity, -0.5 * dt, lever)
+            velocity[:] = 0.0
+        for i in range(n):
+            for c in range(6):
+                velocity[i, c] += dt * force[i, c]
+        _turn_and_move(position, orientation, velocity, dt, lever)
+        moved = 0.0
+        for i in range(n):
+            d2 = 0.0
+            for c in range(3):
+                delta = position[i, c] - reference[i, c]
+                d2 += delta * delta
+            moved = max(moved, d2)
+        _member_arms(orientation, arms, offset)
+        worst = _clump_forces_kernel(position, offset, radius, pair_i, pair_j, code, params, force, cell, lever)
+        if moved > half_skin * half_skin:
+            return step + 1, REBUILD, worst
+        if worst < tolerance:
+            return step + 1, CONVERGED, worst
+    return max_steps, EXHAUSTED, worst
+
+
+def relax_clump_overlaps(position, orientation, arms, radius, shape, tolerance=1e-4, max_steps=20_000, period=None):
+    """Move and turn rigid clumps (centres of mass ``position (n, 3)`` relative to the shape's
+    centre and unit quaternions ``orientation (n, 4)`` of the template frame, modified in place;
+    members at ``arms (m, 3)`` from the centre of mass in the template frame, ``radius (m,)``)
+    until no member of one clump overlaps a member of another, nor sticks out of the shape, by
+    more than ``tolerance`` × the pair's mean diameter (the member's diameter): FIRE on the
+    clumps' positions and rotations (`_clump_fire_kernel`), the harmonic overlap forces of the
+    members summed on each clump as a force and a torque, on a Verlet list of clump pairs whose
+    enclosing spheres (about the centre of mass, of radius the clump's reach) are within a skin
+    of a third of the mean member diameter (`_candidate_pairs`). The rotation's coordinate is the
+    angle times the reach, so that a contact turning a clump is no stiffer than one pushing it
+    and FIRE's steps suit both. Along the axes where ``period (3,)`` > 0 the clumps overlap their
+    neighbours' nearest images and no wall pushes. Returns ``(steps, largest relative overlap)``;
+    raises ValueError when it does not get there in ``max_steps`` (the packing is jammed)."""
+    period = np.zeros(3) if period is None else np.asarray(period, float)
+    arms = np.ascontiguousarray(arms, float)
+    radius = np.ascontiguousarray(radius, float)
+    reach = float(np.max(np.linalg.norm(arms, axis=1) + radius))
+    enclosing = np.full(len(position), reach)
+    skin = 2.0 / 3.0 * radius.mean()
+    velocity = np.zeros((len(position), 6))
+    force = np.zeros((len(position), 6))
+    offset = np.zeros((len(position), len(radius), 3))
+    fire = np.array([FIRE_DT, FIRE_ALPHA, 0.0])
+    params = np.asarray(shape.params, float)
+    if shape.kind == "box":
+        params = np.where(period > 0.0, np.inf, params)
+    cell = box_cell(period)
+    _member_arms(orientation, arms, offset)
+    steps = 0
+    while True:
+        pair_i, pair_j = _candidate_pairs(position, enclosing, skin, period)
+        worst = _clump_forces_kernel(position, offset, radius, pair_i, pair_j, shape.code, params, force, cell, reach)
+        if worst < tolerance:
+            return steps, worst
+        if steps >= max_steps:
+            raise ValueError(f"the dense packing jammed: the largest overlap is still {worst:.2e} of a member "
+                             f"diameter after {steps} relaxation steps")
+        done, status, worst = _clump_fire_kernel(position, orientation, arms, offset, velocity, force, radius, pair_i,
+                                                 pair_j, shape.code, params, position.copy(), 0.5 * skin, fire,
+                                                 tolerance, max_steps - steps, cell, reach)
+        steps += done
+        if status == CONVERGED:
+            return steps, worst
+
+
+def dense_clump_packing(shape, arms, radius, count, rng, tolerance=1e-4, max_steps=20_000, periodic=(False,) * 3):
+    """``(position (count, 3), orientation (count, 4))`` of ``count`` rigid clumps (members at
+    ``arms (m, 3)`` from the centre of mass in the template frame, ``radius (m,)``) packed in the
+    box ``shape`` (a `Shape`), ordered by cell: centres of mass drawn uniformly in the box shrunk
+    by half the clump's reach (the whole edge along the ``periodic`` axes), uniform random
+    orientations (normalised Gaussian quaternions, scalar part ≥ 0), overlaps allowed; then
+    `relax_clump_overlaps` pushes them apart until every member overlap (and excess over the
+    walls) is below ``tolerance`` × the mean diameter, or raises ValueError after ``max_steps``.
+    Along the periodic axes the centres are returned wrapped into the box. The same ``rng`` state
+    gives the same bits."""
+    period = _box_period(shape, periodic)
+    on = period > 0.0
+    arms = np.asarray(arms, float)
+    radius = np.asarray(radius, float)
+    reach = float(np.max(np.linalg.norm(arms, axis=1) + radius))
+    half = np.where(on, shape.half_extent, np.maximum(shape.half_extent - 0.5 * reach, 0.0))
+    position = rng.uniform(-half, half, size=(count, 3))
+    orientation = rng.standard_normal((count, 4))
+    orientation /= np.linalg.norm(orientation, axis=1)[:, None]
+    orientation *= np.where(orientation[:, :1] >= 0.0, 1.0, -1.0)
+    relax_clump_overlaps(position, orientation, arms, radius, shape, tolerance, max_steps, period)
+    position[:, on] = np.mod(position[:, on] + 0.5 * period[on], period[on]) - 0.5 * period[on]
+    order = _spatial_order(position, 2.0 * reach)
+    return position[order] + np.asarray(shape.center), orientation[order]
 
 
 # ---------------------------------------------------------------------------------------------

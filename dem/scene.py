@@ -211,24 +211,30 @@ def load_scene(path, overrides=()):
 
 
 def _check_cell(cell, builders, fail):
-    """The ``[cell]`` section (`dem.cell`): a periodic axis has an edge, a periodic assembly spans
-    the cell along its periodic axes. (What the built system must satisfy, `dem.system` checks.)"""
+    """The ``[cell]`` section (`dem.cell`): a periodic axis has an edge, a periodic assembly (or
+    dense packing of clumps) spans the cell along its periodic axes. (What the built system must
+    satisfy, `dem.system` checks.)"""
     problem = section_problem(cell)
     if problem:
         fail(f"cell.{problem[0]}", problem[1])
     for name, k, params in builders:
-        if name != "assembly" or not any(params["periodic"]):
+        if name not in ("assembly", "clump") or not any(params["periodic"]):
             continue
-        low = np.asarray(params["center"]) - 0.5 * np.asarray(params["size"])
+        if name == "assembly":
+            low = np.asarray(params["center"]) - 0.5 * np.asarray(params["size"])
+            size, key, given = np.asarray(params["size"]), "size", "center ± size/2"
+        else:
+            low = np.asarray(params["min"])
+            size, key, given = np.asarray(params["max"]) - low, "max", "min–max"
         for axis in np.flatnonzero(params["periodic"]):
-            where = f"assembly.{k}"
+            where = f"{name}.{k}"
             if not cell["periodic"][axis]:
                 fail(f"{where}.periodic", f"is periodic along {'xyz'[axis]}, but the cell is not: set cell.periodic")
             edge = cell["size"][axis]
-            if abs(params["size"][axis] - edge) > 1e-9 * edge or abs(low[axis] - cell["origin"][axis]) > 1e-9 * edge:
-                fail(f"{where}.size", f"along the periodic axis {'xyz'[axis]} the box must span the cell, "
+            if abs(size[axis] - edge) > 1e-9 * edge or abs(low[axis] - cell["origin"][axis]) > 1e-9 * edge:
+                fail(f"{where}.{key}", f"along the periodic axis {'xyz'[axis]} the box must span the cell, "
                      f"[{cell['origin'][axis]:g}, {cell['origin'][axis] + edge:g}], got [{low[axis]:g}, "
-                     f"{low[axis] + params['size'][axis]:g}] (center ± size/2)")
+                     f"{low[axis] + size[axis]:g}] ({given})")
 
 
 def _check_feeding(cell, walls, builders, fail):

@@ -27,6 +27,15 @@ class SceneError(ValueError):
     """A scene that cannot be run; the message names the file and the key."""
 
 
+class TableError(ValueError):
+    """A builder table's value that the builder cannot build: ``key`` names it, and
+    `dem.system.build_system` reports the problem at ``name.index.key``."""
+
+    def __init__(self, key, problem):
+        super().__init__(problem)
+        self.key = key
+
+
 @dataclass(frozen=True)
 class Key:
     """One scene key: ``kind`` is one of ``float int str path bool vec3 bool3 vec3_or_number

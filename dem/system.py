@@ -376,8 +376,9 @@ def build_system(scene):
             first, blocks = system.n_bodies, len(system._blocks)
             try:
                 BUILDERS[name].build(system, params)
-            except ValueError as error:
-                raise SceneError(f"{scene.origin(table)}: {table}: {error}") from None
+            except ValueError as error:   # (a `dem.schema.TableError` names the key at fault)
+                where = f"{table}.{error.key}" if getattr(error, "key", None) else table
+                raise SceneError(f"{scene.origin(where)}: {where}: {error}") from None
             except ArithmeticError as error:   # OverflowError of a float power, …
                 raise SceneError(f"{scene.origin(table)}: {table}: values too large or too small to build with "
                                  f"({error.args[-1] if error.args else type(error).__name__})") from None

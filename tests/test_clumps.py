@@ -279,6 +279,70 @@ def test_clumps_placed_at_random_in_a_box_overlap_nothing_and_stay_inside(tmp_pa
         assert np.allclose(np.linalg.eigvalsh(tensor), np.linalg.eigvalsh(expected.tensor), rtol=1e-12)
 
 
+DENSE = 'packing = "dense"\nmin = [0, 0, 0]\nmax = [6, 6, 6]\nseed = 4\n'
+PERIODIC_CELL = "[cell]\nperiodic = [true, true, true]\norigin = [0, 0, 0]\nsize = [6.0, 6.0, 6.0]\n"
+
+
+@pytest.mark.parametrize("shape, fraction, periodic", [("dimer", 0.5, False), ("tetrahedron", 0.55, False),
+                                                       ("trimer", 0.6, True)])
+def test_a_dense_packing_of_clumps_fills_its_packing_fraction_without_overlaps(tmp_path, shape, fraction, periodic):
+    """``packing = "dense"`` in a box 6 × 6 × 6 (periodic: a periodic cell, the box spanning it): the
+    clumps fill ``packing_fraction`` of the box to the rounding of their count (half a clump's volume),
+    no member of one overlaps a member of another by more than the tolerance, 1e-4 of a diameter,
+    every member lies inside the box to 1e-4 of a diameter (periodic: every centre of mass in the
+    cell, the members meeting the images across its faces), every clump has the template's mass
+    properties, and the same seed gives the same bits."""
+    from dem.runner import prepare
+
+    table = (f'[[clump]]\ntemplate = "{shape}"\nradius = 0.5\ndensity = 2.0\npacking_fraction = {fraction}\n' + DENSE
+             + ("periodic = [true, true, true]\n" if periodic else ""))
+    path = clump_scene(tmp_path, (PERIODIC_CELL if periodic else "") + table)
+    _, model, state, _ = prepare(path)
+    again = prepare(path)[2]
+    template = built_in(shape, 0.5)
+    expected = mass_properties(template, 2.0)
+    count = model.n_bodies
+    assert count == round(fraction * 216.0 / expected.volume) and count > 80
+    assert abs(count * expected.volume / 216.0 - fraction) <= 0.5 * expected.volume / 216.0
+    assert np.allclose(model.mass, expected.mass, rtol=1e-14)
+    for body in range(count):
+        rotation = quat_matrix(state.orientation[body])
+        tensor = rotation @ np.diag(model.inertia[body]) @ rotation.T
+        assert np.allclose(np.linalg.eigvalsh(tensor), np.linalg.eigvalsh(expected.tensor), rtol=1e-12)
+    members = member_positions(model, state)
+    owner = np.repeat(np.arange(count), len(template))
+    between = members[:, None] - members[None]
+    if periodic:
+        between -= 6.0 * np.rint(between / 6.0)
+    gap = np.linalg.norm(between, axis=2) - 1.0
+    overlap = -gap[owner[:, None] != owner[None]].min()
+    assert 0.0 < overlap < 1e-4                                           # relaxed to the tolerance, not beyond
+    if periodic:
+        assert (state.position >= 0.0).all() and (state.position < 6.0).all()
+    else:
+        assert (members - 0.5 >= -1e-4).all() and (members + 0.5 <= 6.0 + 1e-4).all()
+    assert np.array_equal(state.position, again.position) and np.array_equal(state.orientation, again.orientation)
+
+
+def test_the_default_packing_is_random_sequential_addition(tmp_path):
+    """``packing`` left out builds the bodies of ``packing = "random"`` and of `random_placement`
+    with the table's seed, to the bit: a scene written before dense packings builds as it did."""
+    from dem.builders.clump import random_placement
+    from dem.runner import prepare
+
+    table = '[[clump]]\ntemplate = "tetrahedron"\ncount = 30\nmin = [0, 0, 0]\nmax = [8, 8, 8]\nseed = 2\n'
+    _, model, state, _ = prepare(clump_scene(tmp_path, table))
+    explicit = prepare(clump_scene(tmp_path, table + 'packing = "random"\n', "random.toml"))[2]
+    template = built_in("tetrahedron", 0.5)
+    arms = template.centres - body_frame(template)[2]
+    position, orientation = random_placement(arms, template.radii, 30, (0, 0, 0), (8, 8, 8),
+                                             np.random.default_rng([2, 0xC1C1]), 100)
+    assert np.array_equal(state.position, position) and np.array_equal(explicit.position, position)
+    assert np.array_equal(state.orientation, explicit.orientation)
+    members = position[:, None] + np.einsum("njk,mk->nmj", quat_matrix(orientation), arms)
+    assert np.allclose(member_positions(model, state), members.reshape(-1, 3), rtol=0.0, atol=1e-13)
+
+
 def test_clumps_imported_from_rows_with_a_template_from_a_file(tmp_path):
     from dem.runner import prepare
 
@@ -316,6 +380,25 @@ def test_clumps_imported_from_rows_with_a_template_from_a_file(tmp_path):
      "clump.0.bond_gap_tolerance: must be at most 1"),
     ('template = "dimer"\nposition = [0, 0, 0]\nbonded = true\nbinder = "parallel_bond"\nbinder_modulus = 1.0',
      "clump.0.binder_shear_modulus: is required with binder = 'parallel_bond'"),
+    ('template = "dimer"\npacking_fraction = 0.0\n' + DENSE, "clump.0.packing_fraction: must be in (0, 1), got 0.0"),
+    ('template = "dimer"\npacking_fraction = 1.0\n' + DENSE, "clump.0.packing_fraction: must be in (0, 1), got 1.0"),
+    ('template = "dimer"\ncount = 3\nmin = [0, 0, 0]\nmax = [6, 6, 6]\npacking = "tight"',
+     "clump.0.packing: must be one of random, dense, got 'tight'"),
+    ('template = "dimer"\npacking_fraction = 0.5\npacking = "dense"\nmax = [6, 6, 6]',
+     "clump.0.min: is required with packing_fraction"),
+    ('template = "dimer"\npacking_fraction = 0.5\nmin = [0, 0, 0]\nmax = [6, 6, 6]',
+     "clump.0.packing_fraction: is a key of packing = 'dense'"),
+    ('template = "dimer"\nposition = [0, 0, 0]\npacking = "dense"', "clump.0.packing: 'dense' fills the box min–max "
+     "with count clumps or packing_fraction: give one of them, not position"),
+    ('template = "dimer"\ncount = 30\npacking_fraction = 0.5\n' + DENSE,
+     "clump.0.packing_fraction: give count or packing_fraction, one of them"),
+    ('template = "dimer"\npacking_fraction = 0.5\nperiodic = [true, false, false]\n' + DENSE,
+     "clump.0.periodic: is periodic along x, but the cell is not: set cell.periodic"),
+    ('template = "dimer"\npacking_fraction = 0.5\nperiodic = [true, true, true]\n'
+     + DENSE.replace("6, 6, 6", "6, 6, 5") + PERIODIC_CELL,
+     "clump.0.max: along the periodic axis z the box must span the cell, [0, 6], got [0, 5] (min–max)"),
+    ('template = "dimer"\npacking_fraction = 0.9\n' + DENSE.replace("6, 6, 6", "4, 4, 4"),
+     "clump.0.packing_fraction: the dense packing jammed: the largest overlap is still "),
 ])
 def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     from dem.cli import main

@@ -12,6 +12,18 @@ optionally ``qw``, ``qx``, ``qy``, ``qz``, the orientation of the template frame
 ``vy``, ``vz``). A template with no sphere, a radius that is not positive, or members that are
 not all connected is an error naming the table and the key; nothing is built or written.
 
+The box is filled one of two ways (``packing``). ``random`` (the default) adds the clumps one
+after another, each at the first of ``attempts`` random places where it overlaps none placed
+before it (random sequential addition, `random_placement`): the box is full at a solid fraction
+of about 0.2. ``dense`` draws them all at once, overlapping, and pushes them apart
+(`dem.packing.dense_clump_packing`: FIRE on the clumps' positions and rotations until every
+member overlap is below `OVERLAP_TOLERANCE` of a member diameter): ``count`` clumps, or the
+``packing_fraction`` φ of the box, ``count = round(φ V_box / V)`` with ``V`` the volume of the
+union of the members, up to about 0.65 between walls and 0.68 periodic (`DENSE_MEASURED`). Along
+the ``periodic`` axes the box spans a periodic ``[cell]`` and the clumps fill it across its
+faces. A packing that cannot be relaxed within `MAX_STEPS` is an error naming
+``packing_fraction`` (or ``count``).
+
 With ``bonded = true`` the table's clumps whose members touch are bonded, a bonded aggregate of
 shaped grains: two clumps get one bond when a member of one and a member of the other are within
 ``bond_gap_tolerance`` × their mean diameter of touching (`dem.packing.bond_pairs`, without
@@ -26,15 +38,32 @@ from pathlib import Path
 import numpy as np
 
 from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
-from ..packing import bond_pairs
+from ..packing import Shape, bond_pairs, dense_clump_packing
 from ..rotations import quat_from_rotvec, quat_matrix
-from ..schema import REQUIRED, Key, at_least, non_negative, positive, too_many
+from ..schema import REQUIRED, Key, TableError, at_least, non_negative, positive, too_many
 from .assembly import MAX_BOND_GAP_TOLERANCE
 from .binders import KEYS as BINDER_KEYS, bond_properties, check_binder
 from .particles import PackingError, read_points_csv
 
 SHAPES = ("dimer", "trimer", "tetrahedron", "rod")
 PLACEMENTS = ("position", "count", "rows")
+PACKINGS = ("random", "dense")
+#: Largest member overlap a dense packing leaves, over the pair's mean diameter (and excess over
+#: a wall, over the member's diameter): `dem.packing.random_packing`'s default (the key texts
+#: quote it).
+OVERLAP_TOLERANCE = 1e-4
+#: Most relaxation steps of a dense packing before it counts as jammed.
+MAX_STEPS = 20_000
+#: Highest solid fractions a dense packing reached (2000 clumps of the built-in shapes at their
+#: default distance in a cube, seed 0, steps of 0.01; walls, or periodic along x, y and z): the
+#: key texts quote them (docs/guide.md, Clumps, has the table).
+DENSE_MEASURED = ("0.65 of the box between walls (0.62 with 300 clumps) and 0.68 in a periodic cell, for dimers, "
+                  "trimers and tetrahedra")
+
+
+def _fraction(value):
+    return None if 0.0 < value < 1.0 else "must be in (0, 1)"
+
 
 KEYS = {
     "template": Key("str", REQUIRED, "the clump's member spheres: a built-in shape (dimer: two members distance apart; "
@@ -58,16 +87,26 @@ KEYS = {
                            ""),
     "count": Key("int", None, "number of clumps placed at random places and orientations in the box min–max, "
                  "without overlapping one another", "", at_least(1)),
-    "min": Key("vec3", None, "the box's lowest corner (count)", "length"),
-    "max": Key("vec3", None, "the box's highest corner (count)", "length"),
+    "packing": Key("str", "random", "how the clumps fill the box min–max: random (count clumps one after another, "
+                   "each at a free random place; the box is full at a solid fraction of about 0.2) or dense (count "
+                   "clumps, or packing_fraction of the box, all at once at random, then pushed apart until no member "
+                   f"overlap exceeds 1e-4 of a diameter; reached: {DENSE_MEASURED})", choices=PACKINGS),
+    "packing_fraction": Key("float", None, "instead of count, the target solid fraction φ of a dense packing: "
+                          "round(φ V_box / V) clumps, V the volume of the union of the members (reached: "
+                          f"{DENSE_MEASURED}; more is refused at build naming this key)", "", _fraction),
+    "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which a dense packing fills the box across "
+                    "its faces, for a periodic [cell] (packing = dense; along these axes the box must span the "
+                    "cell)"),
+    "min": Key("vec3", None, "the box's lowest corner (count, packing_fraction)", "length"),
+    "max": Key("vec3", None, "the box's highest corner (count, packing_fraction)", "length"),
     "rows": Key("path", None, "one clump per row: CSV with a header row, columns x, y, z (centre of mass) and "
                 "optionally qw, qx, qy, qz (orientation of the template frame, a quaternion, scalar first) and vx, "
                 "vy, vz (velocity); relative to the scene file's folder", ""),
     "velocity": Key("vec3", (0.0, 0.0, 0.0), "initial velocity (added to the rows' velocities)", "length/time"),
     "angular_velocity": Key("vec3", (0.0, 0.0, 0.0), "initial angular velocity Ω", "1/time"),
-    "seed": Key("int", 0, "seed of the random places and orientations (count)", ""),
-    "attempts": Key("int", 100, "random places tried for each clump before the box counts as full (count)", "",
-                    at_least(1)),
+    "seed": Key("int", 0, "seed of the random places and orientations (count, packing_fraction)", ""),
+    "attempts": Key("int", 100, "random places tried for each clump before the box counts as full (count, "
+                    "packing = random)", "", at_least(1)),
     "bonded": Key("bool", False, "bond the table's clumps whose members touch (within bond_gap_tolerance), one bond "
                   "per pair of clumps between their centres of mass, under the bond law binder"),
     "bond_gap_tolerance": Key("float", 0.01, "bond clumps with a member pair whose surface gap is at most this × "
@@ -76,12 +115,8 @@ KEYS = {
 }
 
 
-class TemplateError(ValueError):
+class TemplateError(TableError):
     """A template that makes no clump; ``key`` names the key at fault."""
-
-    def __init__(self, key, problem):
-        super().__init__(problem)
-        self.key = key
 
 
 def template(p):
@@ -169,25 +204,45 @@ def read_rows(path):
 
 
 def check(p):
-    given = [key for key in PLACEMENTS if p[key] is not None]
+    if p["count"] is not None and p["packing_fraction"] is not None:
+        return "packing_fraction", "give count or packing_fraction, one of them"
+    given = [key for key in PLACEMENTS + ("packing_fraction",) if p[key] is not None]
     if len(given) != 1:
         return "position", f"give one of {', '.join(PLACEMENTS)} (got {', '.join(given) or 'none'})"
+    filled = p["count"] is not None or p["packing_fraction"] is not None
+    if p["packing"] == "dense" and not filled:
+        return "packing", (f"'dense' fills the box min–max with count clumps or packing_fraction: give one of them, "
+                           f"not {given[0]}")
+    if p["packing"] != "dense":
+        for key in ("packing_fraction", "periodic"):
+            if p[key] is not None and p[key] != KEYS[key].default:
+                return key, "is a key of packing = 'dense': set it to pack the clumps densely"
     try:
         members = template(p)
     except TemplateError as error:
         return error.key, str(error)
-    if p["count"] is not None:
+    if filled:
         for key in ("min", "max"):
             if p[key] is None:
-                return key, "is required with count"
-        problem = too_many(p["count"])
+                return key, f"is required with {given[0]}"
+        problem = too_many(p["count"]) if p["count"] is not None else None
         if problem:
             return "count", problem
-        _, _, centre, _, _ = body_frame(members, p["density"])
+        mass, _, centre, _, _ = body_frame(members, p["density"])
         reach = _reach(members.centres - centre, members.radii)
         if not all(hi - lo >= 2.0 * reach for lo, hi in zip(p["min"], p["max"])):
             return "max", (f"the box must be at least the clump's span, {2 * reach:g}, along every axis (min "
                            f"{list(p['min'])})")
+        count, fraction = dense_count(p, mass / p["density"])
+        if not count >= 0.5:
+            return "packing_fraction", (f"gives no clump (packing_fraction × box volume / clump volume = {count:.3g}): "
+                                      f"ask for more or enlarge the box")
+        problem = too_many(count)
+        if problem:
+            return "packing_fraction", problem
+        if not fraction < 1.0:
+            return "count", (f"{count} clumps of volume {mass / p['density']:.4g} fill {fraction:.3g} of the box: "
+                             f"lower count or enlarge the box")
     if p["rows"] is not None:
         try:
             read_rows(p["rows"])
@@ -202,6 +257,17 @@ def check(p):
         return "bond_gap_tolerance", (f"must be at most {MAX_BOND_GAP_TOLERANCE:g} (a gap of one mean diameter), got "
                                       f"{p['bond_gap_tolerance']:g}")
     return check_binder(p)
+
+
+def dense_count(p, volume):
+    """``(count, solid fraction)`` of a table filling its box with clumps of ``volume``: the count
+    given and the fraction it makes, or ``round(packing_fraction × box volume / volume)`` and the
+    target (the count a float while it may be too large to round)."""
+    box = float(np.prod(np.subtract(p["max"], p["min"])))
+    if p["count"] is not None:
+        return p["count"], p["count"] * volume / box
+    count = p["packing_fraction"] * box / volume
+    return (int(round(count)) if count <= 2 ** 62 else count), p["packing_fraction"]
 
 
 def _reach(arms, radii):
@@ -251,8 +317,9 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
 def build(system, p):
     """Clumps of one template (see the module's docstring): rigid bodies of the union of the
     members at ``density``, body frame the principal frame, the members their sites. ``position``
-    and ``rows`` give the centre of mass and the orientation of the template frame; ``count``
-    places clumps at random in the box ``min``–``max`` (seeded by ``seed``)."""
+    and ``rows`` give the centre of mass and the orientation of the template frame; ``count`` (or
+    ``packing_fraction``) places clumps at random in the box ``min``–``max`` (seeded by ``seed``), by
+    random sequential addition or, with ``packing = "dense"``, packed densely."""
     members = template(p)
     frame = body_frame(members, p["density"])
     velocity = np.asarray(p["velocity"], float)
@@ -262,6 +329,17 @@ def build(system, p):
     elif p["rows"] is not None:
         position, orientation, rows_velocity = read_rows(p["rows"])
         velocity = velocity + rows_velocity
+    elif p["packing"] == "dense":
+        rng = np.random.default_rng([p["seed"], 0xC1C1])
+        count, _ = dense_count(p, frame[0] / p["density"])
+        low, high = np.asarray(p["min"], float), np.asarray(p["max"], float)
+        box = Shape("box", tuple(0.5 * (high - low)), tuple(0.5 * (low + high)))
+        try:
+            position, orientation = dense_clump_packing(box, members.centres - frame[2], members.radii, count, rng,
+                                                        OVERLAP_TOLERANCE, MAX_STEPS, p["periodic"])
+        except ValueError as error:
+            key = "count" if p["count"] is not None else "packing_fraction"
+            raise TableError(key, f"{error}: lower {key} (reached: {DENSE_MEASURED})") from None
     else:
         rng = np.random.default_rng([p["seed"], 0xC1C1])
         position, orientation = random_placement(members.centres - frame[2], members.radii, p["count"], p["min"],
