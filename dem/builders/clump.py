@@ -36,6 +36,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
 from ..packing import Shape, bond_pairs, dense_clump_packing
@@ -281,15 +282,16 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
     from the centre of mass (template frame) with ``radii``: random places (centres of mass in the
     box shrunk by the clump's reach) and uniform random orientations of the template frame, each
     tried against the members of the clumps placed before it whose centres of mass are within two
-    reaches (found in a grid of cells of that edge: the cost grows with the count, not its
+    reaches (`_overlaps`: a grid of cells of that edge, the cost grows with the count, not its
     square); raises ValueError when a clump finds no free place."""
     reach = _reach(arms, radii)
     low, high = np.asarray(low) + reach, np.asarray(high) - reach
     edge = 2.0 * reach
-    cells = {}   # cell -> indices of the clumps whose centre of mass is in it
+    radii = np.ascontiguousarray(radii, float)
+    buckets = 1 << max(4, int(2 * count).bit_length())
+    head, link = np.full(buckets, -1, np.int64), np.full(count, -1, np.int64)
     placed = np.empty((count, len(radii), 3))
     position, orientation = np.empty((count, 3)), np.empty((count, 4))
-    offsets = [(a, b, c) for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)]
     for k in range(count):
         for _ in range(attempts):
             centre = rng.uniform(low, high)
@@ -297,21 +299,47 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
             q /= np.linalg.norm(q)
             q *= 1.0 if q[0] >= 0 else -1.0
             members = centre + arms @ quat_matrix(q).T
-            cell = tuple(np.floor(centre / edge).astype(int))
-            near = [j for a, b, c in offsets for j in cells.get((cell[0] + a, cell[1] + b, cell[2] + c), ())]
-            if near:
-                others = placed[near].reshape(-1, 3)
-                gap = (np.linalg.norm(members[:, None] - others[None], axis=2) - radii[:, None]
-                       - np.tile(radii, len(near)))
-                if gap.min() < 0.0:
-                    continue
-            break
+            cell = np.floor(centre / edge).astype(np.int64)
+            if not _overlaps(members, radii, placed, head, link, cell):
+                break
         else:
             raise ValueError(f"placed {k} of {count} clumps without overlaps, then found no free place in "
                              f"{attempts} attempts: enlarge the box or lower count")
         position[k], orientation[k], placed[k] = centre, q, members
-        cells.setdefault(cell, []).append(k)
+        bucket = _bucket(cell[0], cell[1], cell[2], buckets)
+        link[k], head[bucket] = head[bucket], k
     return position, orientation
+
+
+@njit(inline="always")
+def _bucket(x, y, z, buckets):
+    """The bucket of the grid cell ``(x, y, z)`` among ``buckets`` (a power of two): a spatial hash;
+    the cells that share a bucket share its chain."""
+    return ((x * 73856093) ^ (y * 19349663) ^ (z * 83492791)) & (buckets - 1)
+
+
+@njit(cache=True)
+def _overlaps(members, radii, placed, head, link, cell):
+    """Whether a member (``members (m, 3)``, ``radii (m,)``) overlaps a member of a clump placed
+    before (``placed (n, m, 3)``) whose centre of mass is in one of the 27 grid cells about
+    ``cell``: the chains of their buckets (``head``, ``link``; a chain may hold clumps of other
+    cells too, which are farther and cannot overlap). A gap is ``|x_a − x_b| − r_a − r_b``, in the
+    order numpy's ``norm`` sums the squares."""
+    m = radii.shape[0]
+    for a in range(-1, 2):
+        for b in range(-1, 2):
+            for c in range(-1, 2):
+                k = head[_bucket(cell[0] + a, cell[1] + b, cell[2] + c, head.shape[0])]
+                while k >= 0:
+                    for s in range(m):
+                        for t in range(m):
+                            dx = members[s, 0] - placed[k, t, 0]
+                            dy = members[s, 1] - placed[k, t, 1]
+                            dz = members[s, 2] - placed[k, t, 2]
+                            if np.sqrt(dx * dx + dy * dy + dz * dz) - radii[s] - radii[t] < 0.0:
+                                return True
+                    k = link[k]
+    return False
 
 
 def build(system, p):
