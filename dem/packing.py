@@ -413,6 +413,20 @@ def _wall_push(code, params, x, y, z, r):
     return fx, fy, fz, excess
 
 
+@njit(inline="always")
+def _pair_overlap(dx, dy, dz, reach):
+    """``(touching, overlap, n)`` of two spheres ``d = x_i − x_j`` apart whose radii sum to
+    ``reach``: the overlap ``reach − |d|`` and the unit normal ``n = d/|d|`` (along x for
+    coincident centres: any direction separates them); not touching when ``|d| ≥ reach``."""
+    d2 = dx * dx + dy * dy + dz * dz
+    if d2 >= reach * reach:
+        return False, 0.0, 0.0, 0.0, 0.0
+    d = math.sqrt(d2)
+    if d > 1e-12 * reach:
+        return True, reach - d, dx / d, dy / d, dz / d
+    return True, reach - d, 1.0, 0.0, 0.0
+
+
 @njit(cache=True)
 def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force, cell):
     """Forces ``−∂E/∂x`` of ``E = ½ Σ_pairs [r_i + r_j − |x_i − x_j|]₊² + ½ Σ_i excess_i²``
@@ -427,15 +441,9 @@ def _overlap_forces_kernel(position, radius, pair_i, pair_j, code, params, force
         dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
                                    position[i, 2] - position[j, 2], cell)
         reach = radius[i] + radius[j]
-        d2 = dx * dx + dy * dy + dz * dz
-        if d2 >= reach * reach:
+        touching, overlap, nx, ny, nz = _pair_overlap(dx, dy, dz, reach)
+        if not touching:
             continue
-        d = math.sqrt(d2)
-        overlap = reach - d
-        if d > 1e-12 * reach:
-            nx, ny, nz = dx / d, dy / d, dz / d
-        else:  # coincident centres: any direction separates them
-            nx, ny, nz = 1.0, 0.0, 0.0
         force[i, 0] += overlap * nx
         force[i, 1] += overlap * ny
         force[i, 2] += overlap * nz
@@ -727,15 +735,10 @@ def _clump_forces_kernel(position, offset, radius, pair_i, pair_j, code, params,
                 ry = dy + offset[i, a, 1] - offset[j, b, 1]
                 rz = dz + offset[i, a, 2] - offset[j, b, 2]
                 reach = radius[a] + radius[b]
-                d2 = rx * rx + ry * ry + rz * rz
-                if d2 >= reach * reach:
+                touching, overlap, nx, ny, nz = _pair_overlap(rx, ry, rz, reach)
+                if not touching:
                     continue
-                d = math.sqrt(d2)
-                overlap = reach - d
-                if d > 1e-12 * reach:
-                    fx, fy, fz = overlap * rx / d, overlap * ry / d, overlap * rz / d
-                else:  # coincident centres: any direction separates them
-                    fx, fy, fz = overlap, 0.0, 0.0
+                fx, fy, fz = overlap * nx, overlap * ny, overlap * nz
                 force[i, 0] += fx
                 force[i, 1] += fy
                 force[i, 2] += fz
