@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .interactions import INTERACTIONS
+from .interactions import INTERACTIONS, history_width
 
 #: 4: the cell (`dem.cell`: a deforming cell's lattice, its three shear rates and the bound of its
 #: images' motion) and the pair laws' booked work against it (formats 1 to 3, before them, are
@@ -85,6 +85,12 @@ def restore(checkpoint, model, state, path="checkpoint"):
     n = model.n_bodies
     if checkpoint["state_position"].shape != (n, 3):
         raise CheckpointError(f"{path}: holds {checkpoint['state_position'].shape[0]} bodies, the scene builds {n}")
+    for name, params in model.interactions.items():
+        saved = checkpoint.get(f"contacts.history_values.{name}")
+        if saved is not None and saved.shape[1] != history_width(name, params):
+            raise CheckpointError(f"{path}: written by another version of dem (its {name} contacts keep "
+                                  f"{saved.shape[1]} history columns, this version {history_width(name, params)}); "
+                                  f"rerun the scene from the start")
     for name in STATE_FIELDS:
         getattr(state, name)[...] = checkpoint[f"state_{name}"]
     for name, own in state.interactions.items():

@@ -282,6 +282,10 @@ def _passes_text(w, interactions, parallel, refresh, rows_pass, distributed=Fals
 
     def updates():
         for i in interactions:
+            if i.prepare is not None:
+                prepare = w.use(i.prepare, f"{i.name}_prepare")
+                _chunked(w, lambda lo, hi: f"{prepare}({lo}, {hi}, st, bodies, p_{i.name}, o_{i.name})", "0", "n",
+                         parallel, 1)
             if i.history:
                 update = w.use(i.update, f"{i.name}_update")
                 carried = ", ".join(carried_arrays(i))

@@ -397,8 +397,12 @@ def test_clumps_imported_from_rows_with_a_template_from_a_file(tmp_path):
     ('template = "dimer"\npacking_fraction = 0.5\nperiodic = [true, true, true]\n'
      + DENSE.replace("6, 6, 6", "6, 6, 5") + PERIODIC_CELL,
      "clump.0.max: along the periodic axis z the box must span the cell, [0, 6], got [0, 5] (min–max)"),
-    ('template = "dimer"\npacking_fraction = 0.9\n' + DENSE.replace("6, 6, 6", "4, 4, 4"),
+    ('template = "dimer"\npacking_fraction = 0.69\n' + DENSE.replace("6, 6, 6", "4, 4, 4"),
      "clump.0.packing_fraction: the dense packing jammed: the largest overlap is still "),
+    ('template = "dimer"\npacking_fraction = 0.75\n' + DENSE,
+     "clump.0.packing_fraction: asks for a solid fraction of 0.750; a dense packing of clumps reaches at most 0.7 "),
+    ('template = "dimer"\ncount = 200\n' + DENSE,
+     "clump.0.count: asks for a solid fraction of 0.818; a dense packing of clumps reaches at most 0.7 "),
 ])
 def test_bad_clump_tables_are_one_line_naming_the_key(tmp_path, table, problem):
     from dem.cli import main
@@ -537,6 +541,36 @@ def test_a_dimer_sliding_on_the_floor_decelerates_at_mu_g(tmp_path):
     assert np.abs(state.angular_velocity).max() < 1e-6
 
 
+def test_a_rod_rolling_about_its_axis_down_an_incline_moves_like_a_cylinder(tmp_path):
+    """A rod of four spheres (radius 0.5, aspect 3) lying across an incline of 0.2 rad (gravity
+    tilted over the floor), released at rest on its four members: it rolls without slipping, as
+    a cylinder of its mass m and axial moment I does, its centre accelerating down the slope at
+    g sin θ / (1 + I / m r²) (to 1e-3; r the members' radius less their Hertz overlap) and spinning
+    at v / r, without drifting along its axis or turning."""
+    theta = 0.2
+    g = [float(np.sin(theta)), 0.0, float(-np.cos(theta))]
+    model, state, sim = on_the_floor(tmp_path, '[[clump]]\ntemplate = "rod"\nspheres = 4\naspect = 3.0\nradius = 0.5\n'
+                                     f'position = [0, 0, 0.5]\nrotation_vector = [0, 0, {np.pi / 2}]\n',
+                                     [f"fields.gravity={g}"])
+    mass, axial = model.mass[0], model.inertia[0, 0]   # (the rod's axis: its body x, turned to y)
+    sunk = (mass * np.cos(theta) / 4 * 0.5 / 2e4) ** (2.0 / 3.0) * 0.5   # each member's Hertz overlap
+    state.position[0, 2] = 0.5 - sunk
+    times, speeds, spins = [], [], []
+    for k in range(30):
+        sim.advance(200)
+        times.append(0.1 * (k + 1))
+        speeds.append(state.velocity[0, 0])
+        spins.append(state.angular_velocity[0, 1])
+    times, speeds, spins = np.array(times), np.array(speeds), np.array(spins)
+    late = times >= 0.5
+    slope = np.polyfit(times[late], speeds[late], 1)[0]
+    radius = 0.5 - sunk
+    expected = np.sin(theta) / (1.0 + axial / (mass * radius ** 2))
+    assert abs(slope / expected - 1.0) < 1e-3, (slope, expected)
+    assert np.abs(speeds[late] / (spins[late] * radius) - 1.0).max() < 1e-3
+    assert abs(state.position[0, 1]) < 1e-8 and np.abs(state.angular_velocity[0, [0, 2]]).max() < 1e-8
+
+
 def test_an_elastic_frictionless_dimer_bouncing_on_the_floor_keeps_its_energy(tmp_path):
     """No damping, no friction: a tilted dimer bounces and rocks on one member and the other; the
     total energy stays within 2e-5 of its start (the Hertz law's onset, at dt/dt_crit = 0.05)."""
@@ -621,7 +655,21 @@ def restarted(tmp_path, path, settings, half, logs=("energy.csv",)):
     return sim, midway, first
 
 
-def test_clumps_on_the_floor_restart_exactly(tmp_path):
+def assert_occupancy(values, most, stride):
+    """Each saved clump pair's occupancy bits (`dem.interactions.clump_contacts`: after its member
+    pairs' columns, 32 a column) say which member pairs' columns hold anything, and some do."""
+    from dem.interactions.clump_contacts import OCCUPANCY_BITS
+
+    pairs = most * most
+    held = (values[:, :pairs * stride].reshape(-1, pairs, stride) != 0.0).any(axis=2)
+    words = values[:, pairs * stride:].astype(np.int64)
+    assert words.shape[1] == -(-pairs // OCCUPANCY_BITS) and np.array_equal(words, values[:, pairs * stride:])
+    q = np.arange(pairs)
+    bits = (words[:, q // OCCUPANCY_BITS] >> (q % OCCUPANCY_BITS)) & 1
+    assert held.any() and np.array_equal(bits == 1, held)
+
+
+def test_clumps_on_the_floor_restart_exactly(tmp_path, capsys):
     """Tetrahedra and rods poured on a rough floor, half of it under a raised step (a mesh), with a
     moving wall, touching them and one another: a run stopped half-way and restarted from its
     checkpoint (the members' wall springs, on planes and mesh contacts, and the member pairs'
@@ -640,6 +688,17 @@ def test_clumps_on_the_floor_restart_exactly(tmp_path):
                 "contact.rolling_friction=0.1", "contact.twisting_friction=0.05", "contact.k_pp=2e4"]
     sim, midway, first = restarted(tmp_path, path, settings, 1.0)
     assert len(midway["contacts.history_keys.clump_pp"]) > 0   # springs held
+    assert_occupancy(midway["contacts.history_values.clump_pp"], 4, 7)
+    # a checkpoint whose clump pairs keep their member pairs' columns alone (no occupancy) is refused
+    from dem.cli import main
+
+    older = tmp_path / "older.npz"
+    values = midway["contacts.history_values.clump_pp"]
+    np.savez(older, **(midway | {"contacts.history_values.clump_pp": values[:, :-1]}))
+    assert main(["run", str(path), "--out", str(tmp_path / "older"), "--quiet", "--restart", str(older)]
+                + [f"--set={setting}" for setting in settings]) == 2
+    err = capsys.readouterr().err
+    assert "clump_pp contacts keep 112 history columns, this version 113" in err and "from the start" in err
     assert "interaction.clump_pw.wall_spring" in first
     keys = sim.state.interactions["clump_pw"].wall_key
     assert sim.energy_budget()["friction"] > 0 and (keys >= 0).any() and (keys == 2).any()   # (the step: wall 2)
@@ -1257,8 +1316,10 @@ def test_adhesive_clumps_restart_exactly(tmp_path):
     run(path, settings + ["simulation.t_end=0.25"], pieces, quiet=True)
     stopped = load_checkpoint(pieces / "checkpoint.npz")
     most = 4   # (the tetrahedron's members: a member pair's formed flag is the last of its 8 columns)
-    flags = stopped["contacts.history_values.adhesive_clump_pp"].reshape(-1, most * most, 8)[:, :, 7]
+    values = stopped["contacts.history_values.adhesive_clump_pp"]
+    flags = values[:, :most * most * 8].reshape(-1, most * most, 8)[:, :, 7]
     assert (flags == 1.0).any() and stopped["interaction.adhesive_clump_pp.hysteresis"].sum() > 0.0
+    assert_occupancy(values, most, 8)
     sim, _ = run(path, settings, pieces, quiet=True, restart=pieces / "checkpoint.npz")
     assert (straight / "energy.csv").read_text() == (pieces / "energy.csv").read_text()
     first, second = load_checkpoint(straight / "checkpoint.npz"), load_checkpoint(pieces / "checkpoint.npz")

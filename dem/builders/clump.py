@@ -19,7 +19,8 @@ of about 0.2. ``dense`` draws them all at once, overlapping, and pushes them apa
 (`dem.packing.dense_clump_packing`: FIRE on the clumps' positions and rotations until every
 member overlap is below `OVERLAP_TOLERANCE` of a member diameter): ``count`` clumps, or the
 ``packing_fraction`` φ of the box, ``count = round(φ V_box / V)`` with ``V`` the volume of the
-union of the members, up to about 0.65 between walls and 0.68 periodic (`DENSE_MEASURED`). Along
+union of the members, up to about 0.65 between walls and 0.68 periodic (`DENSE_MEASURED`; more
+than `DENSE_FRACTION_LIMIT` is refused when the scene is read). Along
 the ``periodic`` axes the box spans a periodic ``[cell]`` and the clumps fill it across its
 faces. A packing that cannot be relaxed within `MAX_STEPS` is an error naming
 ``packing_fraction`` (or ``count``).
@@ -60,6 +61,8 @@ MAX_STEPS = 20_000
 #: key texts quote them (docs/guide.md, Clumps, has the table).
 DENSE_MEASURED = ("0.65 of the box between walls (0.62 with 300 clumps) and 0.68 in a periodic cell, for dimers, "
                   "trimers and tetrahedra")
+#: the densest solid fraction a dense packing may ask for (above what it reaches, `DENSE_MEASURED`)
+DENSE_FRACTION_LIMIT = 0.7
 
 
 def _fraction(value):
@@ -93,8 +96,9 @@ KEYS = {
                    "clumps, or packing_fraction of the box, all at once at random, then pushed apart until no member "
                    f"overlap exceeds 1e-4 of a diameter; reached: {DENSE_MEASURED})", choices=PACKINGS),
     "packing_fraction": Key("float", None, "instead of count, the target solid fraction φ of a dense packing: "
-                          "round(φ V_box / V) clumps, V the volume of the union of the members (reached: "
-                          f"{DENSE_MEASURED}; more is refused at build naming this key)", "", _fraction),
+                          f"round(φ V_box / V) clumps, V the volume of the union of the members (≤ "
+                          f"{DENSE_FRACTION_LIMIT}; reached: {DENSE_MEASURED}; a packing that jams below it is "
+                          "refused at build naming this key)", "", _fraction),
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which a dense packing fills the box across "
                     "its faces, for a periodic [cell] (packing = dense; along these axes the box must span the "
                     "cell)"),
@@ -241,6 +245,10 @@ def check(p):
         problem = too_many(count)
         if problem:
             return "packing_fraction", problem
+        if p["packing"] == "dense" and fraction > DENSE_FRACTION_LIMIT:
+            return ("count" if p["count"] is not None else "packing_fraction"), (
+                f"asks for a solid fraction of {fraction:.3f}; a dense packing of clumps reaches at most "
+                f"{DENSE_FRACTION_LIMIT} (in practice {DENSE_MEASURED})")
         if not fraction < 1.0:
             return "count", (f"{count} clumps of volume {mass / p['density']:.4g} fill {fraction:.3g} of the box: "
                              f"lower count or enlarge the box")

@@ -15,36 +15,43 @@ more than half the skin, as for spheres). Members of one body are never paired: 
 touch itself. Each body pair ``i < j`` (its owner ``i``) keeps the springs of every member pair in
 its history slot, ``SPRINGS`` columns for the members ``(a, b)`` at ``(a · most + b) · SPRINGS``
 (``most``: the most members of a body), so that the springs of a member pair travel with their
-body pair's key across neighbour rebuilds and restarts. Under an adhesive normal law (JKR, DMT)
+body pair's key across neighbour rebuilds and restarts; after them come the pair's occupancy bits
+(`OCCUPANCY_BITS` a column), the bit of member pair ``q = a · most + b`` set while its columns
+hold anything. Under an adhesive normal law (JKR, DMT)
 the same kernels act as `ADHESIVE_CLUMP_PP`: each member pair has one column more, whether its
 JKR contact is formed (`dem.interactions.contact.FORMED`, after its springs: ``SPRINGS + 1``
 columns a member pair), so that a member pair stretched apart holds until it breaks as two
 spheres do; the energy its JKR contacts lose forming and breaking is booked to the owner
 (``hysteresis``) and the adhesion's energy has its column, as for spheres.
 
-One force evaluation makes the two passes of `dem.interactions.contact`:
+One force evaluation makes three passes:
 
-1. the update, row ``i`` over its pairs ``j > i``: the members of ``i`` and then of ``j`` are put
-   where their bodies are (`dem.interactions.clump_walls.member_motion`: the member ``m`` at ``x +
-   R s_m`` moving at ``v + Ω × R s_m``, spinning at ``Ω``) in scratch rows of the row's chunk
-   (`dem.interactions.contract.CHUNK` rows; the engine runs a chunk's rows in one call, in row
-   order, so a chunk's rows write their scratch in turn); each member pair ``(a, b)``, in member
-   order, is the contact pipeline's pair (`dem.interactions.contact.contact_pair`) on their
-   scratch rows, with the springs in the member pair's own columns, whose force ``f`` acts on
-   ``i`` at ``a``'s contact point: the body ``i`` gets ``f`` and ``τ_a + R s_a × f``, the body
-   ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about the centres of mass; ``τ`` the
-   pair's moments about the member centres). The row sums its pairs' shares and leaves the sum
-   in the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`); the share of
-   ``j`` (the sum over the member pairs) goes to the pair's own slot of the pair scratch
-   (`dem.contacts`), written for every listed pair (zero where none touches). Where the run
-   writes the contact network (`keep_member_loads`: ``[output] contacts``), the slot also holds
-   each member pair's loads (`MEMBER_LOADS` columns from `LOADS` on, in member-pair order: zero
-   where the pair carries none), which `dem.network` reads.
+0. the placement (`clump_pp_place`, the interaction's ``prepare``), body by body: each member
+   ``m`` put where its body is (`dem.interactions.clump_walls.member_motion`: at ``x + R s_m``
+   moving at ``v + Ω × R s_m``, spinning at ``Ω``) in its own scratch row ``m``, once a step
+   rather than once for each pair the body is in;
+1. the update, row ``i`` over its pairs ``j > i``: each member pair ``(a, b)``, in member order,
+   is the contact pipeline's pair (`dem.interactions.contact.contact_pair`) on their scratch
+   rows, with the springs in the member pair's own columns, where the two touch or the pair's
+   occupancy bit is set; any other member pair carries no load and books nothing, and costs the
+   touching test alone (neither its columns nor the pipeline are read), which is what makes a
+   clump pair cheap: of the ``m²`` member pairs of two clumps side by side few touch. The force
+   ``f`` of a member pair acts on ``i`` at ``a``'s contact point: the body ``i`` gets ``f`` and
+   ``τ_a + R s_a × f``, the body ``j`` gets ``−f`` and ``τ_b + R s_b × (−f)`` (the moments about
+   the centres of mass; ``τ`` the pair's moments about the member centres). The row sums its
+   pairs' shares and leaves the sum in the force and moment of ``i`` (``row_sums``, as
+   `dem.interactions.contact`); the share of ``j`` (the sum over the member pairs) goes to the
+   pair's own slot of the pair scratch (`dem.contacts`), written for every listed pair (zero
+   where none touches). Where the run writes the contact network (`keep_member_loads`:
+   ``[output] contacts``), the slot also holds each member pair's loads (`MEMBER_LOADS` columns
+   from `LOADS` on, in member-pair order: zero where the pair carries none), which `dem.network`
+   reads.
 2. the rows: each body adds the shares of its pairs ``j < i`` (row order) to the update's sum,
    which it reads back from its force and moment before the row pass sets them.
 
 Every sum is in a fixed order (row order, member order), and each place is written by one row
-(the scratch by one chunk), so the result does not depend on the thread count. The kernels take
+(a member's scratch row by its body's chunk, a partner's image by the chunk of the row that
+pairs it), so the result does not depend on the thread count. The kernels take
 plain arrays and row indices, no views, so they compile without numba's reference counting
 (``_nrt=False``), as the spheres' pipeline does.
 
@@ -62,8 +69,10 @@ In a periodic cell (`dem.cell`) a body pair acts through one image: the minimum 
 the centres' separation, ``d = x_i − x_j − s`` (``s`` a lattice vector, 0 without a periodic
 axis), and the partner's members are placed at ``x_j + s + R_j s_b``, so that every member pair
 of the pair sees the same image of ``j``, the one the neighbour list paired (it lists bodies by
-their centres' nearest image); the member separations are then taken as placed (``p.cell``: no
-periodic axis). With every periodic edge more than twice the list's reach (`dem.system` checks
+their centres' nearest image): its members are then copied from their rows, moved by ``s``, into
+rows of the chunk's own (``most`` a chunk, after the members'), unless ``s`` is zero and the
+image does not move, and the member separations are taken as placed (``p.cell``: no periodic
+axis). With every periodic edge more than twice the list's reach (`dem.system` checks
 it with the clumps' list diameters) no member of ``j``'s other images is within reach of a member
 of ``i``, so reducing each member pair's separation on its own would find the same image for
 every pair that touches; taking it once from the centres says so by construction, for every
@@ -96,8 +105,8 @@ from .normal import LAWS, is_adhesive
 #: ``twisting``, ``rolling_damping``), ``member_inertia (M, 2)`` the members' rolling and twisting
 #: inverse moments (the pipeline's ``contact_inertia``), the members of each body: ``member_start
 #: (n + 1)``, ``member_offset (M, 3)`` (body frame, from the centre of mass), ``member_radius
-#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``),
-#: ``list_diameter (n,)`` the neighbour list's and ``cell`` the cell the placed members' separations
+#: (M,)``; ``most`` members a body at most, ``width`` the history's (``most² · stride``, then the
+#: occupancy columns), ``list_diameter (n,)`` the neighbour list's and ``cell`` the cell the placed members' separations
 #: are taken in (`dem.cell.box_cell`: none periodic; the partner is placed at its nearest image)
 #: (flat: a parallel loop takes no named tuple nested in its arguments); ``network``: whether the
 #: update keeps each member pair's loads for the contact network (`keep_member_loads`); ``stride`` a
@@ -110,16 +119,17 @@ ClumpContactParams = namedtuple("ClumpContactParams", "law stiffness damping sub
 #: the force on the member of ``i`` (3), the moments on the members of ``i`` and of ``j`` about
 #: their centres (3 each)
 MEMBER_LOADS = 10
-#: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work,
-#: and each chunk's
-#: scratch of ``2 most`` members (a row's own from ``2 most · chunk`` on, then a partner's from
-#: ``most`` further): ``position``, ``velocity``, ``spin``, ``arm`` (chunks · 2 most, 3),
-#: ``diameter``, ``inverse_mass`` (chunks · 2 most), ``inertia`` (chunks · 2 most, 2); per body the
+#: per body the booked ``dissipated`` (dashpots) and ``friction`` (slip, released springs) work;
+#: the scratch members, one row for each member (``M``, `clump_pp_place`), then ``most`` for each
+#: chunk of rows (a partner's image, `_partner`): ``position``, ``velocity``, ``spin``, ``arm``
+#: (rows, 3), ``diameter``, ``inverse_mass`` (rows), ``inertia`` (rows, 2); per body the
 #: energy its member pairs' JKR contacts lost forming and breaking, ``hysteresis`` (no rows
 #: without an adhesive law), and ``cell_work``: the work its pairs ``j > i`` did against a deforming
 #: cell's moving images (`dem.cell`; the budget's ``cell`` column; no rows where the cell does not deform)
 ClumpContactState = namedtuple("ClumpContactState", "dissipated friction position velocity spin arm diameter "
                                                     "inverse_mass inertia hysteresis cell_work")
+#: the member pairs' occupancy bits a history column holds (exact in a double)
+OCCUPANCY_BITS = 32
 #: what `dem.interactions.contact.contact_pair` reads of the bodies, here of the scratch members
 MemberState = namedtuple("MemberState", "position velocity angular_velocity cell")
 MemberBodies = namedtuple("MemberBodies", "diameter inverse_mass")
@@ -137,26 +147,76 @@ def _image(i, j, position, cell):
 
 
 @njit(inline="always")
-def _place(body, first, st, bodies, p, own, shift, drift):
-    """Put body ``body``'s members, moved by the lattice vector ``shift`` and moving faster by
-    ``drift`` (its image's, `_image`), in the scratch rows from ``first`` on; returns their
-    number."""
-    start = p.member_start[body]
-    count = p.member_start[body + 1] - start
-    for k in range(count):
-        m = start + k
-        arm, x, v = member_motion(body, p.member_offset[m], st)
-        s = first + k
+def _place(lo, hi, st, bodies, p, own):
+    """Put the members of the bodies ``lo ≤ i < hi`` where their bodies are, each member ``m`` in
+    its own row ``m`` of the scratch (`dem.interactions.clump_walls.member_motion`: at ``x + R s_m``,
+    moving at ``v + Ω × R s_m``, spinning at ``Ω``; its arm ``R s_m``, diameter, body's inverse mass
+    and inverse moments)."""
+    for body in range(lo, hi):
+        for m in range(p.member_start[body], p.member_start[body + 1]):
+            arm, x, v = member_motion(body, p.member_offset[m], st)
+            for c in range(3):
+                own.arm[m, c] = arm[c]
+                own.position[m, c] = x[c]
+                own.velocity[m, c] = v[c]
+                own.spin[m, c] = st.angular_velocity[body, c]
+            own.diameter[m] = 2.0 * p.member_radius[m]
+            own.inverse_mass[m] = bodies.inverse_mass[body]
+            own.inertia[m, 0] = p.member_inertia[m, 0]
+            own.inertia[m, 1] = p.member_inertia[m, 1]
+
+
+@njit(cache=True, _nrt=False)
+def clump_pp_place(lo, hi, st, bodies, p, own):
+    """The ``prepare`` pass over the bodies ``lo ≤ i < hi`` (one chunk's, or all): their members
+    placed (`_place`) before any pair reads them; a chunk writes only its bodies' rows."""
+    _place(lo, hi, st, bodies, p, own)
+
+
+@njit(inline="always")
+def _partner(i, j, other, st, p, own):
+    """``(first, drift)``: the scratch row of the first member of body ``j`` as seen from body ``i``,
+    and the velocity ``w`` of that image relative to ``j`` (`_image`): its own placed rows where
+    ``j`` is paired as it is (no lattice vector, a cell that does not move it), else copies of them
+    moved by the lattice vector and moving faster by ``w`` in the chunk's rows from ``other`` on."""
+    shift, drift = _image(i, j, st.position, st.cell)
+    start = p.member_start[j]
+    if shift[0] == 0.0 and shift[1] == 0.0 and shift[2] == 0.0 \
+            and drift[0] == 0.0 and drift[1] == 0.0 and drift[2] == 0.0:
+        return start, drift
+    for m in range(start, p.member_start[j + 1]):
+        s = other + m - start
         for c in range(3):
-            own.arm[s, c] = arm[c]
-            own.position[s, c] = x[c] + shift[c]
-            own.velocity[s, c] = v[c] + drift[c]
-            own.spin[s, c] = st.angular_velocity[body, c]
-        own.diameter[s] = 2.0 * p.member_radius[m]
-        own.inverse_mass[s] = bodies.inverse_mass[body]
-        own.inertia[s, 0] = p.member_inertia[m, 0]
-        own.inertia[s, 1] = p.member_inertia[m, 1]
-    return count
+            own.arm[s, c] = own.arm[m, c]
+            own.position[s, c] = own.position[m, c] + shift[c]
+            own.velocity[s, c] = own.velocity[m, c] + drift[c]
+            own.spin[s, c] = own.spin[m, c]
+        own.diameter[s] = own.diameter[m]
+        own.inverse_mass[s] = own.inverse_mass[m]
+        own.inertia[s, 0] = own.inertia[m, 0]
+        own.inertia[s, 1] = own.inertia[m, 1]
+    return other, drift
+
+
+@njit(inline="always")
+def _apart(a, b, own):
+    """Whether the scratch members ``a`` and ``b`` do not touch: ``r² ≥ reach²`` exactly as
+    `dem.interactions.contact.contact_pair` finds it (the separation taken as placed)."""
+    dx = own.position[a, 0] - own.position[b, 0]
+    dy = own.position[a, 1] - own.position[b, 1]
+    dz = own.position[a, 2] - own.position[b, 2]
+    reach = 0.5 * own.diameter[a] + 0.5 * own.diameter[b]
+    return not dx * dx + dy * dy + dz * dz < reach * reach
+
+
+@njit(inline="always")
+def _held(history, slot, column, stride):
+    """Whether a member pair's history columns from ``column`` on hold anything (a spring, a formed
+    JKR contact)."""
+    for c in range(column, column + stride):
+        if history[slot, c] != 0.0:
+            return True
+    return False
 
 
 @njit(inline="always")
@@ -172,47 +232,56 @@ def _members(st, p, own):
 
 @njit(cache=True, _nrt=False)
 def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
-    """Pass 1 over the rows ``lo ≤ i < hi`` (one chunk's, or all in one call): each body pair
-    ``j > i`` of the row once, member pair by member pair (`dem.interactions.contact.
-    contact_pair`) in the chunk's scratch rows; the share of ``j`` to the pair's own slot of
-    ``loads``, the row's sum of its shares to the force and moment of ``i``; the work
-    booked to ``i``."""
-    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    """Pass 1 over the rows ``lo ≤ i < hi`` (one chunk's, or all in one call), the members placed
+    (`clump_pp_place`): each body pair ``j > i`` of the row once, member pair by member pair
+    (`dem.interactions.contact.contact_pair`) where the two touch or their columns hold something
+    (the pair's `occupancy` bit; the others, which carry no load and book nothing, cost the touching
+    test alone); the share of ``j`` to the pair's own slot of ``loads``, the row's sum of its shares
+    to the force and moment of ``i``; the work booked to ``i``."""
+    start, index, owner_start, member_start = contacts.start, contacts.neighbors, contacts.owner_start, p.member_start
     most = p.most
-    first = 2 * most * (lo // CHUNK)  # the chunk's scratch rows: the row's members, then a partner's
-    other = first + most
+    other = member_start[-1] + most * (lo // CHUNK)  # the chunk's rows for a partner's image
+    occupancy = most * most * p.stride
     placed, placed_bodies, pm = _members(st, p, own)
     arm = own.arm
     for i in range(lo, hi):
         fx = fy = fz = tx = ty = tz = booked = power = lost = driven = 0.0
-        count = _place(i, first, st, bodies, p, own, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        first = member_start[i]
+        count = member_start[i + 1] - first
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
-            shift, drift = _image(i, j, st.position, st.cell)
-            partners = _place(j, other, st, bodies, p, own, shift, drift)
+            partner, drift = _partner(i, j, other, st, p, own)
+            partners = member_start[j + 1] - member_start[j]
             gx = gy = gz = ax = ay = az = bx = by = bz = 0.0
             if p.network:
                 for c in range(LOADS, LOADS + most * most * MEMBER_LOADS):
                     loads[slot, c] = 0.0
             for a in range(count):
                 for b in range(partners):
+                    sa, sb = first + a, partner + b
+                    q = a * most + b
+                    word, bit = occupancy + q // OCCUPANCY_BITS, np.int64(1) << (q % OCCUPANCY_BITS)
+                    held = (np.int64(history[slot, word]) & bit) != 0
+                    if not held and _apart(sa, sb, own):
+                        continue
+                    column = q * p.stride
                     loaded, f, ti, tj, _, _, work, dissipation, snapped, _ = contact_pair(
-                        first + a, other + b, slot, (a * most + b) * p.stride, h, -1.0, placed, placed_bodies, pm,
-                        history)
+                        sa, sb, slot, column, h, -1.0, placed, placed_bodies, pm, history)
                     booked += work
                     lost += snapped
+                    if _held(history, slot, column, p.stride) != held:
+                        history[slot, word] = np.float64(np.int64(history[slot, word]) ^ bit)
                     if not loaded:
                         continue
                     power += dissipation
                     if p.network:
-                        c = LOADS + (a * most + b) * MEMBER_LOADS
+                        c = LOADS + q * MEMBER_LOADS
                         loads[slot, c] = 1.0
                         for e in range(3):
                             loads[slot, c + 1 + e] = f[e]
                             loads[slot, c + 4 + e] = ti[e]
                             loads[slot, c + 7 + e] = tj[e]
-                    sa, sb = first + a, other + b
                     gx, gy, gz = gx + f[0], gy + f[1], gz + f[2]
                     ax += ti[0] + (arm[sa, 1] * f[2] - arm[sa, 2] * f[1])
                     ay += ti[1] + (arm[sa, 2] * f[0] - arm[sa, 0] * f[2])
@@ -254,22 +323,23 @@ def clump_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
 def _energies(st, bodies, contacts, p, own, history):
     """``(normal, adhesion, tangential, rolling, twisting)``: the normal law's Hertz (or Hooke)
     part and its adhesion's, the springs' elastic energies over the touching member pairs
-    (`dem.interactions.contact.pair_energies`, the members placed anew in the first chunk's
-    scratch rows, which no force evaluation reads before writing)."""
-    start, index, owner_start = contacts.start, contacts.neighbors, contacts.owner_start
+    (`dem.interactions.contact.pair_energies`, the members placed anew, a partner's image in the
+    first chunk's rows: scratch that no force evaluation reads before writing)."""
+    start, index, owner_start, member_start = contacts.start, contacts.neighbors, contacts.owner_start, p.member_start
     most = p.most
+    _place(0, st.position.shape[0], st, bodies, p, own)
     placed, placed_bodies, pm = _members(st, p, own)
     normal = adhesion = tangential = rolling = twisting = 0.0
     for i in range(st.position.shape[0]):
-        count = _place(i, 0, st, bodies, p, own, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        first = member_start[i]
         slot = owner_start[i]
         for k in range(upper_entries(contacts, i), start[i + 1]):
-            shift, drift = _image(i, index[k], st.position, st.cell)
-            partners = _place(index[k], most, st, bodies, p, own, shift, drift)
-            for a in range(count):
-                for b in range(partners):
+            j = index[k]
+            partner = _partner(i, j, member_start[-1], st, p, own)[0]
+            for a in range(member_start[i + 1] - first):
+                for b in range(member_start[j + 1] - member_start[j]):
                     touching, u_n, u_a, springs, u_t, u_r, u_tw = pair_energies(
-                        a, most + b, slot, (a * most + b) * p.stride, placed, placed_bodies, pm, history)
+                        first + a, partner + b, slot, (a * most + b) * p.stride, placed, placed_bodies, pm, history)
                     if touching:
                         normal += u_n
                         if is_adhesive(p.law):
@@ -370,7 +440,7 @@ def _params(model, stride):
     start, offset, radius = member_sites(model)
     owner = np.repeat(np.arange(model.n_bodies), np.diff(start))
     most = int(np.diff(start).max())
-    width = most * most * stride
+    width = most * most * stride + -(-most * most // OCCUPANCY_BITS)  # the member pairs', then the occupancy
     return ClumpContactParams(normal_code(contact), float(contact["k_pp"]), normal_damping(contact), 1,
                               float(contact["work_of_adhesion"]), stiffness_ratio(contact["poisson_ratio"]),
                               TANGENTIAL_MODELS[contact["tangential"]].fixed(contact), float(contact["friction"]),
@@ -397,8 +467,9 @@ def keep_member_loads(model):
 
 
 def _scratch_rows(params, n):
-    """The scratch members' rows for ``n`` bodies: ``2 most`` for each chunk of rows."""
-    return 2 * params.most * max(1, (n + CHUNK - 1) // CHUNK)
+    """The scratch members' rows for ``n`` bodies: one for each member, then ``most`` for each
+    chunk of rows (a partner's image)."""
+    return int(params.member_start[-1]) + params.most * max(1, (n + CHUNK - 1) // CHUNK)
 
 
 def _state(model, params):
@@ -429,7 +500,8 @@ CLUMP_PP = Interaction(
     columns=("hertz_pp", "tangential", "rolling", "twisting", "friction", "dissipated", "cell"), internal=True,
     keys=CONTACT_PP.keys, setup=_setup(False), state=_state, forces=clump_pp_forces, energy=clump_pp_energy,
     neighbors=True,
-    history=SPRINGS, loads=LOADS, update=clump_pp_update, critical_step=_critical_step, localize=_localize,
+    history=SPRINGS, loads=LOADS, update=clump_pp_update, prepare=clump_pp_place, critical_step=_critical_step,
+    localize=_localize,
     history_width=lambda p: p.width, loads_width=lambda p: LOADS + (p.most * p.most * MEMBER_LOADS if p.network else 0),
     list_diameter=True,
     scratch_state=("position", "velocity", "spin", "arm", "diameter", "inverse_mass", "inertia"),

@@ -76,7 +76,11 @@ MPI migrations carry the history alone. An update may also leave each
 row's own sums in the row's force and moment (``row_sums``; `dem.interactions.contact` does, so
 that it keeps no array of row sums), for its row kernel to read back before the row pass sets
 them: its row kernel must then be the first `ROW` kernel of the registry (`dem.engine.row_loops`
-refuses a registry where it is not). An interaction without
+refuses a registry where it is not). Its ``prepare(lo, hi, st, bodies, params, own)``, where it
+has one, runs over all rows (in chunks) just before the update's pass, for scratch of the rows
+``lo ≤ i < hi`` alone that the update then reads at any row (`dem.interactions.clump_contacts`
+places every clump's members once, not once per pair; under MPI over the ghosts' rows too, as the
+update). An interaction without
 history may have an ``update(lo, hi, h, st, bodies, contacts, params, own)`` too, for state of
 the rows ``lo ≤ i < hi`` alone (the walls' mesh contacts and per-chunk loads): the row pass runs it on each chunk of rows before their row
 kernels (no pass of its own), so it may write only those rows and their chunk's partial sums,
@@ -186,6 +190,7 @@ class Interaction:
     walls: bool = False
     shares: int = 1
     update: object = None
+    prepare: object = None
     advance: object = None
     critical_step: object = None
     extra_columns: object = None
@@ -215,6 +220,8 @@ class Interaction:
                              f"neighbour list and an update kernel")
         if self.loads and not self.history:
             raise ValueError(f"interaction {self.name!r}: per-pair scratch needs a per-contact history")
+        if self.prepare is not None and not self.history:
+            raise ValueError(f"interaction {self.name!r}: a prepare pass runs before a history update")
         if self.row_sums and self.update is None:
             raise ValueError(f"interaction {self.name!r}: row sums are left by an update kernel")
         if self.walls and self.kind != ROW:
