@@ -90,6 +90,28 @@ def test_the_command_line_leaves_out_what_only_some_commands_use():
     assert imported == []
 
 
+def test_the_command_line_ends_with_its_status_its_log_and_its_files_whole(tmp_path):
+    """``python -m dem`` ends its process as soon as `main` returns (`dem.cli.script`: no teardown
+    of the imported libraries): the status, the last log line and every file the run wrote are
+    whole (the log's last row at t_end, the series' closing tags, a checkpoint that loads); a bad
+    scene still exits 2 with its one line."""
+    from dem.checkpoint import load_checkpoint
+
+    out = tmp_path / "torus"
+    done = subprocess.run([sys.executable, "-m", "dem", "run", "scenes/torus_impact.toml", "--out", str(out),
+                           "--set", "simulation.t_end=0.3"], cwd=PACKAGE.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("dem: 300 steps in ") and last.endswith(f" s; outputs in {out}/")
+    assert (out / "energy.csv").read_text().splitlines()[-1].startswith("300,0.3,")
+    for series in ("particles", "bonds", "walls"):
+        assert (out / f"{series}.pvd").read_text().endswith("</VTKFile>\n"), series
+    assert load_checkpoint(out / "checkpoint.npz")["step"] == 300
+    bad = subprocess.run([sys.executable, "-m", "dem", "run", str(tmp_path / "none.toml")], cwd=PACKAGE.parent,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "none.toml" in bad.stderr
+
+
 def test_the_public_api():
     assert set(dem.__all__) <= set(dir(dem))
     assert {"Simulation", "SystemBuilder", "Interaction", "register", "load_scene"} <= set(dem.__all__)

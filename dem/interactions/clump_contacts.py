@@ -91,7 +91,7 @@ from numba import njit
 
 from ..cell import box_cell, deforming, image_velocity, minimum_image
 from ..contacts import owner_slot
-from .clump_walls import member_bodies, member_inertia, member_motion
+from .clump_walls import member_bodies, member_inertia, put_members
 from .contact import (
     CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, pair_energies, upper_entries,
 )
@@ -149,16 +149,13 @@ def _image(i, j, position, cell):
 @njit(inline="always")
 def _place(lo, hi, st, bodies, p, own):
     """Put the members of the bodies ``lo ≤ i < hi`` where their bodies are, each member ``m`` in
-    its own row ``m`` of the scratch (`dem.interactions.clump_walls.member_motion`: at ``x + R s_m``,
+    its own row ``m`` of the scratch (`dem.interactions.clump_walls.put_members`: at ``x + R s_m``,
     moving at ``v + Ω × R s_m``, spinning at ``Ω``; its arm ``R s_m``, diameter, body's inverse mass
     and inverse moments)."""
     for body in range(lo, hi):
+        put_members(body, st, p, own.arm, own.position, own.velocity)
         for m in range(p.member_start[body], p.member_start[body + 1]):
-            arm, x, v = member_motion(body, p.member_offset[m], st)
             for c in range(3):
-                own.arm[m, c] = arm[c]
-                own.position[m, c] = x[c]
-                own.velocity[m, c] = v[c]
                 own.spin[m, c] = st.angular_velocity[body, c]
             own.diameter[m] = 2.0 * p.member_radius[m]
             own.inverse_mass[m] = bodies.inverse_mass[body]

@@ -117,15 +117,21 @@ def member_motion(i, offset, st):
 
 
 @njit(inline="always")
-def place_members(i, st, p, own):
-    """Write the world centres, velocities and arms ``R s_m`` of body ``i``'s members into their
-    scratch rows."""
+def put_members(i, st, p, arms, positions, velocities):
+    """Write the arms ``R s_m``, world centres and velocities of body ``i``'s members
+    (`member_motion`) into their rows ``m`` of ``arms``, ``positions`` and ``velocities``."""
     for m in range(p.member_start[i], p.member_start[i + 1]):
         arm, x, v = member_motion(i, p.member_offset[m], st)
         for c in range(3):
-            own.member_arm[m, c] = arm[c]
-            own.member_position[m, c] = x[c]
-            own.member_velocity[m, c] = v[c]
+            arms[m, c] = arm[c]
+            positions[m, c] = x[c]
+            velocities[m, c] = v[c]
+
+
+@njit(inline="always")
+def place_members(i, st, p, own):
+    """Body ``i``'s members placed in their scratch rows (`put_members`)."""
+    put_members(i, st, p, own.member_arm, own.member_position, own.member_velocity)
 
 
 @njit(inline="always")
