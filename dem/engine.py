@@ -13,7 +13,8 @@ of `dem.step.FORCES`:
 
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
-2. each history interaction's ``update`` pass writes its owner slots;
+2. each history interaction's ``update`` pass writes its owner slots (after its ``prepare`` pass
+   over all rows, where it has one: scratch of its rows that the update reads);
 3. one pass over the bodies *sets* each body's force and moment from the `ROW` kernels, each
    chunk of rows first running the ``update`` kernels without history on its rows (the walls'
    mesh contacts and per-chunk loads);

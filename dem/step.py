@@ -44,7 +44,8 @@ STEP = (
 FORCES = (
     Stage("refresh", ALWAYS, "the neighbour list rebuilt if a body moved more than half the skin, every contact "
                              "history carried across"),
-    Stage("updates", ALWAYS, "each history interaction's update over all its rows"),
+    Stage("updates", ALWAYS, "each history interaction's update over all its rows (after its prepare pass over "
+                             "them, where it has one)"),
     Stage("rows", ALWAYS, "one pass over the bodies sets each force and moment from the row kernels"),
     Stage("bonds", ALWAYS, "the bond kernels add their loads colour by colour (and their fast force)"),
     Stage("globals", ALWAYS, "the global kernels add theirs, serially"),
