@@ -310,6 +310,12 @@ def body_frame(template, density=1.0, resolution=RESOLUTION):
     return properties.mass, moments, properties.centre, axes, offsets
 
 
+def clump_reach(arms, radii):
+    """The distance from a clump's centre of mass to its farthest point, ``max_m (|s_m| + r_m)``
+    (``arms (m, 3)`` the members' centres from the centre of mass, in any frame)."""
+    return float(np.max(np.linalg.norm(arms, axis=1) + radii))
+
+
 @lru_cache(maxsize=None)
 def unit_frame(shape, count=2, aspect=2.0):
     """``(volume, moments (3,), offsets (n, 3), radii (n,), reach)`` of the built-in ``shape`` of
@@ -324,7 +330,7 @@ def unit_frame(shape, count=2, aspect=2.0):
     radii = np.asarray(template.radii, float)
     for array in (moments, offsets, radii):
         array.setflags(write=False)
-    return volume, moments, offsets, radii, float(np.max(np.linalg.norm(offsets, axis=1) + radii))
+    return volume, moments, offsets, radii, clump_reach(offsets, radii)
 
 
 def body_volumes(model):

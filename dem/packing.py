@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from .cell import box_cell, minimum_image, minimum_image_array
+from .clumps import clump_reach
 from .rotations import quat_from_rotvec_one, quat_multiply_one, quat_normalize_one, quat_rotate_one
 
 SHAPES = ("box", "sphere", "cylinder", "torus")
@@ -838,7 +839,7 @@ def relax_clump_overlaps(position, orientation, arms, radius, shape, tolerance=1
     period = np.zeros(3) if period is None else np.asarray(period, float)
     arms = np.ascontiguousarray(arms, float)
     radius = np.ascontiguousarray(radius, float)
-    reach = float(np.max(np.linalg.norm(arms, axis=1) + radius))
+    reach = clump_reach(arms, radius)
     enclosing = np.full(len(position), reach)
     skin = 2.0 / 3.0 * radius.mean()
     velocity = np.zeros((len(position), 6))
@@ -881,7 +882,7 @@ def dense_clump_packing(shape, arms, radius, count, rng, tolerance=1e-4, max_ste
     on = period > 0.0
     arms = np.asarray(arms, float)
     radius = np.asarray(radius, float)
-    reach = float(np.max(np.linalg.norm(arms, axis=1) + radius))
+    reach = clump_reach(arms, radius)
     half = np.where(on, shape.half_extent, np.maximum(shape.half_extent - 0.5 * reach, 0.0))
     position = rng.uniform(-half, half, size=(count, 3))
     orientation = rng.standard_normal((count, 4))

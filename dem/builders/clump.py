@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from ..clumps import Template, body_frame, built_in, built_in_problem, template_problem
+from ..clumps import Template, body_frame, built_in, built_in_problem, clump_reach, template_problem
 from ..packing import Shape, bond_pairs, dense_clump_packing
 from ..rotations import quat_from_rotvec, quat_matrix
 from ..schema import REQUIRED, Key, TableError, at_least, non_negative, positive, too_many
@@ -96,9 +96,9 @@ KEYS = {
                    "clumps, or packing_fraction of the box, all at once at random, then pushed apart until no member "
                    f"overlap exceeds 1e-4 of a diameter; reached: {DENSE_MEASURED})", choices=PACKINGS),
     "packing_fraction": Key("float", None, "instead of count, the target solid fraction φ of a dense packing: "
-                          f"round(φ V_box / V) clumps, V the volume of the union of the members (≤ "
-                          f"{DENSE_FRACTION_LIMIT}; reached: {DENSE_MEASURED}; a packing that jams below it is "
-                          "refused at build naming this key)", "", _fraction),
+                            f"round(φ V_box / V) clumps, V the volume of the union of the members (≤ "
+                            f"{DENSE_FRACTION_LIMIT}; reached: {DENSE_MEASURED}; a packing that jams below it is "
+                            "refused at build naming this key)", "", _fraction),
     "periodic": Key("bool3", (False, False, False), "axes [x, y, z] along which a dense packing fills the box across "
                     "its faces, for a periodic [cell] (packing = dense; along these axes the box must span the "
                     "cell)"),
@@ -234,14 +234,14 @@ def check(p):
         if problem:
             return "count", problem
         mass, _, centre, _, _ = body_frame(members, p["density"])
-        reach = _reach(members.centres - centre, members.radii)
+        reach = clump_reach(members.centres - centre, members.radii)
         if not all(hi - lo >= 2.0 * reach for lo, hi in zip(p["min"], p["max"])):
             return "max", (f"the box must be at least the clump's span, {2 * reach:g}, along every axis (min "
                            f"{list(p['min'])})")
         count, fraction = dense_count(p, mass / p["density"])
         if not count >= 0.5:
-            return "packing_fraction", (f"gives no clump (packing_fraction × box volume / clump volume = {count:.3g}): "
-                                      f"ask for more or enlarge the box")
+            return "packing_fraction", (f"gives no clump (packing_fraction × box volume / clump volume = "
+                                        f"{count:.3g}): ask for more or enlarge the box")
         problem = too_many(count)
         if problem:
             return "packing_fraction", problem
@@ -279,12 +279,6 @@ def dense_count(p, volume):
     return (int(round(count)) if count <= 2 ** 62 else count), p["packing_fraction"]
 
 
-def _reach(arms, radii):
-    """Distance from the centre of mass to the farthest point of the members (``arms``: their
-    centres from the centre of mass)."""
-    return float(np.max(np.linalg.norm(arms, axis=1) + radii))
-
-
 def random_placement(arms, radii, count, low, high, rng, attempts):
     """``(position (count, 3), orientation (count, 4))`` of clumps whose members are at ``arms``
     from the centre of mass (template frame) with ``radii``: random places (centres of mass in the
@@ -292,7 +286,7 @@ def random_placement(arms, radii, count, low, high, rng, attempts):
     tried against the members of the clumps placed before it whose centres of mass are within two
     reaches (`_overlaps`: a grid of cells of that edge, the cost grows with the count, not its
     square); raises ValueError when a clump finds no free place."""
-    reach = _reach(arms, radii)
+    reach = clump_reach(arms, radii)
     low, high = np.asarray(low) + reach, np.asarray(high) - reach
     edge = 2.0 * reach
     radii = np.ascontiguousarray(radii, float)

@@ -198,7 +198,9 @@ def _partner(i, j, other, st, p, own):
 @njit(inline="always")
 def _apart(a, b, own):
     """Whether the scratch members ``a`` and ``b`` do not touch: ``r² ≥ reach²`` exactly as
-    `dem.interactions.contact.contact_pair` finds it (the separation taken as placed)."""
+    `dem.interactions.contact.contact_pair` finds it (the separation taken as placed: its
+    `dem.interactions.hertz.pair_overlap` in ``p.cell``, which has no periodic axis, gives the same
+    bits; calling it here, with its minimum image, made the update 40 % slower)."""
     dx = own.position[a, 0] - own.position[b, 0]
     dy = own.position[a, 1] - own.position[b, 1]
     dz = own.position[a, 2] - own.position[b, 2]
