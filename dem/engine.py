@@ -341,7 +341,8 @@ def _forces_text(names, parallel):
     row_arguments = row_kernel_arguments(interactions)
     _rows_text(w, interactions, listed=False)
     carried = "index" + "".join(", " + h for h in histories)
-    w("@njit(cache=True)")
+    # parallel: the build's row sweeps are prange loops (`dem.neighbors`), serial in a serial function
+    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
     w(f"def _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed_parameters(interactions))}):")
     w('"""Rebuild the neighbour list if it is due, carrying the histories (before the forces, and between '
       'contact sub-steps); returns '
