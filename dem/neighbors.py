@@ -153,11 +153,11 @@ def _wrap(k, dims):
 
 
 @njit(inline="always")
-def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, fill, cell,
+def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, limit, cell,
                periodic, count):
     """`scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images only
     where the cell is ``periodic``); returns ``count`` plus those found (written from ``offset +
-    count`` when ``fill``)."""
+    count``, those that fall below ``limit``)."""
     for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
         j = cell_particles[k]  # active by construction
         if j == i:
@@ -169,7 +169,7 @@ def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particl
             dx, dy, dz = minimum_image(dx, dy, dz, cell)
         reach = 0.5 * (diameter[i] + diameter[j]) + skin
         if dx * dx + dy * dy + dz * dz < reach * reach:
-            if fill:
+            if offset + count < limit:
                 index[offset + count] = j
             count += 1
     return count
@@ -177,8 +177,16 @@ def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particl
 
 @njit(cache=True)
 def scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
-    """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i`` (the
-    periodic steps only where the cell is periodic: its tests are loop-invariant)."""
+    """Count (``fill`` False) or write (True, from ``offset``) the neighbours of ``i``."""
+    return scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset,
+                       index.shape[0] if fill else offset, cell)
+
+
+@njit(cache=True)
+def scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell):
+    """Count the neighbours of ``i`` and write them from ``offset``, those that fall below
+    ``limit`` (the periodic steps only where the cell is periodic: its tests are
+    loop-invariant)."""
     count = 0
     dims, period = grid[4], grid[5]
     periodic = period[0] > 0.0 or period[1] > 0.0 or period[2] > 0.0
@@ -193,7 +201,7 @@ def scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, inde
             for tc in range(count_c):
                 c = _wrap(first_c + tc, dims[2]) if periodic else first_c + tc
                 count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
-                                   cell_particles, index, offset, fill, cell, periodic, count)
+                                   cell_particles, index, offset, limit, cell, periodic, count)
     return count
 
 
@@ -207,7 +215,7 @@ def _stencil(q, c, grid):
 
 
 @njit(cache=True)
-def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, fill, cell):
+def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell):
     """`scan_row` in a sheared cell (`dem.cell`: the images across the z and y faces shifted by
     the tilts): the neighbours of ``i`` are the particles binned within reach of one of the
     points ``u_i − H m`` (``u_i`` its wrapped offset, ``H m`` a lattice vector), so the cells
@@ -243,7 +251,7 @@ def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particl
     count = 0
     for k in range(n):
         if k == 0 or found[k] != found[k - 1]:
-            count = _scan_cell(i, found[k], position, diameter, skin, cell_start, cell_particles, index, offset, fill,
+            count = _scan_cell(i, found[k], position, diameter, skin, cell_start, cell_particles, index, offset, limit,
                                cell, True, count)
     return count
 
@@ -263,26 +271,73 @@ def sort_row(values, first, end):
 
 
 @njit(cache=True)
+def _scan(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell):
+    """Row ``i``'s neighbours (`scan_within`, in a sheared cell `_scan_row_tilted`): their count,
+    those below ``limit`` written from ``offset``."""
+    tilt = grid[7]
+    if tilt[0] != 0.0 or tilt[1] != 0.0 or tilt[2] != 0.0:
+        return _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit,
+                                cell)
+    return scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell)
+
+
+@njit(cache=True)
 def _rows(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell):
     """Rows ``lo_row ≤ i < hi_row``: their lengths into ``start[i+1]`` (``fill`` False) or their
     entries into ``index`` from ``start[i]`` (``fill`` True)."""
-    tilt = grid[7]
-    tilted = tilt[0] != 0.0 or tilt[1] != 0.0 or tilt[2] != 0.0
     for i in range(lo_row, hi_row):
         if not takes_part(position, diameter, i):
             if not fill:
                 start[i + 1] = 0
             continue
-        if tilted:
-            count = _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
-                                      fill, cell)
-        else:
-            count = scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i], fill,
-                              cell)
+        count = _scan(i, position, diameter, skin, grid, cell_start, cell_particles, index, start[i],
+                      index.shape[0] if fill else start[i], cell)
         if fill:
             sort_row(index, start[i], start[i] + count)
         else:
             start[i + 1] = count
+
+
+@njit(cache=True)
+def _rows_within(lo_row, hi_row, position, diameter, skin, grid, cell_start, cell_particles, start, index, first,
+                 limit, cell):
+    """Rows ``lo_row ≤ i < hi_row`` in one sweep: their lengths into ``start[i+1]`` and their
+    entries, sorted, one row after the other into ``index`` from ``first`` while they fit below
+    ``limit``; returns the entries written, or −1 if they did not all fit."""
+    used = 0
+    for i in range(lo_row, hi_row):
+        count = 0
+        if takes_part(position, diameter, i):
+            at = first + used if used >= 0 else limit
+            count = _scan(i, position, diameter, skin, grid, cell_start, cell_particles, index, at, limit, cell)
+            if used >= 0:
+                if at + count <= limit:
+                    sort_row(index, at, at + count)
+                    used += count
+                else:
+                    used = -1
+        start[i + 1] = count
+    return used
+
+
+@njit(cache=True)
+def _rooms(start, index, counters, n):
+    """For the one-sweep build (`_rows_within`): where each chunk of ``CHUNK`` rows may write its
+    rows in ``index`` (``chunks + 1`` offsets): as many entries as the chunk had at the last build,
+    a quarter more and 64; or none (an empty array) before a first build, when ``start`` no longer
+    holds the last build's rows (another ``n``) or the room would not fit in ``index``."""
+    chunks = (n + CHUNK - 1) // CHUNK
+    none = np.empty(0, np.int64)
+    if counters[N_BUILDS] == 0 or start[0] != 0 or start[n] != counters[N_ENTRIES]:
+        return none
+    room = np.empty(chunks + 1, np.int64)
+    room[0] = 0
+    for chunk in range(chunks):
+        before = start[min(n, (chunk + 1) * CHUNK)] - start[chunk * CHUNK]
+        if before < 0:
+            return none
+        room[chunk + 1] = room[chunk] + before + before // 4 + 64
+    return room if room[chunks] <= index.shape[0] else none
 
 
 @njit(inline="always")
@@ -359,9 +414,41 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
     for k in range(n_cells, 0, -1):
         cell_start[k] = cell_start[k - 1]
     cell_start[0] = 0
-    # rows: a counting sweep, the prefix sum, a filling sweep (rows are independent: parallel)
+    # rows (independent: parallel): one sweep into the room the last build's rows leave
+    # (`_rooms`), then closed up; or, without such room or where a chunk outgrew it, a counting
+    # sweep, the prefix sum and a filling sweep
+    chunks = (n + CHUNK - 1) // CHUNK
+    room = _rooms(start, index, counters, n)
+    written = np.empty(chunks, np.int64)
+    whole = room.shape[0] > 0
+    if whole:
+        if parallel:
+            for chunk in prange(chunks):
+                written[chunk] = _rows_within(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin,
+                                              grid, cell_start, cell_particles, start, index, room[chunk],
+                                              room[chunk + 1], cell)
+        else:
+            for chunk in range(chunks):
+                written[chunk] = _rows_within(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin,
+                                              grid, cell_start, cell_particles, start, index, room[chunk],
+                                              room[chunk + 1], cell)
+        for chunk in range(chunks):
+            whole = whole and written[chunk] >= 0
     start[0] = 0
-    for sweep in range(2):
+    if whole:
+        for i in range(n):
+            start[i + 1] += start[i]
+        for chunk in range(chunks):  # to lower places, chunk by chunk: no chunk's rows overwritten unread
+            to = start[chunk * CHUNK]
+            for k in range(written[chunk]):
+                index[to + k] = index[room[chunk] + k]
+        need = start[n] + start[n] // 2  # the rows, then room for the owner slots (`dem.contacts`)
+        if need > index.shape[0]:
+            grown = np.empty(need + need // 16 + 16, np.int32)
+            for k in range(start[n]):
+                grown[k] = index[k]
+            index = grown
+    for sweep in range(0 if whole else 2):
         fill = sweep == 1
         if fill:
             for i in range(n):
