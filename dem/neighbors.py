@@ -341,6 +341,19 @@ def _rooms(start, index, counters, n):
 
 
 @njit(inline="always")
+def _with_owner_room(index, entries, kept):
+    """``index``, or a larger array holding its first ``kept`` values, with room for ``entries``
+    row entries and then the owner slots (`dem.contacts`: half as many again)."""
+    need = entries + entries // 2
+    if need <= index.shape[0]:
+        return index
+    grown = np.empty(need + need // 16 + 16, np.int32)  # np.empty: no parallel fill
+    for k in range(kept):
+        grown[k] = index[k]
+    return grown
+
+
+@njit(inline="always")
 def build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
                  counters, cell):
     """Rebuild the list; returns ``index`` (a new, larger array if the old one was too small)."""
@@ -435,6 +448,17 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
         for chunk in range(chunks):
             whole = whole and written[chunk] >= 0
     start[0] = 0
+    for sweep in range(0 if whole else 2):  # (the filling sweep comes after the prefix sum)
+        if sweep == 1:
+            for i in range(n):
+                start[i + 1] += start[i]
+            index = _with_owner_room(index, start[n], 0)
+        if parallel:
+            for chunk in prange(chunks):
+                _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
+                      cell_particles, start, index, sweep == 1, cell)
+        else:
+            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, sweep == 1, cell)
     if whole:
         for i in range(n):
             start[i + 1] += start[i]
@@ -442,26 +466,7 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
             to = start[chunk * CHUNK]
             for k in range(written[chunk]):
                 index[to + k] = index[room[chunk] + k]
-        need = start[n] + start[n] // 2  # the rows, then room for the owner slots (`dem.contacts`)
-        if need > index.shape[0]:
-            grown = np.empty(need + need // 16 + 16, np.int32)
-            for k in range(start[n]):
-                grown[k] = index[k]
-            index = grown
-    for sweep in range(0 if whole else 2):
-        fill = sweep == 1
-        if fill:
-            for i in range(n):
-                start[i + 1] += start[i]
-            need = start[n] + start[n] // 2  # the rows, then room for the owner slots (`dem.contacts`)
-            if need > index.shape[0]:
-                index = np.empty(need + need // 16 + 16, np.int32)  # np.empty: no parallel fill
-        if parallel:
-            for chunk in prange((n + CHUNK - 1) // CHUNK):
-                _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
-                      cell_particles, start, index, fill, cell)
-        else:
-            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, fill, cell)
+        index = _with_owner_room(index, start[n], start[n])
     counters[N_ENTRIES] = start[n]
     counters[N_BUILDS] += 1
     for i in range(n):
