@@ -37,13 +37,16 @@ moved by its skin, `dem.neighbors.rebuild_due`), rows `BUILT` and `BUILT_TILT` t
 at the last build (a restart rebuilds the list on that lattice, `lattice_at_build`), row `SPAN`
 the extent of the particles' unwrapped positions at the last build plus two pair reaches along
 each periodic axis (a bound of ``|s|``: an image's velocity relative to its particle is at most
-``Σ_b |L_ab| SPAN_b`` along a, `deform`). The nearest image is taken without a branch and without
-a division, ``d − L rint(d/L)`` as ``d − L rint(d · L⁻¹)`` (z first, then y and x shifted by the
-tilts): in the innermost loops a test or a division (whose zero check numba compiles in) cost
-more than the arithmetic. Along an axis that is not periodic it subtracts ``0 · rint(d · 0) =
-±0`` and leaves ``d`` as it is, to the bit (a difference of positions is never −0), so a scene
-without a periodic axis keeps its results, and a cell that does not deform subtracts ``0 · s =
-±0`` from every relative velocity (the same bits).
+``Σ_b |L_ab| SPAN_b`` along a, `deform`). The nearest image is taken without a per-entry test and
+without a division, ``d − L rint(d/L)`` as ``d − L rint(d · L⁻¹)`` (z first, then y and x shifted
+by the tilts): in the innermost loops a test on the data or a division (whose zero check numba
+compiles in) cost more than the arithmetic. Along an axis that is not periodic it subtracts ``0 ·
+rint(d · 0) = ±0`` and leaves ``d`` as it is, to the bit (a difference of positions is never
+−0), so a scene without a periodic axis keeps its results, and a cell that does not deform
+subtracts ``0 · s = ±0`` from every relative velocity (the same bits). The row kernels read the
+cell's `image_kind` once per row and pass it to `minimum_image`, which then skips the arithmetic
+that would subtract ±0 (no periodic axis: all of it; no tilt: the tilts' chain), with the same
+bits; and they skip the images' velocity where the cell does not deform (`deforms`).
 """
 
 import numpy as np
@@ -203,11 +206,38 @@ def wall_problem(cell, normal):
     return int(np.argmax(across)) if across.any() else None
 
 
+#: what `minimum_image` does in a cell (`image_kind`): nothing (no periodic axis), each periodic
+#: axis on its own (no tilts), or z, then y, then x shifted by the tilts
+OPEN, UPRIGHT, TILTED = range(3)
+
+
 @njit(inline="always")
-def minimum_image(dx, dy, dz, cell):
+def image_kind(cell):
+    """`OPEN` (no periodic axis), `UPRIGHT` (periodic axes, no tilt) or `TILTED`: what
+    `minimum_image` has to do in ``cell`` now. A kernel reads it once, before its loop over a row's
+    entries, and passes it on: the compiler then splits the loop into one copy per kind, and the
+    copies of an open or upright cell skip the tilts' chain of dependent roundings, which the
+    touching test of every entry waits for."""
+    if cell[TILT, 0] != 0.0 or cell[TILT, 1] != 0.0 or cell[TILT, 2] != 0.0:
+        return TILTED
+    if cell[PERIOD, 0] != 0.0 or cell[PERIOD, 1] != 0.0 or cell[PERIOD, 2] != 0.0:
+        return UPRIGHT
+    return OPEN
+
+
+@njit(inline="always")
+def minimum_image(dx, dy, dz, cell, kind=TILTED):
     """The separation ``(dx, dy, dz)`` of two particles reduced to its nearest image along the
     periodic axes of ``cell`` (z first, then y, each shifting the components before it by the
-    tilts); unchanged (the same bits) along the others (module docstring)."""
+    tilts); unchanged (the same bits) along the others (module docstring). ``kind`` (`image_kind`
+    of ``cell``) skips what the cell does not need: every kind gives the bits of `TILTED`'s
+    arithmetic, where a tilt or an edge that is 0 subtracts ±0."""
+    if kind == OPEN:
+        return dx, dy, dz
+    if kind == UPRIGHT:
+        return (dx - cell[PERIOD, 0] * np.rint(dx * cell[INVERSE, 0]),
+                dy - cell[PERIOD, 1] * np.rint(dy * cell[INVERSE, 1]),
+                dz - cell[PERIOD, 2] * np.rint(dz * cell[INVERSE, 2]))
     kz = np.rint(dz * cell[INVERSE, 2])
     dx = dx - cell[TILT, 1] * kz
     dy = dy - cell[TILT, 2] * kz

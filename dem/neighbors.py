@@ -23,7 +23,9 @@ contact table keeps there, for each pair's entry in its higher row, the pair's h
 import numpy as np
 from numba import njit, prange
 
-from .cell import INVERSE, MOTION, ORIGIN, PERIOD, TILT, box_cell, minimum_image, record_build
+from .cell import (
+    INVERSE, MOTION, OPEN, ORIGIN, PERIOD, TILT, TILTED, box_cell, image_kind, minimum_image, record_build,
+)
 
 N_ENTRIES, N_BUILDS = 0, 1
 CHUNK = 4096
@@ -154,10 +156,10 @@ def _wrap(k, dims):
 
 @njit(inline="always")
 def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, limit, cell,
-               periodic, count):
-    """`scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images only
-    where the cell is ``periodic``); returns ``count`` plus those found (written from ``offset +
-    count``, those that fall below ``limit``)."""
+               kind, count):
+    """`scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images of
+    ``kind``, `dem.cell.image_kind`: `dem.cell.OPEN` where the grid is not periodic); returns
+    ``count`` plus those found (written from ``offset + count``, those that fall below ``limit``)."""
     for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
         j = cell_particles[k]  # active by construction
         if j == i:
@@ -165,8 +167,7 @@ def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particl
         dx = position[i, 0] - position[j, 0]
         dy = position[i, 1] - position[j, 1]
         dz = position[i, 2] - position[j, 2]
-        if periodic:
-            dx, dy, dz = minimum_image(dx, dy, dz, cell)
+        dx, dy, dz = minimum_image(dx, dy, dz, cell, kind)
         reach = 0.5 * (diameter[i] + diameter[j]) + skin
         if dx * dx + dy * dy + dz * dz < reach * reach:
             if offset + count < limit:
@@ -190,6 +191,7 @@ def scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, i
     count = 0
     dims, period = grid[4], grid[5]
     periodic = period[0] > 0.0 or period[1] > 0.0 or period[2] > 0.0
+    kind = image_kind(cell) if periodic else OPEN
     ca, cb, cc = cell_of(position, i, grid)
     first_a, count_a = _span(ca, dims[0], period[0] > 0.0)
     first_b, count_b = _span(cb, dims[1], period[1] > 0.0)
@@ -201,7 +203,7 @@ def scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, i
             for tc in range(count_c):
                 c = _wrap(first_c + tc, dims[2]) if periodic else first_c + tc
                 count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
-                                   cell_particles, index, offset, limit, cell, periodic, count)
+                                   cell_particles, index, offset, limit, cell, kind, count)
     return count
 
 
@@ -252,7 +254,7 @@ def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particl
     for k in range(n):
         if k == 0 or found[k] != found[k - 1]:
             count = _scan_cell(i, found[k], position, diameter, skin, cell_start, cell_particles, index, offset, limit,
-                               cell, True, count)
+                               cell, TILTED, count)
     return count
 
 

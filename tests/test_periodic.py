@@ -12,7 +12,8 @@ from support.threads import across_threads
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
 from dem.builders.assembly import assembly_arrays
-from dem.cell import box_cell, minimum_image_array, with_inverse, wrapped
+from dem.cell import (OPEN, TILT, TILTED, UPRIGHT, box_cell, image_kind, minimum_image, minimum_image_array,
+                      with_inverse, wrapped)
 from dem.cli import main
 from dem.engine import compute_forces
 from dem.neighbors import NeighborList
@@ -65,6 +66,32 @@ def pair_system(across, bonded=False):
         system.add_bond(0, 1, k_axial=300.0, k_shear=200.0, k_bending=20.0)
     contact = {"k_pp": 1e4, "friction": 0.5, "rolling_friction": 0.1, "restitution": 0.7}
     return system.finish([], contact=contact, cell={"periodic": [True, True, True], "size": [6.0, 5.0, 5.0]})
+
+
+@pytest.mark.parametrize("edges, tilts, kind", [
+    ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), OPEN), ((9.0, 0.0, 0.0), (0.0, 0.0, 0.0), UPRIGHT),
+    ((9.0, 7.0, 0.0), (0.0, 0.0, 0.0), UPRIGHT), ((9.0, 7.0, 12.0), (0.0, 0.0, 0.0), UPRIGHT),
+    ((9.0, 7.0, 12.0), (2.5, 0.0, 0.0), TILTED), ((9.0, 7.0, 12.0), (0.0, -3.0, 1.5), TILTED),
+], ids=["open", "x", "x and y", "all three", "tilted xy", "tilted xz and yz"])
+def test_each_kind_of_cell_takes_the_nearest_image_to_the_bit(edges, tilts, kind):
+    """`dem.cell.image_kind` names what the nearest image needs, and `minimum_image` of that kind
+    gives the bits of the general arithmetic (`TILTED`'s): a separation as it is in a cell without a
+    periodic axis, each axis on its own in an upright cell."""
+    cell = box_cell(np.array(edges))
+    cell[TILT] = tilts
+    assert image_kind(cell) == kind
+    rng = np.random.default_rng(7)
+    d = rng.uniform(-25.0, 25.0, size=(2000, 3))
+    d[:40] = 0.0  # coincident centres
+    d[40:80] = np.round(d[40:80])
+    general = np.array([minimum_image(*row, cell, TILTED) for row in d])
+    by_kind = np.array([minimum_image(*row, cell, kind) for row in d])
+    assert np.array_equal(by_kind.view(np.int64), general.view(np.int64))
+    if kind == OPEN:
+        assert np.array_equal(by_kind, d)
+    period = cell[0]
+    if kind == UPRIGHT:
+        assert np.allclose(by_kind, minimum_image_array(d, period), rtol=0.0, atol=1e-12)
 
 
 def test_a_collision_across_a_face_is_the_collision_inside():

@@ -46,7 +46,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import deforming, image_velocity
+from ..cell import TILTED, deforming, image_kind, image_velocity
 from ..contacts import owner_slot
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
@@ -130,7 +130,7 @@ def _release(p, xi, theta, reach, r_old, reduced):
 
 
 @njit(inline="always")
-def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history):
+def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TILTED):
     """The pair ``i < j`` (its springs in ``slot`` from ``column`` on: 0 for a particle pair, a
     member pair's own columns for clumps' members, `dem.interactions.clump_contacts`): advances
     the springs and returns ``(loaded, F (3), τ_i (3), τ_j (3), elastic (3), active, booked,
@@ -141,10 +141,10 @@ def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history):
     (`dem.interactions.hertz.adhesive_law`) and the power the pair takes from a deforming cell's
     moving images (`dem.cell.image_velocity`: its relative velocity is taken against the image's;
     0 in a cell that does not deform). A JKR contact forms when the spheres touch and holds,
-    stretched, until ``ξ_n < ξ_c``."""
+    stretched, until ``ξ_n < ξ_c``. ``kind``: the cell's `dem.cell.image_kind`."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
-    dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter, st.cell)
+    dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter, st.cell, kind)
     zero = (0.0, 0.0, 0.0)
     active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
     xi, theta = _springs(history, slot, column)
@@ -262,6 +262,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     force, moment = st.force, st.moment
     horizon = 2.0 * h if p.substeps > 1 else -1.0
+    kind = image_kind(st.cell)
     for i in range(lo, hi):
         fx = fy = fz = tx = ty = tz = ex = ey = ez = booked = power = lost = driven = 0.0
         active = 0
@@ -269,7 +270,7 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
             loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, 0, h, horizon,
-                                                                                       st, bodies, p, history)
+                                                                                       st, bodies, p, history, kind)
             active += on
             booked += work
             lost += snapped
@@ -322,9 +323,10 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
         horizon = 2.0 * h
         ex = ey = ez = 0.0
         active = 0
+        kind = image_kind(st.cell)
         for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
             j = index[k]
-            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell, kind)
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
             if r2 < reach * reach:
                 r = np.sqrt(r2)

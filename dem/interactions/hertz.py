@@ -34,7 +34,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import deforming, image_velocity, minimum_image
+from ..cell import TILTED, deforming, deforms, image_kind, image_velocity, minimum_image
 from ..schema import Key, SceneError, non_negative, restitution
 from .binder import BINDER
 from .contract import ROW, Interaction
@@ -214,12 +214,12 @@ def pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon):
 
 
 @njit(inline="always")
-def pair_overlap(i, j, radius, position, diameter, cell):
+def pair_overlap(i, j, radius, position, diameter, cell, kind=TILTED):
     """``(dx, dy, dz, r², reach)`` of particles ``i`` (of radius ``radius``) and ``j``, ``d = x_i −
-    x_j`` the nearest image's along the periodic axes of ``cell`` (`dem.cell`); they touch when
-    ``r² < reach²``."""
+    x_j`` the nearest image's along the periodic axes of ``cell`` (`dem.cell`; ``kind``: its
+    `dem.cell.image_kind`, read before a loop over a row); they touch when ``r² < reach²``."""
     dx, dy, dz = minimum_image(position[i, 0] - position[j, 0], position[i, 1] - position[j, 1],
-                               position[i, 2] - position[j, 2], cell)
+                               position[i, 2] - position[j, 2], cell, kind)
     return dx, dy, dz, dx * dx + dy * dy + dz * dz, radius + 0.5 * diameter[j]
 
 
@@ -238,16 +238,19 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
     energy of its contacts (the other halves belong to the partners), with a ``horizon`` ≥ 0 (two
     steps; 0 at a run's start) how many of its pairs are active (`in_contact` now, or as the
     approach speed would carry them over the horizon; 0 without a horizon), the elastic Hertz
-    force alone, and half the power its pairs take from a deforming cell's moving images
-    (`dem.cell.image_velocity`: 0 in a cell that does not deform)."""
+    force alone (with a horizon; 0 without), and half the power its pairs take from a deforming
+    cell's moving images (`dem.cell.image_velocity`: 0 in a cell that does not deform, whose
+    images' velocity, ±0, is not computed: subtracting it changes no bit)."""
     position, velocity, diameter, inverse_mass = st.position, st.velocity, bodies.diameter, bodies.inverse_mass
     start, index, stiffness, law, cell = contacts.start, contacts.neighbors, p.stiffness, p.law, st.cell
     fx = fy = fz = power = energy = ex = ey = ez = driven = 0.0
     active = 0
     radius = 0.5 * diameter[i]
+    kind, moving = image_kind(cell), deforms(cell)  # (read before the loop: its copies skip what is not needed)
+    wx = wy = wz = 0.0
     for k in range(start[i], start[i + 1]):
         j = index[k]
-        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
+        dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, cell, kind)
         if horizon >= 0.0:
             active += pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon)
         if r2 >= reach * reach:
@@ -256,11 +259,13 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
         delta = 1.0 - r / reach
         u, force = normal_law(law, delta, stiffness, reach)
         energy += 0.5 * u
-        elastic = force / r
-        ex += elastic * dx
-        ey += elastic * dy
-        ez += elastic * dz
-        wx, wy, wz = image_velocity(i, j, dx, dy, dz, position, cell)
+        if horizon >= 0.0:
+            elastic = force / r
+            ex += elastic * dx
+            ey += elastic * dy
+            ez += elastic * dz
+        if moving:
+            wx, wy, wz = image_velocity(i, j, dx, dy, dz, position, cell)
         if damping != 0.0:
             speed = ((velocity[i, 0] - velocity[j, 0] - wx) * dx + (velocity[i, 1] - velocity[j, 1] - wy) * dy
                      + (velocity[i, 2] - velocity[j, 2] - wz) * dz) / r
@@ -270,7 +275,8 @@ def _pair_row(i, st, bodies, contacts, p, damping, horizon=-1.0):
         fx += force * dx
         fy += force * dy
         fz += force * dz
-        driven += 0.5 * force * (wx * dx + wy * dy + wz * dz)
+        if moving:
+            driven += 0.5 * force * (wx * dx + wy * dy + wz * dz)
     return fx, fy, fz, power, energy, active, ex, ey, ez, driven
 
 
@@ -418,8 +424,9 @@ def hertz_pp_fast(lo, hi, st, bodies, contacts, p, fast):
     for i in range(lo, hi):
         fx = fy = fz = 0.0
         radius = 0.5 * diameter[i]
+        kind = image_kind(st.cell)
         for k in range(start[i], start[i + 1]):
-            dx, dy, dz, r2, reach = pair_overlap(i, index[k], radius, position, diameter, st.cell)
+            dx, dy, dz, r2, reach = pair_overlap(i, index[k], radius, position, diameter, st.cell, kind)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)
@@ -442,6 +449,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
     for i in range(position.shape[0]):
         for c in range(3):
             fast[i, c] = 0.0
+    kind = image_kind(st.cell)
     for i in range(position.shape[0]):
         radius = 0.5 * diameter[i]
         fx, fy, fz = fast[i, 0], fast[i, 1], fast[i, 2]  # the pairs j < i's, added in row order
@@ -449,7 +457,7 @@ def hertz_pp_fast_pairs(st, bodies, contacts, p, fast):
             j = index[k]
             if j < i:
                 continue
-            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell)
+            dx, dy, dz, r2, reach = pair_overlap(i, j, radius, position, diameter, st.cell, kind)
             if r2 >= reach * reach:
                 continue
             force = _elastic_over_r(r2, reach, p.law, stiffness)
