@@ -215,9 +215,9 @@ OPEN, UPRIGHT, TILTED = range(3)
 def image_kind(cell):
     """`OPEN` (no periodic axis), `UPRIGHT` (periodic axes, no tilt) or `TILTED`: what
     `minimum_image` has to do in ``cell`` now. A kernel reads it once, before its loop over a row's
-    entries, and passes it on: the compiler then splits the loop into one copy per kind, and the
-    copies of an open or upright cell skip the tilts' chain of dependent roundings, which the
-    touching test of every entry waits for."""
+    entries, and passes it on: the compiler can then split the loop into one copy per kind (it
+    does for the Hertz rows), and an open or upright cell skips the tilts' chain of dependent
+    roundings, which the touching test of every entry waits for."""
     if cell[TILT, 0] != 0.0 or cell[TILT, 1] != 0.0 or cell[TILT, 2] != 0.0:
         return TILTED
     if cell[PERIOD, 0] != 0.0 or cell[PERIOD, 1] != 0.0 or cell[PERIOD, 2] != 0.0:

@@ -12,7 +12,7 @@ from support.threads import across_threads
 from dem import Simulation, SystemBuilder
 from dem.builders.assembly import KEYS as ASSEMBLY_KEYS
 from dem.builders.assembly import assembly_arrays
-from dem.cell import (OPEN, TILT, TILTED, UPRIGHT, box_cell, image_kind, minimum_image, minimum_image_array,
+from dem.cell import (OPEN, PERIOD, TILT, TILTED, UPRIGHT, box_cell, image_kind, minimum_image, minimum_image_array,
                       with_inverse, wrapped)
 from dem.cli import main
 from dem.engine import compute_forces
@@ -89,9 +89,8 @@ def test_each_kind_of_cell_takes_the_nearest_image_to_the_bit(edges, tilts, kind
     assert np.array_equal(by_kind.view(np.int64), general.view(np.int64))
     if kind == OPEN:
         assert np.array_equal(by_kind, d)
-    period = cell[0]
     if kind == UPRIGHT:
-        assert np.allclose(by_kind, minimum_image_array(d, period), rtol=0.0, atol=1e-12)
+        assert np.allclose(by_kind, minimum_image_array(d, cell[PERIOD]), rtol=0.0, atol=1e-12)
 
 
 def test_a_collision_across_a_face_is_the_collision_inside():
