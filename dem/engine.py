@@ -563,9 +563,11 @@ def _sample_text(names):
 
 
 #: the stepping loop's text; its holes: the arguments, the set-up of contact sub-stepping (`_setup`)
-#: and one step, the stages of `dem.step.STEP` as `StepWriter` writes them
+#: and one step, the stages of `dem.step.STEP` as `StepWriter` writes them. It runs without
+#: Python's lock (``nogil``): a writer's thread (`dem.observers.vtk.VTKWriter`) serialises the
+#: last snapshot meanwhile
 ADVANCE = """\
-@njit(cache=True{parallel})
+@njit(cache=True, nogil=True{parallel})
 def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):
     n = st.position.shape[0]
     if n_steps == 0:  # the forces of the current configuration, as at the start of a run

@@ -136,7 +136,8 @@ def run(scene_path, overrides=(), out=None, quiet=False, restart=None):
                                 guard)
     # the guard after the writers: the row that set it off is in the logs too
     observers = [EnergyLog(output_dir / "energy.csv", scene.output["log_every"], resume_step),
-                 VTKWriter(output_dir, scene.output["vtk_every"], square=square, contacts=scene.output["contacts"]),
+                 VTKWriter(output_dir, scene.output["vtk_every"], square=square, contacts=scene.output["contacts"],
+                           background=True),
                  guard, checkpointer]
     if scene.output["contacts"]:
         observers.insert(1, FabricLog(output_dir / "fabric.csv", scene.output["log_every"], resume_step))

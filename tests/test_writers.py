@@ -82,6 +82,34 @@ def test_refilled_snapshots_equal_fresh_ones(tmp_path):
             assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / f"new{k}" / name).read_bytes(), name
 
 
+def test_a_writer_in_the_background_writes_the_same_files_and_raises_its_errors(tmp_path):
+    """A background writer copies each snapshot at its step and writes it while the run steps on:
+    its files and collections are, byte for byte, those of a writer that writes at once. A write
+    that fails there is raised at ``close`` (or the next ``report``), and no collection names its
+    file."""
+    _, model, state, _ = prepare(SCENE, ["simulation.t_end=1.0"])
+    sim = Simulation(model, state, "rrp2", 1e-3)
+    writers = {"now": VTKWriter(tmp_path / "now", 1), "later": VTKWriter(tmp_path / "later", 1, background=True)}
+    failing = VTKWriter(tmp_path / "failing", 1, collection_interval=1e9, background=True)  # (indexed at close)
+    for k in range(3):
+        sim.advance(300)  # the ring hits the wall: every array changes while the last snapshot is written
+        if k == 2:  # a folder where the particles' file goes: the write fails
+            (tmp_path / "failing/vtk" / f"particles_{sim.state.step:09d}.vtp").mkdir(parents=True)
+        for writer in (*writers.values(), failing):
+            writer.report(sim)
+    for writer in writers.values():
+        writer.close(sim)
+    files = {name: sorted(path.relative_to(tmp_path / name) for path in (tmp_path / name).rglob("*") if path.is_file())
+             for name in writers}
+    assert files["now"] == files["later"] and len(files["now"]) == 3 * 2 + 1 + 3  # particles, bonds, a wall, .pvd
+    for path in files["now"]:
+        assert (tmp_path / "now" / path).read_bytes() == (tmp_path / "later" / path).read_bytes(), path
+    with pytest.raises(IsADirectoryError):
+        failing.close(sim)
+    assert (tmp_path / "failing/vtk/particles_000000600.vtp").is_file()  # written, but not indexed after the failure
+    assert [f for _, f in _collection(tmp_path / "failing/particles.pvd")] == ["vtk/particles_000000300.vtp"]
+
+
 def test_the_writers_leave_vtks_threads_as_they_found_them(torus_run):
     """The writers give VTK's std::thread backend the thread count it takes by default, the
     processors' (or ``VTK_SMP_MAX_THREADS``); the backend in use and its count stay."""

@@ -67,6 +67,7 @@ import re
 import sys
 import time
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -101,9 +102,17 @@ class VTKWriter:
     start by deleting everything). ``square``: how to draw the planes (`wall_square`; by default
     that of the first snapshot). ``contacts``: write the contact network too (the reporting
     simulation's ``contacts`` is its contact table).
+
+    ``background``: a thread of the writer's own serialises and writes each snapshot while the run
+    steps on (the compiled loop releases Python's lock); the snapshot keeps copies of what the run
+    changes (the state's arrays, and views), and the next ``report`` waits for its write before it
+    makes another, so a run holds one snapshot's arrays at a time, as it does without. The files
+    are the same bytes. An error there is raised by the next ``report`` or by ``close``, which
+    waits for the thread and ends it. The command line's runs write so (`dem.runner`); without it
+    ``report`` returns once the files are written.
     """
 
-    def __init__(self, directory, every, collection_interval=0.5, square=None, contacts=False):
+    def __init__(self, directory, every, collection_interval=0.5, square=None, contacts=False, background=False):
         self.directory = Path(directory)
         self.every = every
         self.contacts = contacts
@@ -117,12 +126,17 @@ class VTKWriter:
         self._series = {}  # series -> _Reused: its VTK objects and writer, refilled at every snapshot
         self._static = {}  # series of walls that do not move -> the file of the run's first snapshot
         self._square = square  # (centroid, edge) of the planes' squares (`wall_square`)
+        self.background = background
+        self._thread = None  # the thread that writes in the background (made at the first snapshot)
+        self._last = None  # the future of the snapshot it was last given
+        self._failed = False  # a snapshot written in the background failed
 
     def report(self, sim):
         model, state = sim.model, sim.state
         step = int(state.step)
         if step == self._last_step:
             return
+        self._wait()
         if self._entries is None:
             self._start(step, model)
         intact = broken_codes(model, state) == 0
@@ -142,34 +156,80 @@ class VTKWriter:
             written["sites"] = lambda: _sites(model, state)
         if self.contacts:
             written["contacts"] = lambda: _contacts(model, state, sim.contacts)
+        frames, names = [], {}  # (series, file name, frame) to write; each series' file
+        live = _live(state) if self.background else None
         for series, frame in written.items():  # (frame: makes the series' arrays, when they are written)
-            name = self._static.get(series)
-            if name is None:
-                name = f"vtk/{series}_{step:09d}.vtp"
-                reused = self._series.get(series)
-                if reused is None:
-                    reused = self._series[series] = _Reused()
-                reused.fill(frame())
-                _write_in_place(self.directory / name, reused.serialise(name))
-                if series in ("walls", "meshes") and _walls_fixed(model, series):
-                    self._static[series] = name  # every later snapshot of the run shows this file
+            names[series] = self._static.get(series)
+            if names[series] is None:
+                names[series] = f"vtk/{series}_{step:09d}.vtp"
+                frames.append((series, names[series], _detached(frame(), live) if self.background else frame()))
+        if not self.background:
+            self._write(frames)
+        for series, name in names.items():  # (written, or queued: a collection names it only after)
             self._entries[series].append((step, float(state.time), name))
             self._pending.add(series)
+        for series, name, _ in frames:
+            if series in ("walls", "meshes") and _walls_fixed(model, series):
+                self._static[series] = name  # every later snapshot of the run shows this file
         self._last_step = step
         now = time.monotonic()
+        collections = {}
         if self._last_collection is None or now - self._last_collection >= self.collection_interval:
-            self._write_collections()
+            collections = self._due_collections()
             self._last_collection = now
+        if not self.background:
+            self._write(collections=collections)
+            return
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="dem-vtk")
+        self._last = self._thread.submit(self._write, frames, collections)
 
     def close(self, sim):
-        self._write_collections()
+        try:
+            self._wait()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True)
+                self._thread = None
+        self._write(collections=self._due_collections())
         if self._entries is not None:
             self._remove_stale()
 
-    def _write_collections(self):
-        for series in sorted(self._pending):
-            _write_collection(self.directory / f"{series}.pvd", self._entries[series])
+    def _write(self, frames=(), collections=None):
+        """Write the snapshots ``frames`` (``(series, file name, frame)``), then the
+        ``collections`` (``{series: entries}``), whose entries name only files written by then;
+        nothing more in the background once a write there failed (a collection would name its
+        file)."""
+        if self._failed:
+            return
+        try:
+            self._write_files(frames, collections)
+        except BaseException:
+            self._failed = self.background
+            raise
+
+    def _write_files(self, frames, collections):
+        for series, name, frame in frames:
+            reused = self._series.get(series)
+            if reused is None:
+                reused = self._series[series] = _Reused()
+            reused.fill(frame)
+            _write_in_place(self.directory / name, reused.serialise(name))
+        for series, entries in (collections or {}).items():
+            _write_collection(self.directory / f"{series}.pvd", entries)
+
+    def _due_collections(self):
+        """``{series: its entries}`` of the series whose ``.pvd`` lags behind (copies: the
+        background thread writes them while the run goes on)."""
+        due = {series: list(self._entries[series]) for series in sorted(self._pending)}
         self._pending.clear()
+        return due
+
+    def _wait(self):
+        """Wait for the snapshot being written in the background, raising its error."""
+        last, self._last = self._last, None
+        if last is not None:
+            last.result()
 
     def _start(self, step, model):
         """Index the snapshots before ``step`` left by an earlier run (a restart: walls that do
@@ -220,6 +280,30 @@ def _write_in_place(path, data):
 #: dtype)]``; the names of the active ``vectors`` and ``scalars`` (or None).
 Frame = namedtuple("Frame", "points verts lines polys point_data cell_data vectors scalars",
                    defaults=(None, None, None, (), (), None, None))
+
+
+def _live(state):
+    """The ids of the arrays the run changes in place: the state's and its interactions' own."""
+    arrays = [*state.arrays()]
+    for own in state.interactions.values():
+        arrays += [value for value in (own if isinstance(own, tuple) else ()) if isinstance(value, np.ndarray)]
+    return {id(array) for array in arrays}
+
+
+def _detached(frame, live):
+    """``frame`` sharing no memory with what the run changes while a background thread writes it:
+    its views and the ``live`` arrays themselves (`_live`) copied; the arrays it made for itself kept."""
+    def own(values):
+        values = np.asarray(values)
+        return np.array(values) if values.base is not None or id(values) in live else values
+
+    def cells(pair):
+        return None if pair is None else tuple(own(a) for a in pair)
+
+    return frame._replace(points=own(frame.points), verts=cells(frame.verts), lines=cells(frame.lines),
+                          polys=cells(frame.polys),
+                          point_data=[(name, own(values), dtype) for name, values, dtype in frame.point_data],
+                          cell_data=[(name, own(values), dtype) for name, values, dtype in frame.cell_data])
 
 
 def _vtk_array(values, name, dtype):
