@@ -191,24 +191,14 @@ class VTKWriter:
             if self._thread is not None:
                 self._thread.shutdown(wait=True)
                 self._thread = None
-        self._write(collections=self._due_collections())
+        if not self._failed:  # (a collection would name the file that failed)
+            self._write(collections=self._due_collections())
         if self._entries is not None:
             self._remove_stale()
 
     def _write(self, frames=(), collections=None):
         """Write the snapshots ``frames`` (``(series, file name, frame)``), then the
-        ``collections`` (``{series: entries}``), whose entries name only files written by then;
-        nothing more in the background once a write there failed (a collection would name its
-        file)."""
-        if self._failed:
-            return
-        try:
-            self._write_files(frames, collections)
-        except BaseException:
-            self._failed = self.background
-            raise
-
-    def _write_files(self, frames, collections):
+        ``collections`` (``{series: entries}``), whose entries name only files written by then."""
         for series, name, frame in frames:
             reused = self._series.get(series)
             if reused is None:
@@ -226,9 +216,11 @@ class VTKWriter:
         return due
 
     def _wait(self):
-        """Wait for the snapshot being written in the background, raising its error."""
+        """Wait for the snapshot being written in the background, raising its error (the thread is
+        given nothing after it: every report waits first)."""
         last, self._last = self._last, None
         if last is not None:
+            self._failed = self._failed or last.exception() is not None
             last.result()
 
     def _start(self, step, model):
