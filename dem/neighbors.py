@@ -155,12 +155,14 @@ def _wrap(k, dims):
 
 
 @njit(inline="always")
-def _scan_cell(i, cell_index, position, diameter, skin, cell_start, cell_particles, index, offset, limit, cell,
-               kind, count):
-    """`scan_row`'s search of one cell for the neighbours of ``i`` (the nearest images of
-    ``kind``, `dem.cell.image_kind`: `dem.cell.OPEN` where the grid is not periodic); returns
-    ``count`` plus those found (written from ``offset + count``, those that fall below ``limit``)."""
-    for k in range(cell_start[cell_index], cell_start[cell_index + 1]):
+def _scan_cells(i, first_cell, end_cell, position, diameter, skin, cell_start, cell_particles, index, offset, limit,
+                cell, kind, count):
+    """`scan_row`'s search of the cells ``first_cell … end_cell − 1`` (consecutive cells, whose
+    particles `cell_particles` holds one after the other: one loop over them all) for the
+    neighbours of ``i`` (the nearest images of ``kind``, `dem.cell.image_kind`: `dem.cell.OPEN`
+    where the grid is not periodic); returns ``count`` plus those found (written from ``offset +
+    count``, those that fall below ``limit``)."""
+    for k in range(cell_start[first_cell], cell_start[end_cell]):
         j = cell_particles[k]  # active by construction
         if j == i:
             continue
@@ -183,7 +185,7 @@ def scan_row(i, position, diameter, skin, grid, cell_start, cell_particles, inde
                        index.shape[0] if fill else offset, cell)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell):
     """Count the neighbours of ``i`` and write them from ``offset``, those that fall below
     ``limit`` (the periodic steps only where the cell is periodic: its tests are
@@ -196,14 +198,23 @@ def scan_within(i, position, diameter, skin, grid, cell_start, cell_particles, i
     first_a, count_a = _span(ca, dims[0], period[0] > 0.0)
     first_b, count_b = _span(cb, dims[1], period[1] > 0.0)
     first_c, count_c = _span(cc, dims[2], period[2] > 0.0)
+    # along z the cells of a column (a, b) follow one another: one loop over the column's cells,
+    # unless they wrap around a periodic z (a loop over the particles of a few cells costs less
+    # than one per cell: each short loop's end is a branch the processor mispredicts)
+    column = first_c >= 0 and first_c + count_c <= dims[2]
     for ta in range(count_a):
         a = _wrap(first_a + ta, dims[0]) if periodic else first_a + ta
         for tb in range(count_b):
             b = _wrap(first_b + tb, dims[1]) if periodic else first_b + tb
+            base = (a * dims[1] + b) * dims[2]
+            if column:
+                count = _scan_cells(i, base + first_c, base + first_c + count_c, position, diameter, skin,
+                                    cell_start, cell_particles, index, offset, limit, cell, kind, count)
+                continue
             for tc in range(count_c):
-                c = _wrap(first_c + tc, dims[2]) if periodic else first_c + tc
-                count = _scan_cell(i, (a * dims[1] + b) * dims[2] + c, position, diameter, skin, cell_start,
-                                   cell_particles, index, offset, limit, cell, kind, count)
+                c = base + _wrap(first_c + tc, dims[2])
+                count = _scan_cells(i, c, c + 1, position, diameter, skin, cell_start, cell_particles, index,
+                                    offset, limit, cell, kind, count)
     return count
 
 
@@ -253,8 +264,8 @@ def _scan_row_tilted(i, position, diameter, skin, grid, cell_start, cell_particl
     count = 0
     for k in range(n):
         if k == 0 or found[k] != found[k - 1]:
-            count = _scan_cell(i, found[k], position, diameter, skin, cell_start, cell_particles, index, offset, limit,
-                               cell, TILTED, count)
+            count = _scan_cells(i, found[k], found[k] + 1, position, diameter, skin, cell_start, cell_particles, index,
+                                offset, limit, cell, TILTED, count)
     return count
 
 
@@ -272,7 +283,7 @@ def sort_row(values, first, end):
         values[m] = value
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _scan(i, position, diameter, skin, grid, cell_start, cell_particles, index, offset, limit, cell):
     """Row ``i``'s neighbours (`scan_within`, in a sheared cell `_scan_row_tilted`): their count,
     those below ``limit`` written from ``offset``."""

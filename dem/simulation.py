@@ -181,8 +181,8 @@ class Simulation:
 
     def _record(self, first, every, rows):
         """Hand the ``rows`` the loop sampled after step ``first`` to the observers that read
-        samples, in order; the row of the current step is kept for `sample` (the step's observers
-        report on it)."""
+        samples, in order, then let them flush what they wrote; the row of the current step is
+        kept for `sample` (the step's observers report on it)."""
         for k, row in enumerate(rows):
             step = (first // every + 1 + k) * every
             taken = read_sample(row)
@@ -192,6 +192,9 @@ class Simulation:
             for observer in self.observers:
                 if getattr(observer, "sampled", False) and observer.every > 0 and step % observer.every == 0:
                     observer.record(self, step, step * self.dt, taken)
+        for observer in self.observers:
+            if getattr(observer, "sampled", False) and hasattr(observer, "flush"):
+                observer.flush()
 
     def _step(self, n_steps, h, every=0):
         """``n_steps`` steps of size ``h`` by the `loop` (0 steps: the forces of the current

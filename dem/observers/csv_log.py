@@ -17,6 +17,12 @@ from ..stress import COMPONENTS, PARTS, cell_volume, homogenised_stress
 COLUMNS = ("step", "t") + KINETIC_COLUMNS + CORE_COLUMNS + ("total", "Px", "Py", "Pz", "Lx", "Ly", "Lz")
 
 
+def joined(values):
+    """The floats ``values`` as one row's text, ``repr`` of each (their shortest exact form)
+    joined by commas: one ``repr`` of the list, in C, instead of one call per value."""
+    return repr(values)[1:-1].replace(", ", ",")
+
+
 def columns(model):
     """Every column of ``model``'s log: docs/theory.md §4's, the energy columns of interactions beyond them
     (registry order), then the scene's invariants."""
@@ -26,8 +32,9 @@ def columns(model):
 class CsvLog:
     """Writes one row every ``every`` steps (and at the start and end of a run): `header` and
     `values` say what, from the state's `dem.diagnostics.Sample` (rows of earlier steps come
-    sampled in the loop: `record`). Rows are flushed as they are written, so the file is complete
-    up to the last row whenever the run stops. A run restarted at step ``resume_step`` keeps the
+    sampled in the loop: `record`). Rows are flushed at each report and after each chunk's sampled
+    rows (`flush`), so the file is complete up to the last chunk whenever the run stops (a row cut
+    short by a killed process is dropped on restart). A run restarted at step ``resume_step`` keeps the
     rows up to that step and appends after them (rows a stopped run wrote later are dropped)."""
 
     sampled = True
@@ -58,6 +65,11 @@ class CsvLog:
 
     def report(self, sim):
         self.record(sim, sim.state.step, sim.state.time, sim.sample())
+        self.flush()
+
+    def flush(self):
+        if self._file is not None:
+            self._file.flush()
 
     def record(self, sim, step, time, sample):
         """Write the row of step ``step`` (time ``time``), whose `dem.diagnostics.Sample` is
@@ -67,7 +79,6 @@ class CsvLog:
         if self._file is None:
             self._open(",".join(self.header(sim.model)))
         self._file.write(",".join([str(step), repr(time)] + self.values(sim, sample)) + "\n")
-        self._file.flush()
         self._last_step = step
 
     def close(self, sim):
@@ -85,7 +96,7 @@ class EnergyLog(CsvLog):
     def values(self, sim, sample):
         # (a model with invariants is sampled from Python, at the state's step: `dem.simulation`)
         row = sample.budget
-        return ([repr(row[name]) for name in COLUMNS[2:] + extra_columns()]
+        return ([joined([row[name] for name in COLUMNS[2:] + extra_columns()])]
                 + [repr(function(sim.model, sim.state)) for function in sim.model.invariants.values()])
 
 
@@ -128,10 +139,9 @@ class WallLog(CsvLog):
                                       f"the particles (coarsen it) or the particle is crushed into it (reduce "
                                       f"simulation.dt)")
         n_planes = len(sim.model.inputs["walls"]["planes"])
-        out = []
-        for w, values in enumerate(sample.walls.tolist()):  # point, then the force and moment
-            out += [repr(v) for v in values[:6 if w < n_planes else 9]]
-        return out
+        numbers = [v for w, values in enumerate(sample.walls.tolist())  # point, then the force and moment
+                   for v in values[:6 if w < n_planes else 9]]
+        return [joined(numbers)] if numbers else []
 
 
 #: ``fabric.csv``'s columns (`dem.network.Fabric`): touching pairs ``N_c``, ``Z``, ``Z_m``, rattlers,
@@ -152,6 +162,7 @@ class StateLog(CsvLog):
 
     def report(self, sim):
         self.record(sim, sim.state.step, sim.state.time, None)
+        self.flush()
 
 
 class FabricLog(StateLog):
