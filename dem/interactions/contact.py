@@ -46,7 +46,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..cell import TILTED, deforming, image_kind, image_velocity
+from ..cell import TILTED, deforming, deforms, image_kind, image_velocity
 from ..contacts import owner_slot
 from .contract import ROW, Interaction, localize_bodies
 from .friction import (
@@ -130,7 +130,7 @@ def _release(p, xi, theta, reach, r_old, reduced):
 
 
 @njit(inline="always")
-def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TILTED):
+def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TILTED, plain=False):
     """The pair ``i < j`` (its springs in ``slot`` from ``column`` on: 0 for a particle pair, a
     member pair's own columns for clumps' members, `dem.interactions.clump_contacts`): advances
     the springs and returns ``(loaded, F (3), τ_i (3), τ_j (3), elastic (3), active, booked,
@@ -141,19 +141,23 @@ def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TI
     (`dem.interactions.hertz.adhesive_law`) and the power the pair takes from a deforming cell's
     moving images (`dem.cell.image_velocity`: its relative velocity is taken against the image's;
     0 in a cell that does not deform). A JKR contact forms when the spheres touch and holds,
-    stretched, until ``ξ_n < ξ_c``. ``kind``: the cell's `dem.cell.image_kind`."""
+    stretched, until ``ξ_n < ξ_c``. ``kind``: the cell's `dem.cell.image_kind`. ``plain``, a
+    constant True where the law does not adhere, the cell does not deform and there are no
+    sub-steps (`contact_pp_update`), leaves out what only those need (the adhesive law's formed
+    contacts, the images' velocity, ±0 in such a cell, and the active pairs): the same bits, in
+    less code."""
     position, velocity, omega, diameter = st.position, st.velocity, st.angular_velocity, bodies.diameter
     radius_i, radius_j = 0.5 * diameter[i], 0.5 * diameter[j]
     dx, dy, dz, r2, reach = pair_overlap(i, j, radius_i, position, diameter, st.cell, kind)
     zero = (0.0, 0.0, 0.0)
-    active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 else 0
+    active = pair_active(i, j, dx, dy, dz, r2, reach, velocity, horizon) if horizon >= 0.0 and not plain else 0
     xi, theta = _springs(history, slot, column)
     stored = xi[0] != 0.0 or xi[1] != 0.0 or xi[2] != 0.0 or theta[0] != 0.0 or theta[1] != 0.0 \
         or theta[2] != 0.0 or theta[3] != 0.0
     touching = r2 < reach * reach
     reduced = radius_i * radius_j / (radius_i + radius_j)
     lost = 0.0
-    holds = beyond_contact(p.law)
+    holds = not plain and beyond_contact(p.law)
     formed = holds and history[slot, column + FORMED] != 0.0
     if holds:
         if formed and not touching:
@@ -166,7 +170,7 @@ def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TI
         return False, zero, zero, zero, zero, active, 0.0, 0.0, lost, 0.0
     r = np.sqrt(r2)
     n = (dx / r, dy / r, dz / r)
-    w = image_velocity(i, j, dx, dy, dz, position, st.cell)
+    w = zero if plain else image_velocity(i, j, dx, dy, dz, position, st.cell)
     v = (velocity[i, 0] - velocity[j, 0] - w[0], velocity[i, 1] - velocity[j, 1] - w[1],
          velocity[i, 2] - velocity[j, 2] - w[2])
     booked = power = 0.0
@@ -184,7 +188,7 @@ def contact_pair(i, j, slot, column, h, horizon, st, bodies, p, history, kind=TI
     delta = 1.0 - r / reach
     speed = (v[0] * dx + v[1] * dy + v[2] * dz) / r
     inverse_mass = bodies.inverse_mass[i] + bodies.inverse_mass[j]
-    if is_adhesive(p.law):
+    if not plain and is_adhesive(p.law):
         f_elastic, k_now = adhesive_law(p.law, delta, p.stiffness, reach, reduced, p.work)[2:]
         if holds and not formed:  # it snaps on: the curve's energy at touch is lost
             lost -= touch_energy(p.law, p.stiffness, reach, reduced, p.work)
@@ -258,7 +262,18 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
     no load, so that ``j``'s row may add every one), the row's sum of its shares to the force and
     moment of ``i`` (which `contact_pp_forces`, the first of the row kernels, reads back before the
     rows set them: no array of row sums), with contact sub-steps its elastic normal force and
-    active contacts to ``own.upper[i]``; the work booked to ``i``."""
+    active contacts to ``own.upper[i]``; the work booked to ``i``. A law that does not adhere in a
+    cell that does not deform, without sub-steps, takes the pair's ``plain`` copy, which leaves out
+    what only the other cases need (the same bits)."""
+    if not beyond_contact(p.law) and not is_adhesive(p.law) and not deforms(st.cell) and p.substeps <= 1:
+        _update_rows(lo, hi, h, st, bodies, contacts, p, own, history, loads, True)
+    else:
+        _update_rows(lo, hi, h, st, bodies, contacts, p, own, history, loads, False)
+
+
+@njit(inline="always")
+def _update_rows(lo, hi, h, st, bodies, contacts, p, own, history, loads, plain):
+    """`contact_pp_update` with `contact_pair`'s ``plain`` (a constant at each call)."""
     start, index, owner_start, upper = contacts.start, contacts.neighbors, contacts.owner_start, own.upper
     force, moment = st.force, st.moment
     horizon = 2.0 * h if p.substeps > 1 else -1.0
@@ -270,7 +285,8 @@ def contact_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
         for k in range(upper_entries(contacts, i), start[i + 1]):  # the entries j > i
             j = index[k]
             loaded, f, ti, tj, e, on, work, dissipation, snapped, taken = contact_pair(i, j, slot, 0, h, horizon,
-                                                                                       st, bodies, p, history, kind)
+                                                                                       st, bodies, p, history, kind,
+                                                                                       plain)
             active += on
             booked += work
             lost += snapped
