@@ -64,7 +64,7 @@ class CsvLog:
         self._file.writelines(kept)
 
     def report(self, sim):
-        self.record(sim, sim.state.step, sim.state.time, sim.sample())
+        self.record(sim, sim.state.step, sim.state.time, sim.sample() if self.sampled else None)
         self.flush()
 
     def flush(self):
@@ -159,10 +159,6 @@ class StateLog(CsvLog):
 
     def header(self, model):
         return self.columns
-
-    def report(self, sim):
-        self.record(sim, sim.state.step, sim.state.time, None)
-        self.flush()
 
 
 class FabricLog(StateLog):
