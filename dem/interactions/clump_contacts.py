@@ -90,10 +90,9 @@ import numpy as np
 from numba import njit
 
 from ..cell import box_cell, deforming, image_velocity, minimum_image
-from ..contacts import owner_slot
 from .clump_walls import member_bodies, member_inertia, put_members
 from .contact import (
-    CONTACT_PP, LOADS, SPRINGS, ContactParams, contact_pair, pair_energies, upper_entries,
+    CONTACT_PP, LOADS, SPRINGS, ContactParams, book_row, contact_pair, lower_shares, pair_energies, upper_entries,
 )
 from .contract import CHUNK, ROW, Interaction, localize_members
 from .friction import TANGENTIAL_MODELS, stiffness_ratio
@@ -295,12 +294,7 @@ def clump_pp_update(lo, hi, h, st, bodies, contacts, p, own, history, loads):
             slot += 1
         force, moment = st.force, st.moment
         force[i, 0], force[i, 1], force[i, 2], moment[i, 0], moment[i, 1], moment[i, 2] = fx, fy, fz, tx, ty, tz
-        own.friction[i] += booked
-        own.dissipated[i] += h * power
-        if own.hysteresis.shape[0] > 0:  # an adhesive law
-            own.hysteresis[i] += lost
-        if own.cell_work.shape[0] > 0:  # a deforming cell
-            own.cell_work[i] -= h * driven
+        book_row(i, h, own, booked, power, lost, driven)
 
 
 @njit(inline="always")
@@ -308,12 +302,7 @@ def clump_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
     """Pass 2, body ``i``: the shares its pairs ``j < i`` left at their slots of ``loads`` (row order,
     `dem.contacts.owner_slot`), then the update's sum over its pairs ``j > i``, which it left in
     the force and moment of ``i`` (``row_sums``, as `dem.interactions.contact`'s)."""
-    start, owner_start = contacts.start, contacts.owner_start
-    fx = fy = fz = tx = ty = tz = 0.0
-    for k in range(start[i], upper_entries(contacts, i)):  # the entries j < i
-        slot = owner_slot(contacts, k - owner_start[i])
-        fx, fy, fz = fx + loads[slot, 0], fy + loads[slot, 1], fz + loads[slot, 2]
-        tx, ty, tz = tx + loads[slot, 3], ty + loads[slot, 4], tz + loads[slot, 5]
+    fx, fy, fz, tx, ty, tz = lower_shares(i, contacts, loads)
     force, moment = st.force, st.moment
     return fx + force[i, 0], fy + force[i, 1], fz + force[i, 2], tx + moment[i, 0], ty + moment[i, 1], tz + moment[i, 2]
 

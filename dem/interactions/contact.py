@@ -311,12 +311,33 @@ def _update_rows(lo, hi, h, st, bodies, contacts, p, own, history, loads, plain)
         if p.substeps > 1:
             upper[i, 0], upper[i, 1], upper[i, 2] = ex, ey, ez
             upper[i, 3] = active
-        own.friction[i] += booked
-        own.dissipated[i] += h * power
-        if own.hysteresis.shape[0] > 0:  # an adhesive law
-            own.hysteresis[i] += lost
-        if own.cell_work.shape[0] > 0:  # a deforming cell
-            own.cell_work[i] -= h * driven
+        book_row(i, h, own, booked, power, lost, driven)
+
+
+@njit(inline="always")
+def book_row(i, h, own, booked, power, lost, driven):
+    """Book what row ``i``'s pairs did in the step ``h`` to its owner ``i``: the work ``booked``
+    to friction, the damping ``power``, the energy ``lost`` by its JKR contacts (an adhesive law)
+    and the power ``driven`` taken from a deforming cell's moving images."""
+    own.friction[i] += booked
+    own.dissipated[i] += h * power
+    if own.hysteresis.shape[0] > 0:  # an adhesive law
+        own.hysteresis[i] += lost
+    if own.cell_work.shape[0] > 0:  # a deforming cell
+        own.cell_work[i] -= h * driven
+
+
+@njit(inline="always")
+def lower_shares(i, contacts, loads):
+    """``(fx, fy, fz, tx, ty, tz)``: the shares the pairs ``j < i`` of row ``i`` left at their
+    slots of ``loads`` (every lower entry's, in row order, `dem.contacts.owner_slot`)."""
+    first, last = contacts.start[i] - contacts.owner_start[i], upper_entries(contacts, i) - contacts.owner_start[i]
+    fx = fy = fz = tx = ty = tz = 0.0
+    for lower in range(first, last):
+        slot = owner_slot(contacts, lower)
+        fx, fy, fz = fx + loads[slot, 0], fy + loads[slot, 1], fz + loads[slot, 2]
+        tx, ty, tz = tx + loads[slot, 3], ty + loads[slot, 4], tz + loads[slot, 5]
+    return fx, fy, fz, tx, ty, tz
 
 
 @njit(inline="always")
@@ -326,13 +347,8 @@ def contact_pp_forces(i, h, st, bodies, contacts, p, own, history, loads):
     pairs ``j > i``, which it left in the force and moment of ``i``; with contact sub-stepping
     also the elastic normal force of the pairs ``j < i`` that touch and the active contacts
     (``fast_pairs``)."""
-    start, owner_start, upper, force, moment = contacts.start, contacts.owner_start, own.upper, st.force, st.moment
-    first, last = start[i] - owner_start[i], upper_entries(contacts, i) - owner_start[i]  # its lower slots
-    fx = fy = fz = tx = ty = tz = 0.0
-    for lower in range(first, last):
-        slot = owner_slot(contacts, lower)
-        fx, fy, fz = fx + loads[slot, 0], fy + loads[slot, 1], fz + loads[slot, 2]
-        tx, ty, tz = tx + loads[slot, 3], ty + loads[slot, 4], tz + loads[slot, 5]
+    start, upper, force, moment = contacts.start, own.upper, st.force, st.moment
+    fx, fy, fz, tx, ty, tz = lower_shares(i, contacts, loads)
     if p.substeps > 1:
         position, velocity, diameter, index = st.position, st.velocity, bodies.diameter, contacts.neighbors
         radius = 0.5 * diameter[i]
