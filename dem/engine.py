@@ -8,8 +8,8 @@ import it and return it. The modules live in the compile cache folder next to nu
 (`dem._numba_cache`), so a scene compiles only what it uses, once per machine. Their text is
 plain Python; ``python -m dem validate SCENE --show-loop`` prints a scene's.
 
-One force evaluation, `forces(h, st, bodies, table, index, *histories, *parameters)`, the stages
-of `dem.step.FORCES`:
+One force evaluation, `_forces(substepping, h, st, bodies, table, index, *histories,
+*parameters)`, the stages of `dem.step.FORCES`:
 
 1. the neighbour list is rebuilt when a particle has moved more than half the skin (only if an
    acting interaction needs it), carrying every per-contact history across (`dem.contacts`);
@@ -70,11 +70,16 @@ from .integrators import respa as respa_stages
 from .integrators.stages import first_not_finite
 from .interactions import BOND, CHUNK, GLOBAL, INTERACTIONS, ROW, energy_columns, history_width, loads_width
 from .interactions.hertz import hertz_pp_fast, hertz_pp_fast_pairs
-from .neighbors import build_kernel, rebuild_due
+from .neighbors import build_parallel, build_serial, rebuild_due
 from .state import motion
 from .step import FORCES, STEP, Stage, branches, stage_methods
 
 OK, FAILED, NOT_FINITE = 0, 1, 2
+#: the first row (or bond) of a serial pass, an int64 as the parallel passes' chunk bounds are: a
+#: literal 0 would be typed ``Literal[int](0)`` and compile each kernel it is passed to a second
+#: time, apart from the copy the parallel loops and the GPU share (numba compiles a function anew
+#: for each literal argument)
+FIRST = "np.int64(0)"
 
 
 def _function(function):
@@ -140,19 +145,20 @@ def carried_arrays(interaction):
 
 
 def _chunked(w, call, lo, hi, parallel, indent):
-    """``call(lo, hi)`` over ``[lo, hi)``: in chunks under prange, or in one call."""
+    """``call(lo, hi)`` over ``[lo, hi)``: in chunks under prange, or in one call (``lo`` "0":
+    from `FIRST`)."""
     if parallel:
         w(f"for chunk in prange(({hi} - {lo} + CHUNK - 1) // CHUNK):", indent)
         w(call(f"{lo} + chunk * CHUNK", f"min({hi}, {lo} + (chunk + 1) * CHUNK)"), indent + 1)
     else:
-        w(call(lo, hi), indent)
+        w(call(FIRST if lo == "0" else lo, hi), indent)
 
 
 def _bond_pass(w, name, call, parallel, indent):
     """``call(lo, hi)`` over the bonds of law ``name``: colour by colour (a colour's bonds share no
     body), each in chunks under prange; serially in one call, which takes them in the same order."""
     if not parallel:
-        w(call("0", f"p_{name}.color_start[-1]"), indent)
+        w(call(FIRST, f"p_{name}.color_start[-1]"), indent)
         return
     w(f"for color in range(p_{name}.color_start.shape[0] - 1):", indent)
     w(f"lo = p_{name}.color_start[color]", indent + 1)
@@ -197,7 +203,7 @@ def _rows_text(w, interactions, listed):
       f'interactions."""', 1)
     for i in _fused(interactions):
         update = w.use(i.update, f"{i.name}_update")
-        bounds = "0, st.position.shape[0]" if listed else "lo, hi"
+        bounds = f"{FIRST}, st.position.shape[0]" if listed else "lo, hi"
         w(f"{update}({bounds}, h, st, bodies, contacts, p_{i.name}, o_{i.name})", 1)
     for loop, group in enumerate(row_loops(rows)):
         w(f"for {'k' if listed else 'i'} in range(lo, hi):", 1)
@@ -315,9 +321,9 @@ def _passes_text(w, interactions, parallel, refresh, rows_pass, distributed=Fals
 
 
 #: the force evaluation's text; its holes: the arguments and the stages of `dem.step.FORCES` (``passes``,
-#: `_passes_text`). ``forces`` passes ``h < 0.0``, a False known at run time as the loop's is, so that
-#: numba compiles one ``_forces`` (a constant False would be typed Literal[bool] and compile a
-#: second); it is not parallel itself (the passes of ``_forces`` run on the threads).
+#: `_passes_text`). The loop passes ``substepping`` as a bool known at run time, and so does Python
+#: (`compute_forces`), so that numba compiles one ``_forces`` for both (a constant False would be
+#: typed Literal[bool] and compile a second).
 FORCES_TEXT = """\
 @njit(cache=True{parallel})
 def _forces(substepping, h, st, bodies, table, {arguments}):
@@ -325,12 +331,7 @@ def _forces(substepping, h, st, bodies, table, {arguments}):
 kick reads the fast force, `_fast_text`).\"\"\"
     n = st.position.shape[0]
 {passes}
-    return ({results})
-
-
-@njit(cache=True)
-def forces(h, st, bodies, table, {arguments}):
-    return _forces(h < 0.0, h, st, bodies, table, {arguments})"""
+    return ({results})"""
 
 
 def _forces_text(names, parallel):
@@ -341,15 +342,14 @@ def _forces_text(names, parallel):
     row_arguments = row_kernel_arguments(interactions)
     _rows_text(w, interactions, listed=False)
     carried = "index" + "".join(", " + h for h in histories)
-    # parallel: the build's row sweeps are prange loops (`dem.neighbors`), serial in a serial function
-    w(f"@njit(cache=True{', parallel=True' if parallel else ''})")
+    w("@njit(cache=True)")
     w(f"def _refresh(st, bodies, table, {carried}{''.join(', ' + a for a in listed_parameters(interactions))}):")
     w('"""Rebuild the neighbour list if it is due, carrying the histories (before the forces, and between '
       'contact sub-steps); returns '
       '``(index, *histories)``."""', 1)
     if neighbors:
         w.use(rebuild_due, "rebuild_due")
-        w.use(build_kernel, "build_kernel")
+        build = w.use(build_parallel if parallel else build_serial, "build")
         listed = [i for i in interactions if i.list_diameter]
         diameter = f"p_{listed[0].name}.list_diameter" if listed else "bodies.diameter"
         w(f"if rebuild_due(st.position, {diameter}, table.skin, table.reference_position, table.counters, "
@@ -358,7 +358,7 @@ def _forces_text(names, parallel):
             w.use(compact_history, "compact_history")
             w(f"keys_{i.name} = compact_history(table.start, index, table.owner_start, hist_{i.name}, "
               f"hist_{i.name}.shape[1])", 2)
-        w(f"index = build_kernel(st.position, {diameter}, table.skin, {parallel}, table.reference_position, "
+        w(f"index = {build}(st.position, {diameter}, table.skin, table.reference_position, "
           f"table.start, index, table.cell_start, table.cell_particles, table.counters, st.cell)", 2)
         if histories:
             w.use(owner_offsets, "owner_offsets")
@@ -427,7 +427,8 @@ def _distributed_text(scheme, names):
     w("n = st.position.shape[0]", 1)
 
     def rows_pass():
-        w(f"_rows(0, owned.shape[0], h, st, bodies, contacts, owned{''.join(', ' + a for a in row_arguments)})", 1)
+        w(f"_rows({FIRST}, owned.shape[0], h, st, bodies, contacts, owned"
+          f"{''.join(', ' + a for a in row_arguments)})", 1)
         w("for k in range(ghosts.shape[0]):", 1)
         w("for c in range(3):", 2)
         w("st.force[ghosts[k], c] = 0.0", 3)
@@ -571,7 +572,7 @@ ADVANCE = """\
 def advance(n_steps, h, first_step, every, samples, st, bodies, aux, table, {arguments}):
     n = st.position.shape[0]
     if n_steps == 0:  # the forces of the current configuration, as at the start of a run
-        out = _forces(n_steps < 0, h, st, bodies, table, {arguments})  # False, known at run time (`forces`)
+        out = _forces(n_steps < 0, h, st, bodies, table, {arguments})  # False, known at run time (`FORCES_TEXT`)
         return {ok}, -1, 0, 0, {out}
     n_chunks = {n_chunks}
     failed = np.empty(n_chunks, np.int64)  # filled below; np.full would be a thread launch
@@ -636,7 +637,7 @@ class StepWriter:
         """The loop over the chunks whose failures and rebuild flags ``failed`` and ``due`` keep
         (one chunk when serial); returns the bounds of a chunk's bodies."""
         self.w("for chunk in prange(n_chunks):" if self.parallel else "for chunk in range(1):", indent)
-        return ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if self.parallel else ("0", "n")
+        return ("chunk * CHUNK", "min(n, (chunk + 1) * CHUNK)") if self.parallel else (FIRST, "n")
 
     def _before(self, indent):
         before = self.scheme_stages["before_forces"]
@@ -645,7 +646,7 @@ class StepWriter:
             self.w(f"failed[chunk] = {before}(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), h, st, bodies, aux)",
                    indent + 1)
         else:
-            self.w(f"failed[0] = {before}(0, n, h, st, bodies, aux)", indent)
+            self.w(f"failed[0] = {before}({FIRST}, n, h, st, bodies, aux)", indent)
 
     def _fast_pass(self, indent):
         """The fast force ``f`` between sub-steps: the Hertz rows set it (serially each pair once,
@@ -788,7 +789,7 @@ def _advance_spec(scheme, names, parallel, forces_name, sample_name):
 
 @functools.cache
 def forces_module(names, parallel):
-    """The module whose ``forces`` evaluates the interactions ``names`` (a tuple, registry
+    """The module whose ``_forces`` evaluates the interactions ``names`` (a tuple, registry
     order)."""
     return load_module(*_forces_spec(names, parallel))
 
@@ -891,7 +892,7 @@ def compute_forces(model, state, contacts=None, bodies=None, dt=0.0, parallel=Fa
     contacts = new_contacts(model) if contacts is None else contacts
     bodies = model.body_arrays() if bodies is None else bodies
     histories, parameters = arguments(model, state, contacts)
-    out = forces_module(tuple(model.interactions), parallel).forces(
-        float(dt), state.arrays(), bodies, contacts.arrays(), contacts.index, *histories, *parameters)
+    out = forces_module(tuple(model.interactions), parallel)._forces(
+        False, float(dt), state.arrays(), bodies, contacts.arrays(), contacts.index, *histories, *parameters)
     store_contacts(model, contacts, out)
     return contacts

@@ -379,6 +379,23 @@ def build_kernel(position, diameter, skin, parallel, reference_position, start, 
 
 
 @njit(cache=True)
+def build_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
+                 cell):
+    """`build_kernel` on one thread, compiled once per machine and called by every serial loop's
+    ``_refresh`` (`dem.engine`): inlined, the build was copied, typed and compiled again in each."""
+    return build_kernel(position, diameter, skin, False, reference_position, start, index, cell_start,
+                        cell_particles, counters, cell)
+
+
+@njit(cache=True, parallel=True)
+def build_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
+                   cell):
+    """`build_kernel` on the threads, as `build_serial` for the parallel loops."""
+    return build_kernel(position, diameter, skin, True, reference_position, start, index, cell_start,
+                        cell_particles, counters, cell)
+
+
+@njit(cache=True)
 def whole_grid(lo, size, dims, cell):
     """The grid of `cell_of` that spans all of ``dims``."""
     return lo, size, dims - 1, np.zeros(3, np.int64), dims, cell[PERIOD].copy(), cell[INVERSE].copy(), cell[TILT].copy()
@@ -470,8 +487,9 @@ def _build_on_grid(position, diameter, skin, parallel, grid, reference_position,
             for chunk in prange(chunks):
                 _rows(chunk * CHUNK, min(n, (chunk + 1) * CHUNK), position, diameter, skin, grid, cell_start,
                       cell_particles, start, index, sweep == 1, cell)
-        else:
-            _rows(0, n, position, diameter, skin, grid, cell_start, cell_particles, start, index, sweep == 1, cell)
+        else:  # (an int64 0: a literal would compile a second copy of `_rows`, `dem.engine.FIRST`)
+            _rows(np.int64(0), n, position, diameter, skin, grid, cell_start, cell_particles, start, index, sweep == 1,
+                  cell)
     if whole:
         for i in range(n):
             start[i + 1] += start[i]

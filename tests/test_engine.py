@@ -23,6 +23,21 @@ def test_the_loop_calls_exactly_the_interactions_a_scene_uses():
     assert "gravity" not in text and "lennard_jones" not in text and "prange(" not in text  # serial, nothing else
 
 
+def test_serial_loops_pass_kernels_the_parallel_loops_argument_types():
+    """A serial loop calls each kernel with an int64 first row, as the parallel loops' chunks do: a
+    literal 0 would be typed Literal[int](0), and numba would compile every kernel it reaches a
+    second time (the frictional pipeline's update: a minute on 2 cores)."""
+    import re
+
+    from dem.integrators import SCHEMES
+
+    for names in (("binder", "hertz_pp", "hertz_pw", "walls"), ("contact_pp", "contact_pw", "gravity", "walls")):
+        text = engine.loop_source(SCHEMES["rrp2"], names, False) + engine.loop_source(SCHEMES["lgvi"], names, False)
+        assert engine.FIRST in text
+        calls = re.findall(r"\b\w+\(0, ", text)
+        assert not calls, calls
+
+
 def test_a_kernel_that_reads_its_row_sums_back_comes_first():
     """`dem.interactions.contact`'s update leaves each row's sums in the force and moment; its row
     kernel reads them back, so a registry that puts another row kernel before it is refused."""

@@ -20,7 +20,8 @@ are claimed where either spring acts. A particle walks its walls only when it is
 (`_near_walls`: it keeps a wall spring, touches a plane or has a mesh contact; under an adhesive
 law always, as a JKR contact acts stretched): elsewhere the walk would add zeros to its force, its
 booked work and the walls' sums. The walk is compiled once per machine (`_plain_walls`,
-`_adhesive_walls`) and called from the generated loops, which inline only the test. The walk
+`_adhesive_walls`) and called from the generated loops, which inline only the test; the energy
+kernels call one more copy, which reads the springs without stepping them (`_walls_at_rest`). The walk
 over a sphere's mesh springs (`mesh_springs`) serves the member spheres of clumps too
 (`dem.interactions.clump_walls`).
 
@@ -326,6 +327,14 @@ def _adhesive_walls(i, h, st, bodies, p, own, walls):
     return _walls(i, h, st, bodies, p, own, walls, True, True)
 
 
+@njit(cache=True, _nrt=False)
+def _walls_at_rest(i, st, bodies, p, own, walls):
+    """`_walls` reading the springs without stepping them, for the energy kernels of both laws
+    (``adhesive`` is read only with ``advance``): one copy compiled once per machine, which the two
+    would otherwise each inline."""
+    return _walls(i, 0.0, st, bodies, p, own, walls, False, False)
+
+
 @njit(inline="always")
 def _wall_forces(i, h, st, bodies, p, own, walls, adhesive):
     """Particle ``i``'s wall contacts: steps their springs, books their work and their reactions
@@ -386,7 +395,7 @@ def _spring_energies(st, bodies, p, own, walls):
     tangential springs' energy and booked work, then the rolling and twisting springs'."""
     u_t = u_r = u_tw = 0.0
     for i in range(st.position.shape[0]):
-        row = _walls(i, 0.0, st, bodies, p, own, walls, False, False)
+        row = _walls_at_rest(i, st, bodies, p, own, walls)
         u_t += row[10]
         u_r += row[16]
         u_tw += row[17]
