@@ -551,30 +551,25 @@ def build_due(position, diameter, skin, reference_position, counters, cell):
     return rebuild_due(position, diameter, skin, reference_position, counters, cell)
 
 
-@njit(inline="always")
-def _update_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start, cell_particles,
-                   counters, cell):
-    """Rebuild if needed; returns the (possibly new) ``index`` array. Inlined into its callers
-    (its ``prange`` loops become part of the caller's parallel region: a separately compiled
-    parallel function called from compiled code is costly)."""
-    if rebuild_due(position, diameter, skin, reference_position, counters, cell):
-        return build_kernel(position, diameter, skin, parallel, reference_position, start, index, cell_start,
-                            cell_particles, counters, cell)
-    return index
-
-
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _update_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
                      cell):
-    return _update_kernel(position, diameter, skin, True, reference_position, start, index, cell_start,
-                          cell_particles, counters, cell)
+    """Rebuild on the threads if due (`rebuild_due`, `build_parallel`); returns the (possibly new)
+    ``index`` array."""
+    if rebuild_due(position, diameter, skin, reference_position, counters, cell):
+        return build_parallel(position, diameter, skin, reference_position, start, index, cell_start, cell_particles,
+                              counters, cell)
+    return index
 
 
 @njit(cache=True)
 def update_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles, counters,
                   cell):
-    return _update_kernel(position, diameter, skin, False, reference_position, start, index, cell_start,
-                          cell_particles, counters, cell)
+    """`_update_parallel` on one thread (`build_serial`)."""
+    if rebuild_due(position, diameter, skin, reference_position, counters, cell):
+        return build_serial(position, diameter, skin, reference_position, start, index, cell_start, cell_particles,
+                            counters, cell)
+    return index
 
 
 class NeighborList:
